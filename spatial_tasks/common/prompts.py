@@ -1,0 +1,37 @@
+"""Jinja prompt templates under tasks/<benchmark>/prompts/, rendered with StrictUndefined.
+
+A missing field is an error naming the template and the field, never an empty string.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jinja2
+
+from spatial_tasks.paths import benchmark_tasks_dir
+
+
+class PromptError(ValueError):
+    pass
+
+
+@functools.cache
+def _environment(benchmark: str) -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(benchmark_tasks_dir(benchmark) / "prompts"),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=False,
+        autoescape=False,
+    )
+
+
+def render(benchmark: str, template: str, **fields: object) -> str:
+    """Render tasks/<benchmark>/prompts/<template> with ``fields``; strips the final newline."""
+    try:
+        text = _environment(benchmark).get_template(template).render(**fields)
+    except jinja2.UndefinedError as err:
+        raise PromptError(f"prompt template {benchmark}/prompts/{template}: {err.message}") from err
+    except jinja2.TemplateNotFound as err:
+        raise PromptError(f"no prompt template {benchmark}/prompts/{err.name}") from err
+    return text.rstrip("\n")

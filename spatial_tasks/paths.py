@@ -1,0 +1,23 @@
+"""Where the package's own files live, identically for a wheel install and an editable checkout.
+
+pyproject.toml maps the top-level ``tasks/`` and ``generators/`` folders onto the
+``spatial_tasks.tasks`` and ``spatial_tasks.generators`` packages, so resolving through the
+import system finds the installed copy in a wheel and the checkout in editable mode.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+
+def tasks_dir() -> Path:
+    """The folder lmms-eval indexes for our task YAMLs (one sub-folder per benchmark)."""
+    return Path(str(resources.files("spatial_tasks.tasks")))
+
+
+def benchmark_tasks_dir(benchmark: str) -> Path:
+    path = tasks_dir() / benchmark
+    if not path.is_dir():
+        raise FileNotFoundError(f"no task folder for benchmark {benchmark!r} under {tasks_dir()}")
+    return path

@@ -1,0 +1,134 @@
+"""SpatialTunnel metrics: pure functions over per-question records.
+
+Paper: Min et al., "Why Far Looks Up: Probing Spatial Representation in Vision-Language Models"
+(ECCV 2026), §4 and Tables 3, 8, 9. A record is what ``tasks.process_results`` returns:
+
+    score            correctness in [0, 1]: v = p (answer Yes) or 1 - p (answer No) under the
+                     first-token logit protocol (Table 3); 1/0 under exact match (Table 8)
+    relation         consistent | counter | ambiguous | unknown (three-way, |dy| < 5% H)
+    relation_two_way consistent | counter | unknown (the paper's split in the tunnel)
+    theta1_index, theta2_index, grid    the cell of the 16 x 16 grid
+    size1_nominal    s1 of the size sweep (size variant only)
+
+The same functions back the lmms-eval aggregations and ``spatial-tasks rescore``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+SIZE_SMALL_FAR = 0.10  # s1 = 0.1: far object small, size consistent with depth
+SIZE_LARGE_FAR = 0.30  # s1 = 0.3: far object large, size conflicts with depth
+
+
+def mean_score(records: Iterable[dict]) -> float:
+    """v (Table 3) / Acc_all (Table 8): the mean correctness over all image-question pairs.
+
+    Equal to the mean of per-cell means because every cell has the same number of pairs.
+    NaN when there are no records.
+    """
+    scores = [float(r["score"]) for r in records]
+    return sum(scores) / len(scores) if scores else math.nan
+
+
+def standard_error(records: Sequence[dict]) -> float:
+    """Standard error of the mean score (sample std / sqrt(n))."""
+    scores = [float(r["score"]) for r in records]
+    n = len(scores)
+    if n < 2:
+        return math.nan
+    mean = sum(scores) / n
+    return math.sqrt(sum((s - mean) ** 2 for s in scores) / (n - 1) / n)
+
+
+def mean_by_relation(records: Iterable[dict], relation: str, two_way: bool = True) -> float:
+    """v_cons / v_ctr (Table 3; Acc_con / Acc_ctr in Table 8), or v over the ambiguous subset.
+
+    ``two_way=True`` is the paper's split in the tunnel (farther object higher => consistent,
+    else counter); ``two_way=False`` uses the three-way label, where |dy| < 5% of the image
+    height is "ambiguous" (the paper's rule for the real benchmarks, reported here too).
+    """
+    key = "relation_two_way" if two_way else "relation"
+    return mean_score(r for r in records if r[key] == relation)
+
+
+def consistency_gap(records: Sequence[dict]) -> float:
+    """Delta = v_cons - v_ctr (Table 3, Table 8): how much the vertical shortcut helps."""
+    return mean_by_relation(records, "consistent") - mean_by_relation(records, "counter")
+
+
+def cell_grid(records: Iterable[dict]) -> list[list[float | None]]:
+    """The grid x grid matrix of per-cell v (paper Fig. 3): row = theta1 index (farther object),
+    column = theta2 index (nearer object), each cell the mean over its images' 4 templates.
+    Cells without records are None."""
+    sums: dict[tuple[int, int], list[float]] = defaultdict(list)
+    grid = 0
+    for r in records:
+        if r.get("theta1_index") is None or r.get("theta2_index") is None:
+            continue
+        grid = max(grid, int(r["grid"]))
+        sums[(int(r["theta1_index"]), int(r["theta2_index"]))].append(float(r["score"]))
+    return [
+        [(sum(v) / len(v)) if (v := sums.get((i, j))) else None for j in range(grid)] for i in range(grid)
+    ]
+
+
+def cell_relations(records: Iterable[dict]) -> list[list[str | None]]:
+    """Per-cell two-way relation (for drawing which cells are consistent or counter)."""
+    grid, rel = 0, {}
+    for r in records:
+        if r.get("theta1_index") is None or r.get("theta2_index") is None:
+            continue
+        grid = max(grid, int(r["grid"]))
+        rel[(int(r["theta1_index"]), int(r["theta2_index"]))] = r["relation_two_way"]
+    return [[rel.get((i, j)) for j in range(grid)] for i in range(grid)]
+
+
+def size_curve(records: Iterable[dict]) -> dict[float, float]:
+    """Mean v per s1 of the size sweep (Table 9, s1 + s2 = 0.4), keyed by s1 rounded to 2 dp."""
+    by: dict[float, list[float]] = defaultdict(list)
+    for r in records:
+        if r.get("size1_nominal") is not None:
+            by[round(float(r["size1_nominal"]), 2)].append(float(r["score"]))
+    return {s: sum(v) / len(v) for s, v in sorted(by.items())}
+
+
+def mean_at_size(records: Iterable[dict], s1: float) -> float:
+    """v(s1) (Table 9): mean v over the images whose far object has nominal size s1."""
+    return size_curve(records).get(round(s1, 2), math.nan)
+
+
+def size_gap(records: Sequence[dict]) -> float:
+    """Delta_s = v(s1=0.1) - v(s1=0.3) (Table 9): how much the size cue helps."""
+    curve = size_curve(records)
+    return curve.get(SIZE_SMALL_FAR, math.nan) - curve.get(SIZE_LARGE_FAR, math.nan)
+
+
+def unparseable_share(records: Sequence[dict]) -> float:
+    """Share of exact-match answers with neither yes nor no (scored wrong, counted here)."""
+    return sum(1 for r in records if r.get("parsed") == "unparseable") / len(records) if records else math.nan
+
+
+def summary(records: Sequence[dict]) -> dict:
+    """Every figure of Tables 3/8/9 for one set of records, plus n per subset."""
+    out = {
+        "v": mean_score(records),
+        "v_stderr": standard_error(records),
+        "v_cons": mean_by_relation(records, "consistent"),
+        "v_ctr": mean_by_relation(records, "counter"),
+        "delta": consistency_gap(records),
+        "v_amb": mean_by_relation(records, "ambiguous", two_way=False),
+        "n": len(records),
+        "n_cons": sum(r["relation_two_way"] == "consistent" for r in records),
+        "n_ctr": sum(r["relation_two_way"] == "counter" for r in records),
+        "n_amb": sum(r["relation"] == "ambiguous" for r in records),
+        "cell_grid": cell_grid(records),
+    }
+    if any(r.get("size1_nominal") is not None for r in records):
+        out.update(v_s010=mean_at_size(records, SIZE_SMALL_FAR), v_s030=mean_at_size(records, SIZE_LARGE_FAR),
+                   delta_s=size_gap(records), size_curve=size_curve(records))
+    if any("parsed" in r for r in records):
+        out["unparseable"] = unparseable_share(records)
+    return out
