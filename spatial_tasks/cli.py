@@ -7,9 +7,11 @@ import math
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__.split(".")[0])
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False,
+                  help=__doc__.split(".")[0])
 generate_app = typer.Typer(no_args_is_help=True, help="Render a synthetic dataset (Blender).")
 rescore_app = typer.Typer(no_args_is_help=True, help="Recompute metrics from saved model outputs.")
 app.add_typer(generate_app, name="generate")
@@ -181,5 +183,20 @@ def demo_command(
     run_demo(out)
 
 
+def main() -> None:
+    """Console entry: bad input (a missing file, a malformed row, a bad flag) prints one clear
+    line naming it and exits 2; anything else is a bug and keeps its traceback."""
+    try:
+        app(standalone_mode=False)
+    except (ValueError, KeyError, FileNotFoundError) as err:
+        typer.echo(f"error: {err}", err=True)
+        raise SystemExit(2) from None
+    except click.exceptions.ClickException as err:
+        err.show()
+        raise SystemExit(err.exit_code) from None
+    except click.exceptions.Abort:
+        raise SystemExit(1) from None
+
+
 if __name__ == "__main__":
-    app()
+    main()

@@ -21,24 +21,36 @@ def iter_samples(path: Path) -> Iterator[dict]:
                 sample = json.loads(line)
             except json.JSONDecodeError as err:
                 raise SamplesError(f"{path}:{number}: not valid JSON ({err.msg})") from err
-            if not isinstance(sample, dict) or "doc" not in sample or "filtered_resps" not in sample:
-                raise SamplesError(f"{path}:{number}: not an lmms-eval logged sample (needs 'doc' and 'filtered_resps')")
+            if not isinstance(sample, dict) or "doc_id" not in sample or "filtered_resps" not in sample:
+                raise SamplesError(f"{path}:{number}: not an lmms-eval logged sample (needs 'doc_id' and 'filtered_resps')")
             yield sample
 
 
 def first_response(sample: dict) -> str:
-    resps = sample.get("filtered_resps") or [""]
-    first = resps[0]
-    while isinstance(first, list):  # some lmms-eval versions nest one level deeper
+    first = sample.get("filtered_resps")
+    if first is None:
+        return ""
+    while isinstance(first, list):  # a list of responses, sometimes nested one level deeper
         first = first[0] if first else ""
     return first if isinstance(first, str) else str(first)
 
 
-def sample_files(root: Path, task_prefix: str = "") -> list[Path]:
+def sample_files(root: Path) -> list[Path]:
     """``*_samples_<task>.jsonl`` files under ``root`` (or ``root`` itself if it is a file)."""
     if root.is_file():
         return [root]
-    return sorted(p for p in root.rglob("*_samples_*.jsonl") if task_of_samples_file(p).startswith(task_prefix))
+    if not root.exists():
+        raise FileNotFoundError(f"{root}: no such file or folder")
+    return sorted(root.rglob("*_samples_*.jsonl"))
+
+
+def logged_record(sample: dict, metric: str, benchmark: str) -> dict | None:
+    """Our per-doc record as logged under a metric's key (lmms-eval 0.7.3 does not log the doc),
+    or the logged doc when present; None when the sample belongs to another benchmark."""
+    for candidate in (sample.get(metric), sample.get("doc")):
+        if isinstance(candidate, dict) and candidate.get("benchmark") == benchmark:
+            return candidate
+    return None
 
 
 def task_of_samples_file(path: Path) -> str:

@@ -8,7 +8,8 @@ Paper: Min et al., "Why Far Looks Up: Probing Spatial Representation in Vision-L
     relation         consistent | counter | ambiguous | unknown (three-way, |dy| < 5% H)
     relation_two_way consistent | counter | unknown (the paper's split in the tunnel)
     theta1_index, theta2_index, grid    the cell of the 16 x 16 grid
-    size1_nominal    s1 of the size sweep (size variant only)
+    variant          phase | size
+    size1_nominal    s1 of the size sweep (used for the size variant)
 
 The same functions back the lmms-eval aggregations and ``spatial-tasks rescore``.
 """
@@ -90,7 +91,7 @@ def size_curve(records: Iterable[dict]) -> dict[float, float]:
     """Mean v per s1 of the size sweep (Table 9, s1 + s2 = 0.4), keyed by s1 rounded to 2 dp."""
     by: dict[float, list[float]] = defaultdict(list)
     for r in records:
-        if r.get("size1_nominal") is not None:
+        if r.get("variant") == "size" and r.get("size1_nominal") is not None:
             by[round(float(r["size1_nominal"]), 2)].append(float(r["score"]))
     return {s: sum(v) / len(v) for s, v in sorted(by.items())}
 
@@ -126,7 +127,7 @@ def summary(records: Sequence[dict]) -> dict:
         "n_amb": sum(r["relation"] == "ambiguous" for r in records),
         "cell_grid": cell_grid(records),
     }
-    if any(r.get("size1_nominal") is not None for r in records):
+    if any(r.get("variant") == "size" for r in records):
         out.update(v_s010=mean_at_size(records, SIZE_SMALL_FAR), v_s030=mean_at_size(records, SIZE_LARGE_FAR),
                    delta_s=size_gap(records), size_curve=size_curve(records))
     if any("parsed" in r for r in records):

@@ -18,7 +18,7 @@ from spatial_tasks.common.yesno import UNPARSEABLE, decode_payload, parse_yes_no
 from spatial_tasks.spatialtunnel import load, metrics
 
 DEFAULT_PROMPT_KWARGS = {"pre_prompt": "", "answer_suffix": " Answer with yes or no."}
-_RECORD_FIELDS = ("question_id", "image_id", "variant", "template_id", "answer", "relation",
+_RECORD_FIELDS = ("benchmark", "question_id", "image_id", "variant", "template_id", "answer", "relation",
                   "relation_two_way", "theta1_index", "theta2_index", "grid", "size1_nominal")
 
 
@@ -49,13 +49,14 @@ def doc_to_target(doc: dict) -> str:
 
 
 def _record(doc: dict, response: str) -> dict:
+    """Everything the metrics need, so saved samples can be re-scored without the dataset."""
     return {**{k: doc.get(k) for k in _RECORD_FIELDS}, "response": response}
 
 
 def exact_match_record(doc: dict, results: list[str]) -> dict:
     response = results[0] if results else ""
     parsed = parse_yes_no(response)
-    return {**_record(doc, response), "parsed": parsed, "score": float(parsed == doc["answer"])}
+    return {**_record(doc, response), "protocol": "exact", "parsed": parsed, "score": float(parsed == doc["answer"])}
 
 
 def logit_record(doc: dict, results: list[str]) -> dict:
@@ -70,7 +71,7 @@ def logit_record(doc: dict, results: list[str]) -> dict:
     p = payload.p_yes
     score = p if doc["answer"] == "Yes" else 1.0 - p
     parsed = payload.answer if math.isfinite(p) else UNPARSEABLE
-    return {**_record(doc, response), "parsed": parsed, "p_yes": p, "score": score}
+    return {**_record(doc, response), "protocol": "logit", "parsed": parsed, "p_yes": p, "score": score}
 
 
 # lmms-eval calls process_results once per doc and passes the same record to every metric.

@@ -1,0 +1,94 @@
+"""``spatial-tasks report``: lmms-eval outputs -> figures and a one-page index (report.md).
+
+Figures come from the logged samples (run lmms-eval with ``--log_samples``), re-scored with the
+same functions as the live run, so they always agree with the results table. Each benchmark
+contributes a ``<benchmark>_figures(runs, out)`` function; runs are grouped per benchmark by
+the ``benchmark`` field of the logged docs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spatial_tasks.common.samples import iter_samples, load_results, results_files, task_of_samples_file
+
+
+@dataclass
+class Run:
+    """One lmms-eval invocation: its label (model + args) and its samples per task."""
+
+    label: str
+    results_path: Path
+    samples: dict[str, Path] = field(default_factory=dict)
+
+
+def _label(results: dict) -> str:
+    cfg = results.get("config") or {}
+    model = cfg.get("model", "model")
+    args = cfg.get("model_args") or ""
+    keep = [a for a in str(args).split(",") if a and not a.startswith(("device", "min_pixels", "max_pixels"))]
+    keep = [re.sub(r"pretrained=.*/", "pretrained=", a) for a in keep]
+    return model + (f"({','.join(keep)})" if keep else "")
+
+
+def find_runs(root: Path) -> list[Run]:
+    runs = []
+    for path in results_files(root):
+        stamp = path.name.split("_results")[0]
+        run = Run(_label(load_results(path)), path)
+        for samples in sorted(path.parent.glob(f"{stamp}_samples_*.jsonl")):
+            run.samples[task_of_samples_file(samples)] = samples
+        runs.append(run)
+    if not runs:
+        raise FileNotFoundError(f"{root}: no lmms-eval *_results.json found")
+    labels = [r.label for r in runs]  # disambiguate repeated labels (same model, several runs)
+    for run in runs:
+        if labels.count(run.label) > 1:
+            run.label += f" [{run.results_path.name.split('_results')[0]}]"
+    return runs
+
+
+def _benchmark(samples_path: Path) -> str | None:
+    """The benchmark named by the first logged record (any metric key) or doc."""
+    for sample in iter_samples(samples_path):
+        for value in sample.values():
+            if isinstance(value, dict) and value.get("benchmark"):
+                return value["benchmark"]
+        return None
+    return None
+
+
+def write_report(root: Path, out: Path) -> list[Path]:
+    """Write every benchmark's figures and report.md under ``out``; returns the files written."""
+    from spatial_tasks.spatialtunnel.report import spatialtunnel_figures
+
+    figure_makers = {"spatialtunnel": spatialtunnel_figures}
+    try:
+        from spatial_tasks.o3d.report import o3d_figures
+    except ImportError:  # O3-D report not available in this build
+        pass
+    else:
+        figure_makers["o3d"] = o3d_figures
+
+    out.mkdir(parents=True, exist_ok=True)
+    by_benchmark: dict[str, list[tuple[Run, str, Path]]] = defaultdict(list)
+    for run in find_runs(root):
+        for task, samples in run.samples.items():
+            benchmark = _benchmark(samples)
+            if benchmark in figure_makers:
+                by_benchmark[benchmark].append((run, task, samples))
+    if not by_benchmark:
+        raise FileNotFoundError(f"{root}: no logged samples of our benchmarks; run lmms-eval with --log_samples")
+    written: list[Path] = []
+    sections = ["# spatial-tasks report", "", f"Source: `{root}`", ""]
+    for benchmark, entries in sorted(by_benchmark.items()):
+        files, lines = figure_makers[benchmark](entries, out)
+        written += files
+        sections += [f"## {benchmark}", "", *lines, ""]
+        sections += [f"![{p.stem}]({p.name})" for p in files] + [""]
+    index = out / "report.md"
+    index.write_text("\n".join(sections), encoding="utf-8")
+    return [*written, index]
