@@ -1,0 +1,144 @@
+"""SpatialTunnel through the real lmms-eval console script, on the bundled sample and on data
+pointed to by a user YAML. Asserts on the results JSON and the logged samples."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS, SIZE_METRICS
+
+from lmms import TINY_QWEN_ARGS, assert_all_finite, run_lmms_eval
+from .fakes import write_generated
+
+pytestmark = pytest.mark.cli
+SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
+BOTH = "spatialtunnel_sample,spatialtunnel_logit_sample"
+
+
+@pytest.fixture(scope="module")
+def baseline_runs(tmp_path_factory):
+    """One lmms-eval run per rule, no --include_path: our tasks are found on their own."""
+    root = tmp_path_factory.mktemp("baseline")
+    return {rule: run_lmms_eval(root / rule, "spatial_baseline", f"rule={rule}", BOTH)
+            for rule in ("vertical", "always_yes", "oracle", "size")}
+
+
+@pytest.mark.parametrize("task", ["spatialtunnel_sample_phase", "spatialtunnel_logit_sample_phase"])
+def test_vertical_rule_is_right_exactly_on_consistent_cells(baseline_runs, task):
+    m = baseline_runs["vertical"].metrics(task)
+    assert m["v_cons"] == pytest.approx(1.0) and m["v_ctr"] == pytest.approx(0.0)
+    assert m["delta"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("task", ["spatialtunnel_sample_phase", "spatialtunnel_sample_size",
+                                  "spatialtunnel_logit_sample_phase", "spatialtunnel_logit_sample_size"])
+def test_always_yes_is_chance_and_oracle_is_perfect(baseline_runs, task):
+    assert baseline_runs["always_yes"].metrics(task)["v"] == pytest.approx(0.5)
+    assert baseline_runs["oracle"].metrics(task)["v"] == pytest.approx(1.0)
+
+
+def test_size_rule_follows_the_size_sweep(baseline_runs):
+    m = baseline_runs["size"].metrics("spatialtunnel_sample_size")
+    assert m["v_s010"] == pytest.approx(1.0)  # far object smaller: "smaller = farther" is right
+    assert m["v_s030"] == pytest.approx(0.0)  # far object larger: the rule is always wrong
+    assert m["delta_s"] == pytest.approx(1.0)
+
+
+def test_every_declared_metric_and_every_sample_is_there(baseline_runs):
+    run = baseline_runs["always_yes"]
+    assert_all_finite(run.metrics("spatialtunnel_sample_phase"), PHASE_METRICS + ("unparseable",))
+    assert_all_finite(run.metrics("spatialtunnel_logit_sample_size"), SIZE_METRICS)
+    n = run.results["n-samples"]["spatialtunnel_sample_phase"]["effective"]
+    assert len(run.samples["spatialtunnel_sample_phase"]) == n > 0
+
+
+def test_rescore_of_saved_samples_equals_the_live_run(baseline_runs, tmp_path):
+    run = baseline_runs["vertical"]
+    live = run.metrics("spatialtunnel_sample_phase")
+    samples = next(run.out.rglob("*_samples_spatialtunnel_sample_phase.jsonl"))
+    out = subprocess.run([SPATIAL_TASKS, "rescore", "spatialtunnel", str(samples), "--json"],
+                         capture_output=True, text=True, check=True)
+    rescored = json.loads(out.stdout)["phase"]
+    for key in ("v", "v_cons", "v_ctr", "delta"):
+        assert rescored[key] == pytest.approx(live[key])
+    assert rescored["cell_grid"] == live["cell_grid"]
+
+
+def test_report_draws_heatmaps_and_size_curve(baseline_runs, tmp_path):
+    runs_root = baseline_runs["vertical"].out.parent
+    out = subprocess.run([SPATIAL_TASKS, "report", str(runs_root), "--out", str(tmp_path / "rep")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    pngs = sorted((tmp_path / "rep").glob("*.png"))
+    names = [p.name for p in pngs]
+    assert any(n.startswith("spatialtunnel_heatmap_spatial_baseline_rule_vertical") for n in names)
+    assert "spatialtunnel_size_curve.png" in names and "spatialtunnel_summary.png" in names
+    assert all(p.stat().st_size > 10_000 for p in pngs)  # real drawings, not empty canvases
+    assert "| spatial_baseline(rule=vertical) | spatialtunnel_sample_phase | exact |" in (
+        tmp_path / "rep" / "report.md").read_text()
+
+
+def test_logit_task_with_a_text_model_fails_clearly(tmp_path):
+    run = run_lmms_eval(tmp_path / "out", "dummy", "response=Yes", "spatialtunnel_logit_sample_phase")
+    assert run.results is None
+    assert "needs" in run.output or "first-token Yes/No logits" in run.output
+    assert "qwen2_5_vl_yesno" in run.output
+
+
+def test_include_path_fallback_when_auto_discovery_is_off(tmp_path):
+    off = {"SPATIAL_TASKS_AUTO_INCLUDE": "0"}
+    missing = run_lmms_eval(tmp_path / "a", "spatial_baseline", "rule=oracle", "spatialtunnel_sample_phase", env=off)
+    assert missing.results is None
+    tasks_dir = subprocess.run([SPATIAL_TASKS, "tasks-dir"], capture_output=True, text=True, check=True).stdout.strip()
+    found = run_lmms_eval(tmp_path / "b", "spatial_baseline", "rule=oracle", "spatialtunnel_sample_phase",
+                          "--include_path", tasks_dir, env=off)
+    assert found.metrics("spatialtunnel_sample_phase")["v"] == pytest.approx(1.0)
+
+
+def test_user_yaml_points_a_task_at_a_local_dataset(tmp_path):
+    data = write_generated(tmp_path / "mydata", variants=("phase",), grid=4)
+    made = subprocess.run([SPATIAL_TASKS, "custom-task", "spatialtunnel_phase", "--data", str(data),
+                           "--out", str(tmp_path / "mytasks"), "--name", "spatialtunnel_mine"],
+                          capture_output=True, text=True, check=True)
+    assert Path(made.stdout.strip()).name == "spatialtunnel_mine.yaml"
+    run = run_lmms_eval(tmp_path / "out", "spatial_baseline", "rule=vertical", "spatialtunnel_mine",
+                        "--include_path", str(tmp_path / "mytasks"))
+    m = run.metrics("spatialtunnel_mine")
+    assert (m["v_cons"], m["v_ctr"]) == (pytest.approx(1.0), pytest.approx(0.0))
+    assert len(run.samples["spatialtunnel_mine"]) == 4 * 16
+
+
+@pytest.mark.slow
+def test_tiny_qwen_runs_both_protocols(tiny_qwen_dir, tmp_path):
+    args = f"pretrained={tiny_qwen_dir},{TINY_QWEN_ARGS}"
+    text = run_lmms_eval(tmp_path / "qwen", "qwen2_5_vl", args, "spatialtunnel_sample_phase")
+    assert_all_finite(text.metrics("spatialtunnel_sample_phase"), PHASE_METRICS + ("unparseable",))
+    assert len(text.samples["spatialtunnel_sample_phase"]) == text.results["n-samples"][
+        "spatialtunnel_sample_phase"]["effective"]
+    logit = run_lmms_eval(tmp_path / "yesno", "qwen2_5_vl_yesno", args, "spatialtunnel_logit_sample")
+    for task, declared in (("spatialtunnel_logit_sample_phase", PHASE_METRICS),
+                           ("spatialtunnel_logit_sample_size", SIZE_METRICS)):
+        m = logit.metrics(task)
+        assert_all_finite(m, declared)
+        assert 0.0 < m["v"] < 1.0  # soft scores from real logits, not 0/1 answers
+        logged = logit.samples[task]
+        assert logged and all(0.0 < s["v"]["p_yes"] < 1.0 for s in logged)
+
+
+def test_openai_api_model_against_a_local_server(openai_server, tmp_path):
+    """--model openai talks to a local OpenAI-compatible server (the only fake: a remote API)."""
+    args = (f"model_version=stub,base_url={openai_server.base_url},api_key=test,num_concurrent=1,"
+            "max_retries=1,retry_backoff_s=0,httpx_trust_env=False")
+    run = run_lmms_eval(tmp_path / "api", "openai", args, "spatialtunnel_sample_phase")
+    m = run.metrics("spatialtunnel_sample_phase")
+    assert_all_finite(m, PHASE_METRICS + ("unparseable",))
+    assert openai_server.requests, "the server received no request"
+    first = openai_server.requests[0]
+    assert "data:image" in json.dumps(first)  # the image travelled as a base64 data URL
+    assert "closer to the camera than" in json.dumps(first) or "farther from the camera" in json.dumps(first)
+
