@@ -1,4 +1,7 @@
-"""The ``spatial-tasks`` command line. Heavy imports stay inside commands so --help is instant."""
+"""spatial-tasks: spatial-reasoning benchmarks for lmms-eval. Generate, publish, rescore, report.
+
+Heavy imports stay inside the commands so --help is instant.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import click
 import typer
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False,
-                  help=__doc__.split(".")[0])
+                  help=__doc__.split("\n")[0])
 generate_app = typer.Typer(no_args_is_help=True, help="Render a synthetic dataset (Blender).")
 rescore_app = typer.Typer(no_args_is_help=True, help="Recompute metrics from saved model outputs.")
 app.add_typer(generate_app, name="generate")

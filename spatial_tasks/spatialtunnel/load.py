@@ -175,6 +175,7 @@ def _official_geometry(get: dict, variant: str) -> dict:
     """Geometry fields derivable from an official row: pixel centres if given, else from angles."""
     geo = {f: _num(get.get(f)) for f in ("theta1", "theta2", "depth1", "depth2", "size1", "size2",
                                           "x1", "y1", "x2", "y2", "width", "height")}
+    geo["radius1_px"] = geo["radius2_px"] = None
     grid = geometry.DEFAULT_GRID
     for i in ("1", "2"):
         index = _num(get.get(f"theta{i}_index"))
@@ -192,7 +193,9 @@ def _official_geometry(get: dict, variant: str) -> dict:
         c1 = geometry.object_center(geo["theta1"], geo["depth1"] or geometry.DEPTH_FAR, size1)
         c2 = geometry.object_center(geo["theta2"], geo["depth2"] or geometry.DEPTH_NEAR, size2)
         (geo["x1"], geo["y1"]), (geo["x2"], geo["y2"]) = geometry.project(c1, w, h), geometry.project(c2, w, h)
-        geo.update(width=w, height=h)
+        geo.update(width=w, height=h,
+                   radius1_px=geometry.projected_radius_px(size1, c1[1], w),
+                   radius2_px=geometry.projected_radius_px(size2, c2[1], w))
     for k in ("width", "height"):
         if geo[k] is not None:
             geo[k] = int(geo[k])

@@ -1,0 +1,244 @@
+"""First-token Yes/No logit scoring for Hugging Face VLMs, as lmms-eval models.
+
+SpatialTunnel's main protocol (specs/spatialtunnel.md) scores a yes/no question by
+p = sigma(l_Yes - l_No), where l are the logits of the model's FIRST generated token. lmms-eval
+0.7.3 can only score generated text, so a ``<family>_yesno`` model runs one forward pass on
+exactly the prompt the family's lmms-eval model would build, reads the logits at the last
+position (the distribution of the first generated token) and returns them serialised with
+``spatial_tasks.common.yesno.encode_payload`` as its "response". Task code reads it back with
+``decode_payload``/``parse_yes_no``.
+
+Adding a family: subclass ``HFYesNoMixin`` together with the family's lmms-eval model class
+(mixin first, so its ``generate_until``/``loglikelihood`` win) and implement
+``_yesno_prepare_inputs(context, visuals)`` so it builds the model inputs exactly as the
+family's ``generate_until`` does (system prompt, image entries, chat template with the
+generation prompt). Register it in ``spatial_tasks/lmms_plugin.py`` as
+``ModelManifest(model_id="<family>_yesno", simple_class_path="spatial_tasks.models.hf_yesno.<Class>")``.
+
+    lmms-eval --model qwen2_5_vl_yesno --model_args pretrained=Qwen/Qwen2.5-VL-3B-Instruct ...
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from lmms_eval.api.instance import Instance
+from lmms_eval.models.simple.qwen2_5_vl import Qwen2_5_VL, process_vision_info
+from loguru import logger as eval_logger
+from PIL import Image
+from tqdm import tqdm
+
+from spatial_tasks.common.yesno import YesNoLogits, encode_payload
+
+_VIDEO_SUFFIXES = (".mp4", ".avi", ".mov")
+
+
+class YesNoTokenError(ValueError):
+    """An answer word is not a single token of the model's tokenizer."""
+
+
+def single_token_id(tokenizer: Any, text: str) -> int:
+    """The id of ``text`` as ONE token of ``tokenizer``, or a YesNoTokenError saying why not."""
+    ids = list(tokenizer.encode(text, add_special_tokens=False))
+    if len(ids) != 1:
+        pieces = tokenizer.convert_ids_to_tokens(ids) if ids else []
+        name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+        raise YesNoTokenError(
+            f"{text!r} is not a single token of the tokenizer {name!r}: it encodes to {len(ids)} tokens "
+            f"{pieces} (ids {ids}). First-token Yes/No scoring compares the logits of two single tokens; "
+            "pass yes_text=/no_text= in --model_args with this tokenizer's single-token spellings."
+        )
+    return int(ids[0])
+
+
+def yes_no_token_ids(tokenizer: Any, yes_text: str = "Yes", no_text: str = "No") -> tuple[int, int]:
+    """The single-token ids of the two answer words; both must exist and differ."""
+    yes_id = single_token_id(tokenizer, yes_text)
+    no_id = single_token_id(tokenizer, no_text)
+    if yes_id == no_id:
+        raise YesNoTokenError(f"{yes_text!r} and {no_text!r} map to the same token id {yes_id}")
+    return yes_id, no_id
+
+
+class HFYesNoMixin:
+    """The family-agnostic part of a ``<family>_yesno`` lmms-eval model.
+
+    The host class (an lmms-eval ``lmms`` subclass) provides ``model`` (a transformers causal
+    VLM), ``tokenizer``, ``rank``, ``task_dict`` and ``cache_hook``; the family provides
+    ``_yesno_prepare_inputs``. Set ``yes_text``/``no_text`` (instance or class attributes) to
+    the answer words as the model's first generated token spells them.
+    """
+
+    yes_text: str = "Yes"
+    no_text: str = "No"
+
+    # --- family hook -------------------------------------------------------------------
+    def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
+        """Model inputs (batch of one, unpadded, on the model's device) for one request, built
+        exactly as the family's lmms-eval ``generate_until`` builds them, generation prompt
+        included, so the last position predicts the first generated token."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _yesno_prepare_inputs")
+
+    # --- family-agnostic part ------------------------------------------------------------
+    def yes_no_ids(self) -> tuple[int, int]:
+        """(id of yes_text, id of no_text); a YesNoTokenError if either is not a single token."""
+        key = (self.yes_text, self.no_text)
+        cached = getattr(self, "_yes_no_ids_cache", None)
+        if cached is None or cached[0] != key:
+            cached = (key, yes_no_token_ids(self.tokenizer, *key))
+            self._yes_no_ids_cache = cached
+        return cached[1]
+
+    def first_token_logits(self, inputs: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """Logits (1-D, float32, over the vocabulary) of the first token the model would generate."""
+        input_ids = inputs.get("input_ids")
+        if input_ids is not None and input_ids.shape[0] != 1:
+            raise ValueError(f"first_token_logits expects a batch of one, got {input_ids.shape[0]} sequences")
+        kwargs: dict[str, Any] = {"use_cache": False}
+        if "logits_to_keep" in inspect.signature(self.model.forward).parameters:
+            kwargs["logits_to_keep"] = 1  # only the last position is needed
+        with torch.inference_mode():
+            outputs = self.model(**inputs, **kwargs)
+        return outputs.logits[0, -1].float().cpu()
+
+    def score_yes_no(self, context: str, visuals: Sequence | None) -> YesNoLogits:
+        """l_Yes, l_No and the decoded argmax first token for one prompt and its visuals."""
+        yes_id, no_id = self.yes_no_ids()
+        logits = self.first_token_logits(self._yesno_prepare_inputs(context, _as_list(visuals)))
+        top = int(torch.argmax(logits))
+        text = self.tokenizer.decode([top], skip_special_tokens=False)
+        return YesNoLogits(logit_yes=float(logits[yes_id]), logit_no=float(logits[no_id]), text=text)
+
+    def generate_until(self, requests: list[Instance]) -> list[str]:
+        """One ``encode_payload`` string per request, in request order (gen_kwargs are ignored:
+        nothing is generated beyond the first token's distribution)."""
+        self.yes_no_ids()  # fail before the loop if the answer words are not single tokens
+        responses: list[str] = []
+        pbar = tqdm(total=len(requests), disable=(self.rank != 0), desc="Yes/No first-token logits")
+        for request in requests:
+            context, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
+            if callable(gen_kwargs) or not (doc_to_visual is None or callable(doc_to_visual)):
+                raise TypeError(
+                    f"{type(self).__name__} is a simple lmms-eval model: it expects requests "
+                    "(context, gen_kwargs, doc_to_visual, doc_id, task, split), not chat-model requests"
+                )
+            visuals = (
+                doc_to_visual(self.task_dict[task][split][doc_id]) if doc_to_visual is not None else None
+            )
+            payload = encode_payload(self.score_yes_no(context, visuals))
+            self.cache_hook.add_partial("generate_until", (context, gen_kwargs), payload)
+            responses.append(payload)
+            pbar.update(1)
+        pbar.close()
+        return responses
+
+    def loglikelihood(self, requests: list[Instance]) -> list[tuple[float, bool]]:
+        raise NotImplementedError(
+            f"{type(self).__name__} scores yes/no questions through generate_until (first-token Yes/No "
+            "logits returned as a payload string); it has no loglikelihood. Use output_type: generate_until."
+        )
+
+    def generate_until_multi_round(self, requests: list[Instance]) -> list[str]:
+        raise NotImplementedError(f"{type(self).__name__} scores single-turn yes/no questions only")
+
+
+def _as_list(visuals: Sequence | Image.Image | str | None) -> list:
+    if visuals is None:
+        return []
+    if isinstance(visuals, (Image.Image, str)):
+        return [visuals]
+    return list(visuals)
+
+
+class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
+    """lmms-eval's ``qwen2_5_vl`` (same loading, same model_args) answering with first-token
+    Yes/No logits. Extra model_args: ``yes_text`` (default "Yes"), ``no_text`` (default "No").
+
+    The prompt is built as ``Qwen2_5_VL.generate_until`` builds it: system prompt, one image
+    entry per visual (JPEG data URL with min/max_pixels) before the text, ``<image>`` removed,
+    optional reasoning prompt and interleaving, chat template with the generation prompt.
+    """
+
+    def __init__(
+        self,
+        pretrained: str = "Qwen/Qwen2.5-VL-3B-Instruct",
+        yes_text: str = "Yes",
+        no_text: str = "No",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(pretrained=pretrained, **kwargs)
+        self.yes_text = str(yes_text)
+        self.no_text = str(no_text)
+        self.yes_no_ids()  # a tokenizer without single-token answers fails at load time
+
+    def _yesno_messages(self, context: str, visuals: list) -> list[dict]:
+        context = context.replace("<image>", "")
+        if self.reasoning_prompt:
+            context = context.strip() + self.reasoning_prompt
+        parts = []
+        for visual in visuals:
+            if isinstance(visual, str) and visual.endswith(_VIDEO_SUFFIXES):
+                parts.append(
+                    {
+                        "type": "video",
+                        "video": visual,
+                        "max_pixels": self.max_pixels,
+                        "min_pixels": self.min_pixels,
+                    }
+                )
+            elif isinstance(visual, Image.Image):
+                parts.append(
+                    {
+                        "type": "image",
+                        "image": self._encode_image_data_url(visual),
+                        "max_pixels": self.max_pixels,
+                        "min_pixels": self.min_pixels,
+                    }
+                )
+            else:  # Qwen2_5_VL skips these too; say so instead of scoring a blind prompt silently
+                eval_logger.warning(f"qwen2_5_vl_yesno: ignoring visual of type {type(visual).__name__}")
+        if self.interleave_visuals:
+            content = _interleave(context, parts)
+        else:
+            content = parts + [{"type": "text", "text": context}]
+        return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": content}]
+
+    def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
+        messages = [self._yesno_messages(context, visuals)]
+        texts = self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        image_inputs, video_inputs = process_vision_info(messages)
+        if video_inputs is not None:  # same frame subsampling as Qwen2_5_VL.generate_until
+            total = video_inputs[0].shape[0]
+            indices = np.unique(np.linspace(0, total - 1, self.max_num_frames, dtype=int))
+            if total - 1 not in indices:
+                indices = np.unique(np.append(indices, total - 1))
+            video_inputs[0] = video_inputs[0][indices]
+        inputs = self.processor(
+            text=texts,
+            images=image_inputs,
+            videos=video_inputs,
+            padding=True,
+            padding_side="right",
+            return_tensors="pt",
+        )
+        return inputs.to("cuda" if self.device_map == "auto" else self.device)
+
+
+def _interleave(context: str, visual_parts: list[dict]) -> list[dict]:
+    """Content parts for ``interleave_visuals=True``: "<image N>" markers in the text are
+    replaced by the N-th visual (clamped to the last one), as Qwen2_5_VL does."""
+    pieces = re.split(r"<image (\d+)>", context)
+    content: list[dict] = []
+    if pieces[0]:
+        content.append({"type": "text", "text": pieces[0]})
+    for number, text in zip(pieces[1::2], pieces[2::2], strict=True):
+        if visual_parts:
+            content.append(visual_parts[min(int(number) - 1, len(visual_parts) - 1)])
+        if text:
+            content.append({"type": "text", "text": text})
+    return content

@@ -1,0 +1,62 @@
+"""Shared pytest fixtures. Keep each one small and documented; put helpers in their own modules.
+
+Every test runs offline: the Hugging Face Hub is unreachable here, so ``HF_HUB_OFFLINE=1`` is
+set for the session before any fixture loads a model.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from openai_server import OpenAIStubServer  # tests/ is on sys.path (pytest's default "prepend" import mode)
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Qwen2.5-VL (``spatial_tasks.models.tiny_qwen``), built once per session
+    (~5–10 s, ~1 MB): load it with ``from_pretrained(path)`` or run it through lmms-eval with
+
+        --model qwen2_5_vl --model_args pretrained=PATH,device=cpu,device_map=cpu,min_pixels=3136,max_pixels=50176
+        --model qwen2_5_vl_yesno --model_args (the same)
+
+    "Yes" and "No" are single tokens. Read-only: copy it before changing anything in it.
+    """
+    from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
+
+    return build_tiny_qwen2_5_vl(tmp_path_factory.mktemp("tiny_qwen2_5_vl"), seed=0)
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIStubServer]:
+    """A local OpenAI-compatible chat-completions server (tests/openai_server.py), fresh per test.
+
+    It records each request's JSON body in ``server.requests`` (and headers in
+    ``server.headers``; read bodies with ``prompt_text``, ``image_urls``, ``decode_data_url``
+    from tests/openai_server.py) and answers "Yes" iff the first colour word of the prompt is
+    warm (red/orange/yellow/magenta/pink), else "No". Assign ``server.responder`` any
+    ``body -> str`` function to answer differently.
+
+    The real lmms-eval CLI against it (chat model ``openai``; images arrive as
+    ``data:image/png;base64,...`` URLs)::
+
+        lmms-eval --model openai --model_args \\
+          model_version=stub,base_url=http://127.0.0.1:PORT/v1,api_key=test,num_concurrent=1,max_retries=1,retry_backoff_s=0,httpx_trust_env=False \\
+          --tasks ... --output_path ...
+
+    with PORT = ``server.port`` (``server.base_url`` is the whole ``http://127.0.0.1:PORT/v1``).
+    ``base_url``/``api_key`` may instead come from ``OPENAI_API_BASE``/``OPENAI_API_KEY``;
+    ``httpx_trust_env=False`` keeps HTTP(S)_PROXY settings from routing localhost elsewhere;
+    ``max_retries=1,retry_backoff_s=0`` make a server error show up at once as a response
+    "[LMMS_EVAL_REQUEST_FAILED after 1 retries] ..." instead of five slow retries. Keep
+    ``model_version`` free of "o1"/"o3"/"o4"/"gpt-5" (lmms-eval then sends
+    ``max_completion_tokens`` instead of ``max_tokens``; the server accepts both). The CLI
+    runs in another process: start it while this fixture is active and read ``requests``
+    afterwards.
+    """
+    with OpenAIStubServer() as server:
+        yield server
