@@ -1,0 +1,415 @@
+"""O3-D question space: the paper's 1,026 depth-order prompts, their variation tags, seeded
+question sampling for new images, and the ICL+CoT demonstration answers.
+
+Wording lives in two places only: the Jinja templates under ``tasks/o3d/prompts/``
+(``question.jinja``: the question bodies, options and instruction; ``cot_answer.jinja``: the
+worked answer of a demonstration) and the constants at the top of this module (references,
+option pairs, real-subset preambles, cue names and cue descriptions).
+
+A question is ``"{body} A. {option_a}. B. {option_b}. Answer A or B."`` -- checked against every
+``ques`` string in the authors' released model outputs: references are inserted verbatim (all
+lower case), options keep their capitals, one space between the parts.
+
+Tags (the paper's language analysis, §"language influence"):
+
+* clarity (``clarity_level``) -- how clearly the target is referred to: low / medium / high /
+  highest (``ques_clarity`` 2 / 3 / 3.5 / 4 in the official data; highest = marked images only);
+* vocabulary -- close-far (closer / farther / nearer), front-rear (behind / in front of /
+  at the rear of), before-after;
+* formality -- casual ('feel', 'come before'), formal ('along the line of sight',
+  'relative to the camera'), regular otherwise;
+* order -- the authors' rule: "reversed" when option A is one of Farther, In front of, After,
+  No, False; "normal" otherwise;
+* query -- mcq (two depth words) or yes-no (bodies 8 and 9: Yes/No, True/False).
+
+That is 4 + 3 + 3 + 2 + 2 = 14 tag values. Only 7 (query, formality, vocabulary) combinations
+occur among the 9 bodies; with 2 orders and the 3 clarity levels >= 3 used by the SDGM analysis
+that gives the paper's 42 question groups (see ``metrics.sdgm_language``).
+
+The authors' real-photo subsets (real-012cue, its crops, real-mcue) use two further bodies
+with a preamble sentence instead of an inline target reference; they are bodies 10 and 11 here
+(``real_prompt_space``) so that ``parse_prompt`` covers every question of the official data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import random
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from spatial_tasks.common import prompts as _templates
+
+BENCHMARK = "o3d"
+QUESTION_TEMPLATE = "question.jinja"
+COT_TEMPLATE = "cot_answer.jinja"
+
+# ---------------------------------------------------------------------------------------------
+# Wording constants (everything that is not in the templates)
+# ---------------------------------------------------------------------------------------------
+
+CLARITY_LEVELS: dict[str, float] = {"low": 2.0, "medium": 3.0, "high": 3.5, "highest": 4.0}
+CLARITY_BY_LEVEL: dict[float, str] = {v: k for k, v in CLARITY_LEVELS.items()}
+
+TARGET_REFERENCES: dict[str, tuple[str, ...]] = {
+    "low": (
+        "the salient object",
+        "the object that stands out",
+        "the uniquely positioned object",
+        "the special object",
+        "the most interesting object",
+        "the object that is different",
+        "the visually distinct object",
+    ),
+    "medium": (
+        "the salient object due to its unique distance in the image",
+        "the object that stands out because it is at a different depth",
+        "the object positioned at a different distance",
+        "the special object breaking the depth pattern",
+        "the object that is different from the rest in terms of its depth",
+    ),
+    "high": ("the object in the middle", "the center object"),
+    "highest": ("the object marked with a red circle",),
+}
+
+_PLAIN_DISTRACTORS = ("the other objects", "the other similar objects", "the rest of the objects",
+                      "the remaining objects")
+DISTRACTOR_REFERENCES: dict[str, tuple[str, ...]] = {
+    "low": _PLAIN_DISTRACTORS,
+    "medium": _PLAIN_DISTRACTORS,
+    "high": _PLAIN_DISTRACTORS,
+    "highest": ("the objects marked with a blue square",),
+}
+
+
+@dataclass(frozen=True)
+class Body:
+    """One question body: its options in the paper's normal order and its fixed tags."""
+
+    options: tuple[str, str]
+    vocabulary: str  # close-far | front-rear | before-after
+    formality: str  # casual | formal | regular
+    query: str  # mcq | yes-no
+
+
+# Bodies 1-9: the paper's synthetic prompt space. 10-11: the authors' real-photo questions.
+BODIES: dict[int, Body] = {
+    1: Body(("Closer", "Farther"), "close-far", "regular", "mcq"),
+    2: Body(("Closer", "Farther"), "close-far", "regular", "mcq"),
+    3: Body(("Behind", "In front of"), "front-rear", "regular", "mcq"),
+    4: Body(("Closer", "Farther"), "close-far", "formal", "mcq"),
+    5: Body(("Before", "After"), "before-after", "casual", "mcq"),
+    6: Body(("Nearer", "Farther"), "close-far", "casual", "mcq"),
+    7: Body(("Before", "After"), "before-after", "formal", "mcq"),
+    8: Body(("Yes", "No"), "front-rear", "regular", "yes-no"),
+    9: Body(("True", "False"), "front-rear", "regular", "yes-no"),
+    10: Body(("Yes", "No"), "front-rear", "regular", "yes-no"),
+    11: Body(("closer", "farther"), "close-far", "regular", "mcq"),
+}
+SYNTHETIC_BODIES = tuple(range(1, 10))
+REAL_BODIES = (10, 11)
+
+# The authors' order rule (case-insensitive here because the real questions use lower case).
+REVERSED_IF_OPTION_A = frozenset({"farther", "in front of", "after", "no", "false"})
+
+# What each option means for the target. Yes/No and True/False depend on the body's relation:
+# body 8 and 10 ask "at the rear of" / "behind" (yes = farther), body 9 "in front of" (true = closer).
+_OPTION_MEANING = {"closer": "closer", "nearer": "closer", "before": "closer", "in front of": "closer",
+                   "farther": "farther", "behind": "farther", "after": "farther"}
+_AFFIRMATIVE_MEANING = {8: "farther", 9: "closer", 10: "farther"}
+
+# Real-photo subsets: (preamble, clarity). Crops name the side of the target instead.
+REAL_PREAMBLES: tuple[tuple[str, str], ...] = (
+    ("In this image, one object stands out.", "low"),
+    ("There is a salient object in the image.", "low"),
+    ("In this image, one object stands out because it's at a different distance than the rest.", "medium"),
+    ("There is a salient object due to its unique distance in the image.", "medium"),
+    ("In this image, one object is in the middle of other objects.", "high"),
+    ("Answer a question about the left object.", "high"),
+    ("Answer a question about the right object.", "high"),
+    ("In this image, there is an object marked with a red circle.", "highest"),
+)
+REAL_DISTRACTORS = {"low": "the other similar objects", "medium": "the other similar objects",
+                    "high": "the other similar objects", "highest": "the objects marked with a blue square"}
+
+# ICL+CoT demonstrations. The paper gives the frame of the worked answer but not the wording per
+# cue; these descriptions are ours, one per cue and target position, each stating what the cue
+# shows in the renders of specs/o3d.md. They contain no ")" (the parser cuts a CoT answer at
+# the first ")") and no depth word (closer / farther / nearer ...), so the only depth verdict
+# of a demonstration is its final sentence.
+CUE_CODES = ("HP", "OC", "RS", "TG", "SA", "LS", "FO", "FS", "LP")
+CUE_NAMES: dict[str, str] = {
+    "HP": "height in the plane",
+    "OC": "occlusion",
+    "RS": "relative size",
+    "TG": "texture gradient",
+    "SA": "aerial perspective",
+    "LS": "light and shadow",
+    "FO": "focus",
+    "FS": "familiar size",
+    "LP": "linear perspective",
+}
+CUE_DESCRIPTIONS: dict[str, dict[str, str]] = {
+    "HP": {"near": "sits lower in the image than the other objects, away from the horizon",
+           "far": "sits higher in the image than the other objects, toward the horizon"},
+    "OC": {"near": "partly hides the objects next to it",
+           "far": "is partly hidden by the objects next to it"},
+    "RS": {"near": "looks larger than the other objects",
+           "far": "looks smaller than the other objects"},
+    "TG": {"near": "has coarser, wider texture stripes than the other objects",
+           "far": "has finer, denser texture stripes than the other objects"},
+    "SA": {"near": "looks clearer and more saturated than the hazier other objects",
+           "far": "looks hazier and paler than the other objects"},
+    "LS": {"near": "casts a shadow onto the other objects",
+           "far": "lies in the shadows cast by the other objects"},
+    "FO": {"near": "is in sharp focus, and the blur of the ground grows from it toward the horizon",
+           "far": ("is in sharp focus, and the blur of the ground grows from it toward the bottom "
+                   "of the image")},
+    "FS": {"near": "is a kind of object that is normally smaller than the others, yet it looks as large "
+                   "as them",
+           "far": "is a kind of object that is normally larger than the others, yet it looks as small "
+                  "as them"},
+    "LP": {"near": "stands where the converging lines of the ground are wider apart",
+           "far": "stands where the converging lines of the ground draw together"},
+}
+COT_RELATION = {"near": "closer than", "far": "farther away than"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Prompt space
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PromptTags:
+    """The variation tags of one question (and what identifies it)."""
+
+    body: int
+    target: str
+    distractors: str
+    clarity_level: str  # low | medium | high | highest (the canonical doc's name)
+    ques_clarity: float  # 2 | 3 | 3.5 | 4 (the official data's number)
+    vocabulary: str  # close-far | front-rear | before-after
+    formality: str  # casual | formal | regular
+    order: str  # normal | reversed
+    query: str  # mcq | yes-no
+    option_a: str
+    option_b: str
+    family: str = "synthetic"  # synthetic (bodies 1-9) | real (bodies 10-11)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    text: str
+    tags: PromptTags
+
+
+def option_order(option_a: str) -> str:
+    """The authors' tag: reversed when option A is Farther, In front of, After, No or False."""
+    return "reversed" if option_a.strip().lower() in REVERSED_IF_OPTION_A else "normal"
+
+
+def render_question(body: int, target: str, distractors: str, reversed_order: bool = False,
+                    preamble: str | None = None) -> str:
+    """The question text of ``body`` (1-11) with the given references and option order."""
+    if body not in BODIES:
+        raise ValueError(f"O3-D question body must be one of {sorted(BODIES)}, not {body!r}")
+    a, b = BODIES[body].options
+    if reversed_order:
+        a, b = b, a
+    fields: dict[str, object] = {"body": body, "target": target, "distractors": distractors,
+                                 "option_a": a, "option_b": b}
+    if body in REAL_BODIES:
+        if preamble is None:
+            raise ValueError(f"O3-D real-subset body {body} needs a preamble")
+        fields["preamble"] = preamble
+    return _templates.render(BENCHMARK, QUESTION_TEMPLATE, **fields)
+
+
+def _make(body: int, target: str, distractors: str, clarity: str, reversed_order: bool,
+          family: str, preamble: str | None = None) -> Prompt:
+    spec = BODIES[body]
+    a, b = spec.options[::-1] if reversed_order else spec.options
+    text = render_question(body, target, distractors, reversed_order, preamble)
+    tags = PromptTags(body=body, target=target if preamble is None else preamble, distractors=distractors,
+                      clarity_level=clarity, ques_clarity=CLARITY_LEVELS[clarity], vocabulary=spec.vocabulary,
+                      formality=spec.formality, order=option_order(a), query=spec.query,
+                      option_a=a, option_b=b, family=family)
+    return Prompt(text, tags)
+
+
+@functools.cache
+def prompt_space() -> tuple[Prompt, ...]:
+    """The paper's 1,026 unique prompts: 9 bodies x (14 targets x 4 distractor references
+    + the marked target x the marked distractors) x 2 option orders, in a fixed order."""
+    out: list[Prompt] = []
+    for body in SYNTHETIC_BODIES:
+        for clarity in CLARITY_LEVELS:
+            for target in TARGET_REFERENCES[clarity]:
+                for distractors in DISTRACTOR_REFERENCES[clarity]:
+                    for reversed_order in (False, True):
+                        out.append(_make(body, target, distractors, clarity, reversed_order, "synthetic"))
+    return tuple(out)
+
+
+@functools.cache
+def real_prompt_space() -> tuple[Prompt, ...]:
+    """Questions of the authors' real-photo subsets: 8 preambles x bodies 10-11 x 2 orders = 32,
+    all of which occur in the authors' released outputs."""
+    out: list[Prompt] = []
+    for preamble, clarity in REAL_PREAMBLES:
+        for body in REAL_BODIES:
+            for reversed_order in (False, True):
+                distractors = REAL_DISTRACTORS[clarity]
+                out.append(_make(body, "", distractors, clarity, reversed_order, "real", preamble))
+    return tuple(out)
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def _normalise(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+@functools.cache
+def _lookup() -> tuple[dict[str, PromptTags], dict[str, PromptTags]]:
+    exact: dict[str, PromptTags] = {}
+    folded: dict[str, PromptTags] = {}
+    for prompt in (*prompt_space(), *real_prompt_space()):
+        key = _normalise(prompt.text)
+        exact[key] = prompt.tags
+        folded.setdefault(key.casefold(), prompt.tags)
+    return exact, folded
+
+
+def parse_prompt(text: object) -> PromptTags | None:
+    """The tags of a question in the official data's form (any whitespace, any case), or None.
+
+    Covers the 1,026 synthetic prompts and the real-subset questions; anything else (an ICL
+    prompt with demonstrations prepended, a CoT instruction, free text) gives None.
+    """
+    if not isinstance(text, str):
+        return None
+    exact, folded = _lookup()
+    key = _normalise(text)
+    return exact.get(key) or folded.get(key.casefold())
+
+
+def correct_letter(tags: PromptTags, position: str) -> str:
+    """The option letter (A/B) that is right when the target is ``position`` (near | far)."""
+    if position not in ("near", "far"):
+        raise ValueError(f"position must be 'near' or 'far', not {position!r}")
+    wanted = "closer" if position == "near" else "farther"
+    for letter, option in (("A", tags.option_a), ("B", tags.option_b)):
+        word = option.lower()
+        if word in _OPTION_MEANING:
+            meaning = _OPTION_MEANING[word]
+        else:  # yes / no / true / false
+            affirmative = _AFFIRMATIVE_MEANING[tags.body]
+            negative = "closer" if affirmative == "farther" else "farther"
+            meaning = affirmative if word in ("yes", "true") else negative
+        if meaning == wanted:
+            return letter
+    raise AssertionError(f"no option of body {tags.body} means {wanted}")  # unreachable for BODIES
+
+
+# ---------------------------------------------------------------------------------------------
+# Seeded sampling for new images
+# ---------------------------------------------------------------------------------------------
+
+
+def stable_seed(*parts: object) -> int:
+    """A 64-bit seed from ``parts`` that is the same in every process (unlike hash())."""
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def sample_questions(image_name: str, is_marked: bool, k: int = 1, seed: int = 0,
+                     clarities: Iterable[str] | None = None) -> list[Prompt]:
+    """``k`` distinct prompts for one image, the same for the same (image, marking, seed).
+
+    Marked images draw from the 18 highest-clarity prompts (red circle / blue squares), unmarked
+    images from the 1,008 others, as in the official data; ``clarities`` narrows the pool (e.g.
+    ``["high"]`` to mimic one of the authors' per-clarity question sets).
+    """
+    allowed = {"highest"} if is_marked else {"low", "medium", "high"}
+    if clarities is not None:
+        wanted = set(clarities)
+        unknown = wanted - set(CLARITY_LEVELS)
+        if unknown:
+            raise ValueError(f"unknown clarity {sorted(unknown)}; choose from {list(CLARITY_LEVELS)}")
+        if not wanted <= allowed:
+            kind = "marked" if is_marked else "unmarked"
+            raise ValueError(f"clarity {sorted(wanted - allowed)} is not used for {kind} images")
+        allowed = wanted
+    pool = [p for p in prompt_space() if p.tags.clarity_level in allowed]
+    if not 1 <= k <= len(pool):
+        raise ValueError(f"k must be between 1 and {len(pool)} for this image, not {k}")
+    rng = random.Random(stable_seed("o3d-questions", seed, image_name, bool(is_marked)))
+    return rng.sample(pool, k)
+
+
+# ---------------------------------------------------------------------------------------------
+# ICL + CoT demonstrations
+# ---------------------------------------------------------------------------------------------
+
+
+def _join(parts: Sequence[str]) -> str:
+    if len(parts) <= 2:
+        return " and ".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def cot_answer(cues: Sequence[str], position: str, letter: str) -> str:
+    """The worked answer of one demonstration: "(Let's think step by step. The object of interest
+    {cue description}. Based on the {cue names} pictorial cues, it is likely that the object is
+    {closer than|farther away than} the other objects.) X."."""
+    if position not in COT_RELATION:
+        raise ValueError(f"position must be 'near' or 'far', not {position!r}")
+    if letter not in ("A", "B"):
+        raise ValueError(f"letter must be 'A' or 'B', not {letter!r}")
+    codes = list(cues)
+    if not codes:
+        raise ValueError("a CoT demonstration needs at least one cue")
+    unknown = [c for c in codes if c not in CUE_NAMES]
+    if unknown:
+        raise ValueError(f"unknown cue code(s) {unknown}; choose from {list(CUE_CODES)}")
+    return _templates.render(
+        BENCHMARK, COT_TEMPLATE,
+        cue_description=_join([CUE_DESCRIPTIONS[c][position] for c in codes]),
+        cue_names=_join([CUE_NAMES[c] for c in codes]),
+        relation=COT_RELATION[position],
+        letter=letter,
+    )
+
+
+def icl_demonstration(question: str, cues: Sequence[str], position: str) -> tuple[str, str]:
+    """(question, worked answer) of one demonstration image whose target is ``position``; the
+    answer's letter is the question's correct option. The question must be in the official form."""
+    tags = parse_prompt(question)
+    if tags is None:
+        raise ValueError(f"not an O3-D question in the official form: {question!r}")
+    return question, cot_answer(cues, position, correct_letter(tags, position))
+
+
+def write_out(path, n: int | None = None, seed: int = 0) -> int:
+    """Write ``n`` prompts (all when None; a seeded sample otherwise) with their tags as TSV, for a
+    person to read before a run. Returns the number written."""
+    from pathlib import Path
+
+    prompts = list(prompt_space())
+    if n is not None:
+        prompts = random.Random(stable_seed("o3d-write-out", seed)).sample(prompts, min(n, len(prompts)))
+    cols = ("body", "clarity_level", "ques_clarity", "vocabulary", "formality", "order", "query")
+    lines = ["\t".join((*cols, "text"))]
+    for p in prompts:
+        lines.append("\t".join([*(str(getattr(p.tags, c)) for c in cols), p.text]))
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return len(prompts)

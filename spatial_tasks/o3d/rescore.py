@@ -1,0 +1,317 @@
+"""Re-score the O3-D authors' released raw model outputs and rebuild the paper's Table 12.
+
+Input: JSON lines (plain or gzip) in the released-outputs schema (shared/data/o3d/README.md):
+one record per (model, image, question) with the raw ``answer``, the exact question ``ques``,
+``gt_position``, ``cues``, ``cue_strength`` (+ ``cue_strength_source``), ``ques_clarity``,
+``is_marked``, ``icl``, ``image_family``, ``notebook_lists``, ``orig_image_name`` ...
+
+Row selections of the Table 12 cells (all need ``notebook_lists`` non-empty = a file the paper's
+notebook used; rows with ``gt_position`` "none" are never scored):
+
+========= =================================================================================
+HP ... FS image_family kb-1cue, marked, clarity 4, the one cue, ALL strengths, ICL rows kept
+sim0..2   kb-0cue / kb-1cue / kb-2cue / kb-2cue-fsoc, clarity 4, icl not true, by number of
+          cues; 1 and 2 cues at regular strength only (0.9 <= s <= 1.0)
+real0..2  o3dcf-real (cropped real photos), marked, clarity 4; 1 and 2 cues regular strength
+========= =================================================================================
+
+Cue strengths: the release has ``cue_strength`` null for kb-1cue (``cue_strength_source``
+"inferred-timestamp-pair-parity") and for the single-strength sets ("single-strength-set":
+FS, the 2-cue sets). Each kb-1cue scene was rendered at strength 1 and then at strength 2, so
+within one (family, cue, target position) the images sorted by their timestamped name alternate
+1, 2, 1, 2 ...; single-strength sets are regular (1.0). The inference needs all images of a
+family in the input (it is done over the union of every model's rows). It is what makes sim1
+match the paper for all five models (the opposite parity misses by up to 0.03), and FS must
+count as regular strength there.
+
+kb-0lp (HP and HP pairs on textureless ground, "no linear perspective") is in none of the
+Table 12 cells, although the paper's image counts (13,746 single-cue = 13,598 kb-1cue + 148
+kb-0lp; 21,556 two-cue) include it: adding it moves HP and sim1 off the paper's values.
+
+Beyond Table 12 (per model): near-far bias (Eq. 1), SDGM vision / language (Eq. 2) and the
+modified SDGM per variation type (Eq. 3) over the SDGM population of ``metrics`` (regular
+strength, no ICL, clarity >= 3) drawn from the cue-controlled sets kb-1cue, kb-2cue and
+kb-2cue-fsoc, and the share of unparseable answers over all of a model's rows (the README's
+0.4 % / 1.9 % are over all rows). The release has no kb-2cue rows for InternVL2.5 and LLaVA1.5,
+so their vision SDGM has 9 groups (8 single cues + FS+OC), not 36: ``n["sdgm_vision"]`` says so.
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+from spatial_tasks.o3d import metrics
+from spatial_tasks.o3d.parse import UNPARSEABLE, is_correct, parse_answer
+from spatial_tasks.o3d.prompts import parse_prompt
+
+RELEASED_FORMAT = "o3d-released"
+
+CUE_COLUMNS = metrics.VISION_CUES
+NUM_CUE_COLUMNS = ("sim0", "sim1", "sim2", "real0", "real1", "real2")
+TABLE12_COLUMNS = (*CUE_COLUMNS, *NUM_CUE_COLUMNS)
+SYNTHETIC_FAMILIES = ("kb-0cue", "kb-1cue", "kb-2cue", "kb-2cue-fsoc")
+REAL_TABLE12_FAMILY = "o3dcf-real"
+REAL_FAMILIES = frozenset({"o3d-real", "o3dcf-real", "o3-dorder"})  # real-012cue, its crops, real-mcue
+# The cue-controlled synthetic sets of the bias / SDGM analysis (not kb-0lp, the separate
+# "height in plane without linear perspective" experiment, nor 0-cue images).
+SDGM_FAMILIES = frozenset({"kb-1cue", "kb-2cue", "kb-2cue-fsoc"})
+INFERRED_STRENGTH_SOURCES = frozenset({"inferred", "inferred-timestamp-pair-parity"})
+SINGLE_STRENGTH_SOURCES = frozenset({"single-strength-set"})
+REQUIRED_FIELDS = ("model", "image_family", "ques", "answer", "gt_position", "cues", "ques_clarity")
+
+# Paper Table 12 (accuracy). sim2 and overall are not reproducible from the release: its 2-cue
+# marked result files are missing (our sim2 has only the FS+OC pair) and the paper's real half of
+# "Overall" pooled rows that cannot be recovered.
+MODEL_DISPLAY_NAMES = {
+    "blip2-flan-t5-xl": "BLIP2",
+    "InternVL2_5-4B": "InternVL2.5",
+    "llava-v1.5-7b": "LLaVA1.5",
+    "paligemma2-3b-mix-224": "PaliGemma2",
+    "VILA1.5-3b": "VILA1.5",
+}
+_PAPER_COLUMNS = (*CUE_COLUMNS, "sim0", "sim1", "sim2", "real0", "real1", "real2", "overall")
+# Columns: HP OC RS TG SA LS FO FS | sim0 sim1 sim2 | real0 real1 real2 | overall
+_PAPER_ROWS = {
+    "BLIP2": (.4979, .4912, .4875, .4865, .4984, .5031, .5078, .5000,
+              .4906, .4984, .5004, .4000, .5294, .5000, .4905),
+    "InternVL2.5": (.5863, .5036, .5177, .4912, .4891, .4953, .5166, .5308,
+                    .5073, .5009, .5184, .4500, .5294, .7143, .5438),
+    "LLaVA1.5": (.5052, .4953, .5120, .4969, .5062, .4943, .5068, .4923,
+                 .5042, .5061, .5088, .6000, .4118, .5000, .5275),
+    "PaliGemma2": (.4974, .4631, .5172, .4574, .4470, .4449, .4501, .4692,
+                   .4376, .4589, .4802, .5000, .6471, .6905, .5386),
+    "VILA1.5": (.5000, .5062, .5166, .4948, .5078, .5021, .5057, .4538,
+                .5218, .4975, .5059, .4500, .4412, .4048, .4960),
+    "DepthAnyV2": (.9940, .4695, .9084, .5433, .5848, .5120, .5566, .5902,
+                   .5177, .6456, .7446, .6667, .9596, .9792, .8475),
+}
+PAPER_TABLE12: dict[str, dict[str, float]] = {
+    name: dict(zip(_PAPER_COLUMNS, values, strict=True)) for name, values in _PAPER_ROWS.items()
+}
+REPRODUCIBLE_COLUMNS = (*CUE_COLUMNS, "sim0", "sim1", "real0", "real1", "real2")
+
+
+class ReleasedFormatError(ValueError):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------------------------
+
+
+def _open_text(path: Path):
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def iter_released(path: str | Path) -> Iterator[dict]:
+    """The raw records of a released-outputs file (gzip or plain JSON lines), streamed."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file (expected O3-D released outputs, JSON lines)")
+    with _open_text(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ReleasedFormatError(f"{path}:{lineno}: not a JSON object ({err.msg})") from None
+            if not isinstance(row, dict):
+                raise ReleasedFormatError(
+                    f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+            missing = [f for f in REQUIRED_FIELDS if f not in row]
+            if missing:
+                raise ReleasedFormatError(
+                    f"{path}:{lineno}: missing field(s) {missing} of the {RELEASED_FORMAT} schema")
+            row["cues"] = _cue_list(row["cues"], f"{path}:{lineno}")
+            yield row
+
+
+def _cue_list(value: object, where: str) -> list[str]:
+    """The cue codes of a row: a JSON list, or the Hub's string repr "['HP', 'SA']"; None = []."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        try:
+            value = ast.literal_eval(value) if value.strip() else []
+        except (ValueError, SyntaxError):
+            raise ReleasedFormatError(f"{where}: cues {value!r} is not a list") from None
+    if not isinstance(value, (list, tuple)) or not all(isinstance(c, str) for c in value):
+        raise ReleasedFormatError(f"{where}: cues {value!r} is not a list of cue codes")
+    return sorted(value)
+
+
+def _strength(row: dict) -> float | None:
+    s = row.get("cue_strength")
+    if s is not None:
+        return float(s)
+    if row.get("cue_strength_source") in SINGLE_STRENGTH_SOURCES:
+        return 1.0
+    return None
+
+
+def records_from_released(path: str | Path) -> list[dict]:
+    """One metric record per released row (fields of ``metrics``; plus model, image_family,
+    in_paper, is_marked, answer label), cue strengths resolved as described in the module doc."""
+    labels: dict[tuple[str, str], str] = {}
+    tags_cache: dict[str, object] = {}
+    records: list[dict] = []
+    pending: list[tuple[dict, tuple, str]] = []  # (record, parity key, image name)
+    names: dict[tuple, set[str]] = defaultdict(set)
+    interned: dict[tuple, tuple] = {}
+    for row in iter_released(path):
+        answer, question = row["answer"], row["ques"]
+        key = (answer, question) if isinstance(answer, str) and isinstance(question, str) else None
+        label = labels.get(key) if key is not None else None
+        if label is None:
+            label = parse_answer(answer, question)
+            if key is not None:
+                labels[key] = label
+        if key is None:
+            tags = parse_prompt(question)
+        else:
+            if question not in tags_cache:
+                tags_cache[question] = parse_prompt(question)
+            tags = tags_cache[question]
+        cues = tuple(row["cues"])
+        cues = interned.setdefault(cues, cues)
+        family = row["image_family"]
+        gt = row["gt_position"]
+        rec = {
+            "model": row["model"],
+            "image_family": family,
+            "in_paper": bool(row.get("notebook_lists")),
+            "is_marked": bool(row.get("is_marked")),
+            "is_real": family in REAL_FAMILIES,
+            "icl": row.get("icl") is True,
+            "ques_clarity": float(row["ques_clarity"]) if row["ques_clarity"] is not None else None,
+            "cues": cues,
+            "cue_strength": _strength(row),
+            "gt_position": gt,
+            "label": label,
+            "correct": is_correct(label, gt),
+        }
+        if tags is not None:
+            rec.update(query=tags.query, order=tags.order, formality=tags.formality,
+                       vocabulary=tags.vocabulary, clarity_level=tags.clarity_level)
+        if rec["cue_strength"] is None and row.get("cue_strength_source") in INFERRED_STRENGTH_SOURCES:
+            pkey = (family, cues, gt)
+            name = row.get("orig_image_name") or row.get("image_name") or ""
+            names[pkey].add(name)
+            pending.append((rec, pkey, name))
+        records.append(rec)
+    parity = {pkey: {n: (1.0 if i % 2 == 0 else 2.0) for i, n in enumerate(sorted(group))}
+              for pkey, group in names.items()}
+    for rec, pkey, name in pending:
+        rec["cue_strength"] = parity[pkey][name]
+    return records
+
+
+# ---------------------------------------------------------------------------------------------
+# Table 12 cells and the per-model summary
+# ---------------------------------------------------------------------------------------------
+
+
+def table12_cells(rec: dict) -> list[str]:
+    """The Table 12 columns that a record counts in (usually none or one; a kb-1cue row at
+    regular strength counts both in its cue column and in sim1)."""
+    if not rec["in_paper"] or rec["ques_clarity"] != 4.0:
+        return []
+    family, n = rec["image_family"], len(rec["cues"])
+    out = []
+    if family == "kb-1cue" and rec["is_marked"] and n == 1 and rec["cues"][0] in CUE_COLUMNS:
+        out.append(rec["cues"][0])
+    regular = n == 0 or metrics.is_regular_strength(rec)
+    if family in SYNTHETIC_FAMILIES and not rec["icl"] and n <= 2 and regular:
+        out.append(f"sim{n}")
+    if family == REAL_TABLE12_FAMILY and rec["is_marked"] and n <= 2 and regular:
+        out.append(f"real{n}")
+    return out
+
+
+def summarise_model(records: list[dict], ddof: int = 0) -> dict:
+    """Table 12 cells, near-far bias, SDGMs and unparseable share for one model's records."""
+    cells: dict[str, list[dict]] = defaultdict(list)
+    for rec in records:
+        for cell in table12_cells(rec):
+            cells[cell].append(rec)
+    out: dict = {}
+    n: dict = {}
+    se: dict = {}
+    for col in TABLE12_COLUMNS:
+        acc = metrics.accuracy(cells.get(col, []))
+        out[col], n[col], se[col] = acc["acc"], acc["n"], acc["se"]
+    population = metrics.sdgm_population(
+        [r for r in records if r["image_family"] in SDGM_FAMILIES and r["in_paper"]])
+    bias = metrics.near_far_bias(population)
+    vision = metrics.sdgm_vision(population, ddof, population=False)
+    language = metrics.sdgm_language(population, ddof, population=False)
+    out["bias_nf"] = bias["bias"]
+    out["acc_near"], out["acc_far"] = bias["acc_near"], bias["acc_far"]
+    out["sdgm_vision"] = vision["sdgm"]
+    out["sdgm_language"] = language["sdgm"]
+    out["language_consistency"] = None if language["sdgm"] is None else 1 - language["sdgm"]
+    out["modified_sdgm"] = metrics.modified_sdgm_all(population, ddof, population=False)
+    groups = metrics.cue_group_accuracy(population, population=False)
+    out["cue_group_accuracy"] = {g: a["acc"] for g, a in groups.items()}
+    out["unparseable_share"] = (sum(1 for r in records if r["label"] == UNPARSEABLE) / len(records)
+                                if records else None)
+    n["bias_nf"] = {"near": bias["n_near"], "far": bias["n_far"]}
+    n["sdgm_vision"] = {"groups": vision["n_groups"], "rows": vision["n"]}
+    n["sdgm_language"] = {"groups": language["n_groups"], "rows": language["n"]}
+    n["all_rows"] = len(records)
+    out["n"] = n
+    out["se"] = se
+    return out
+
+
+def rescore_released(path: str | Path, ddof: int = 0) -> dict:
+    """Table 12 (and the bias / SDGM figures) per model from a released-outputs file.
+
+    Returns ``{"models": {model: {"HP": acc, ..., "FS", "sim0", "sim1", "sim2", "real0", "real1",
+    "real2", "bias_nf", "sdgm_vision", "sdgm_language", "unparseable_share", "n": {...}, ...}},
+    ...}``; a cell without rows is None with n 0. ``ddof``: 0 = the paper's population standard
+    deviation, 1 = the authors' pandas sample standard deviation.
+    """
+    if ddof not in (0, 1):
+        raise ValueError(f"ddof must be 0 (paper) or 1 (authors' pandas), not {ddof!r}")
+    by_model: dict[str, list[dict]] = defaultdict(list)
+    records = records_from_released(path)
+    for rec in records:
+        by_model[rec["model"]].append(rec)
+    return {
+        "format": RELEASED_FORMAT,
+        "source": str(path),
+        "rows": len(records),
+        "ddof": ddof,
+        "models": {m: summarise_model(rows, ddof) for m, rows in sorted(by_model.items())},
+        "not_reproducible": {
+            "sim2": "the release lacks the 2-cue marked result files; only the FS+OC pair is present",
+            "overall": "the paper's real half pooled rows that cannot be recovered from the release",
+        },
+    }
+
+
+def compare_to_paper(result: dict, decimals: int = 4) -> list[dict]:
+    """Every reproducible Table 12 cell of the models the paper reports: ours vs the paper,
+    rounded to ``decimals``."""
+    rows = []
+    for model, summary in result["models"].items():
+        name = MODEL_DISPLAY_NAMES.get(model, model)
+        if name not in PAPER_TABLE12:
+            continue
+        for col in REPRODUCIBLE_COLUMNS:
+            ours, paper = summary.get(col), PAPER_TABLE12[name][col]
+            match = ours is not None and round(ours, decimals) == round(paper, decimals)
+            rows.append({"model": model, "cell": col, "ours": ours, "paper": paper, "match": match})
+    return rows
