@@ -1,0 +1,487 @@
+"""Load O3-D: join ``visual_questions`` to its image subsets and resolve images lazily.
+
+``visual_questions`` (one row per image-question pair, no images) names its image by
+``(subset_name, image_name)``. ``build_docs`` builds one ``{image_name: row}`` dict per subset it
+needs (once), resolves every question in O(1), and returns canonical docs (schema.DOC_FEATURES)
+that carry only ``(source, subset_name, subset_row, image_column)`` — no pixels. ``image_for(doc)``
+fetches the one image a model needs from the subset datasets, which live (memory-mapped Arrow)
+in a module-level registry keyed by the source, and loads each subset only when first needed.
+
+Hooks for an lmms-eval task YAML (dataset_path: liuyiqian/O3-D, dataset_name: visual_questions,
+test_split: train)::
+
+    process_docs: a utils.py function calling
+        spatial_tasks.o3d.load.process_docs(dataset, source=..., subsets=[...], marked=True)
+    doc_to_visual: !function spatial_tasks.o3d.load.doc_to_visual
+
+``source`` must be what the YAML's dataset_path points at (Hub id or local folder); it defaults to
+$SPATIAL_TASKS_O3D_SOURCE, else the Hub id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import datasets
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from PIL import Image
+
+from spatial_tasks.o3d import markers, schema
+from spatial_tasks.o3d.schema import SchemaError
+
+SOURCE_ENV = "SPATIAL_TASKS_O3D_SOURCE"
+MEMORY_PREFIX = "memory:"
+
+
+# --------------------------------------------------------------------------------------------
+# Registry: one entry per source, holding its subsets (lazily loaded) and their image_name indexes
+
+
+class O3DSource(Mapping):
+    """The subsets of one O3-D source, loaded on first use and indexed by image_name once.
+
+    ``path`` given: subsets come from ``datasets.load_dataset(path, subset, split='train',
+    **load_kwargs)``. ``subsets`` given: those datasets (in memory or already loaded) are used.
+    """
+
+    def __init__(self, key: str, subsets: Mapping[str, datasets.Dataset] | None = None, *,
+                 path: str | None = None, load_kwargs: Mapping[str, Any] | None = None):
+        self.key = key
+        self.path = path
+        self.load_kwargs = dict(load_kwargs or {})
+        self._subsets: dict[str, datasets.Dataset] = dict(subsets or {})
+        self._indexes: dict[str, dict[str, int]] = {}
+        self._views: dict[tuple[str, str], datasets.Dataset] = {}
+        self._image_cols: dict[str, frozenset[str]] = {}
+        self._lock = threading.RLock()
+
+    # Mapping protocol: the subsets this source has (loaded ones, or the official names for a path)
+    def __getitem__(self, name: str) -> datasets.Dataset:
+        return self.subset(name)
+
+    def __iter__(self):
+        return iter(self._subsets if self.path is None else dict.fromkeys([*self._subsets, *schema.SUBSETS]))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def loaded(self) -> tuple[str, ...]:
+        return tuple(self._subsets)
+
+    def subset(self, name: str) -> datasets.Dataset:
+        with self._lock:
+            if name in self._subsets:
+                return self._subsets[name]
+            if self.path is None:
+                raise KeyError(f"O3-D source {self.key!r} has no subset {name!r} "
+                               f"(has: {sorted(self._subsets)})")
+            try:
+                ds = datasets.load_dataset(self.path, name, split=schema.SPLIT, **self.load_kwargs)
+            except Exception as exc:  # the datasets error names the config; add the source
+                raise KeyError(f"cannot load subset {name!r} from O3-D source {self.path!r}: {exc}") from exc
+            self._subsets[name] = ds
+            return ds
+
+    def columns(self, name: str) -> tuple[str, ...]:
+        return tuple(self.subset(name).column_names)
+
+    def index(self, name: str) -> dict[str, int]:
+        """{image_name: row} for one subset, built once (first row wins for a repeated name)."""
+        with self._lock:
+            if name not in self._indexes:
+                ds = self.subset(name)
+                if "image_name" not in ds.column_names:
+                    raise SchemaError(f"subset {name!r} of {self.key!r} lacks column 'image_name' "
+                                      f"(has: {ds.column_names})")
+                names = ds.select_columns(["image_name"]).with_format("arrow")[:]["image_name"].to_pylist()
+                index: dict[str, int] = {}
+                for row, image_name in enumerate(names):
+                    index.setdefault(image_name, row)
+                self._indexes[name] = index
+            return self._indexes[name]
+
+    def _image_columns(self, name: str) -> frozenset[str]:
+        """Columns with a datasets Image feature (cached: ``Dataset.features`` deep-copies)."""
+        cols = self._image_cols.get(name)
+        if cols is None:
+            features = self.subset(name).features
+            cols = frozenset(c for c, f in features.items() if isinstance(f, datasets.Image))
+            self._image_cols[name] = cols
+        return cols
+
+    def _view(self, name: str, column: str) -> datasets.Dataset:
+        """(column, image_name) of one subset, Arrow-formatted: a row costs ~10 us, not a full decode."""
+        with self._lock:
+            key = (name, column)
+            if key not in self._views:
+                ds = self.subset(name)
+                if column not in ds.column_names:
+                    raise SchemaError(f"subset {name!r} of {self.key!r} lacks column {column!r} "
+                                      f"(has: {ds.column_names})")
+                self._views[key] = ds.select_columns([column, "image_name"]).with_format("arrow")
+            return self._views[key]
+
+    def cell(self, name: str, row: int, column: str, image_name: str | None = None) -> Any:
+        """One decoded cell (an Image column decodes to PIL); checks the row still holds ``image_name``."""
+        record = self._view(name, column)[int(row)]
+        found = record.column("image_name")[0].as_py()
+        if image_name is not None and found != image_name:
+            raise SchemaError(f"subset {name!r} row {row} holds image_name {found!r}, "
+                              f"expected {image_name!r} (the source changed since the docs were built)")
+        value = record.column(column)[0].as_py()
+        if value is None:
+            raise SchemaError(f"subset {name!r} row {row} (image_name {image_name!r}): column {column!r} is empty")
+        if column in self._image_columns(name):
+            try:
+                if isinstance(value, dict) and value.get("bytes") is not None:
+                    value = Image.open(io.BytesIO(value["bytes"]))  # the Hub's embedded bytes
+                else:
+                    value = _IMAGE_DECODER.decode_example(value)  # a path-only cell
+            except Exception as exc:
+                raise SchemaError(f"subset {name!r} row {row} (image_name {image_name!r}): column {column!r} "
+                                  f"does not decode as an image: {exc}") from exc
+        return value
+
+    def image(self, name: str, row: int, column: str, image_name: str | None = None) -> Image.Image:
+        """The decoded PIL image in one cell (not converted)."""
+        value = self.cell(name, row, column, image_name)
+        try:
+            value.load()
+        except Exception as exc:
+            raise SchemaError(f"subset {name!r} row {row} (image_name {image_name!r}): column {column!r} "
+                              f"does not decode as an image: {exc}") from exc
+        return value
+
+
+_IMAGE_DECODER = datasets.Image()  # decodes {bytes, path} cells, whatever the column's decode flag
+_REGISTRY: dict[str, O3DSource] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def _normalise_key(source: str) -> str:
+    if not source.startswith(MEMORY_PREFIX) and os.path.isdir(source):
+        return os.path.abspath(source)
+    return source
+
+
+def register_source(source: str, subsets: Mapping[str, datasets.Dataset] | None = None, *,
+                    load_kwargs: Mapping[str, Any] | None = None) -> O3DSource:
+    """The registry entry for ``source`` (created on first call; later ``subsets`` are added)."""
+    key = _normalise_key(source)
+    with _REGISTRY_LOCK:
+        entry = _REGISTRY.get(key)
+        if entry is None:
+            path = None if key.startswith(MEMORY_PREFIX) else key
+            entry = O3DSource(key, subsets, path=path, load_kwargs=load_kwargs)
+            _REGISTRY[key] = entry
+        else:
+            for name, ds in (subsets or {}).items():
+                if name not in entry._subsets:
+                    entry._subsets[name] = ds
+        return entry
+
+
+def get_source(source: str) -> O3DSource:
+    """The registered source; a Hub id or folder not yet registered is registered lazily."""
+    key = _normalise_key(source)
+    entry = _REGISTRY.get(key)
+    if entry is not None:
+        return entry
+    if key.startswith(MEMORY_PREFIX):
+        raise KeyError(f"docs refer to in-memory O3-D subsets {key!r} that this process has not "
+                       "registered; build the docs with build_docs(...) in this process")
+    return register_source(key)
+
+
+def clear_registry() -> None:
+    """Forget every source and every drawn marker image (tests, or to free memory)."""
+    with _REGISTRY_LOCK:
+        _REGISTRY.clear()
+    markers.MARKER_CACHE.clear()
+
+
+def _memory_key(subsets: Mapping[str, datasets.Dataset]) -> str:
+    h = hashlib.sha1()
+    for name in sorted(subsets):
+        ds = subsets[name]
+        h.update(name.encode())
+        h.update(str(getattr(ds, "_fingerprint", id(ds))).encode())
+    return MEMORY_PREFIX + h.hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------------------------
+# The join
+
+
+def _columns(ds: datasets.Dataset, names: Sequence[str]) -> dict[str, list]:
+    """Plain Python lists of non-image columns (respects a filtered dataset's indices)."""
+    if not names:
+        return {}
+    return ds.select_columns(list(names)).with_format("arrow")[:].to_pydict()
+
+
+def _subset_plan(src: O3DSource, name: str, need_plain: bool, need_marked: bool, first_row: int) -> dict:
+    """Which column each question kind shows, checked against the subset's columns."""
+    ds = src.subset(name)
+    cols = tuple(ds.column_names)
+    where = f"subset {name!r} of {src.key!r} (first used by visual_questions row {first_row})"
+    for col in schema.REQUIRED_SUBSET_COLUMNS:
+        if col == "odd_position" and name in schema.CROPPED_SUBSETS:
+            continue  # the crop tag in each name gives the ground truth
+        if col not in cols:
+            raise SchemaError(f"{where} lacks column {col!r} (has: {list(cols)})")
+    plan = {"columns": cols, "plain": None, "marked": None, "draw": False}
+    if need_plain:
+        plan["plain"] = schema.plain_image_column(cols)
+        if plan["plain"] is None:
+            raise SchemaError(f"{where} has no 'augmented_image' or 'image' column for unmarked questions "
+                              f"(has: {list(cols)})")
+    if need_marked:
+        if "marked_image" in cols:
+            plan["marked"] = "marked_image"
+        else:
+            missing = [c for c in ("image", "targ_seg", "dist_seg") if c not in cols]
+            if missing:
+                raise SchemaError(f"{where} has no 'marked_image' and lacks {missing} needed to draw "
+                                  f"markers (has: {list(cols)})")
+            plan["marked"] = "image"
+            plan["draw"] = True
+    return plan
+
+
+def build_docs(questions: datasets.Dataset, subsets: Mapping[str, datasets.Dataset], *,
+               source: str | None = None, subset_names: Iterable[str] | None = None,
+               marked: bool | None = None) -> datasets.Dataset:
+    """Canonical O3-D docs (schema.DOC_FEATURES), one per kept ``visual_questions`` row, in order.
+
+    ``subsets`` maps config name -> dataset (an ``O3DSource`` loads them lazily). ``source`` names
+    the registry entry that ``image_for`` will read (default: the O3DSource's key, or a hash of the
+    given datasets). ``subset_names`` / ``marked`` keep only those subsets / marked or unmarked
+    questions. Raises SchemaError / KeyError naming the row, subset, image or column that fails.
+    """
+    if isinstance(subsets, O3DSource) and (source is None or _normalise_key(source) == subsets.key):
+        src = subsets
+        with _REGISTRY_LOCK:
+            _REGISTRY.setdefault(src.key, src)
+    elif isinstance(subsets, O3DSource):
+        src = register_source(source, {name: subsets.subset(name) for name in subsets.loaded()})
+    else:
+        src = register_source(source or _memory_key(subsets), subsets)
+
+    missing = [c for c in schema.QUESTION_COLUMNS if c not in questions.column_names]
+    if missing:
+        raise SchemaError(f"visual_questions lacks column(s) {missing} (has: {questions.column_names})")
+    # Python lists only for what the join loops over; question text stays in Arrow.
+    q_table = questions.select_columns(list(schema.QUESTION_COLUMNS)).with_format("arrow")[:]
+    q = {c: q_table.column(c).to_pylist() for c in ("subset_name", "image_name", "is_marked", "ques_clarity")}
+    keep_subsets = None if subset_names is None else set(subset_names)
+    rows = [
+        i for i, (s, m) in enumerate(zip(q["subset_name"], q["is_marked"]))
+        if (keep_subsets is None or s in keep_subsets) and (marked is None or _is_marked(m, i) == marked)
+    ]
+
+    # One plan, index and metadata table per subset that kept questions use.
+    plans: dict[str, dict] = {}
+    first_row: dict[str, int] = {}
+    kinds: dict[str, set[bool]] = {}
+    for i in rows:
+        s = q["subset_name"][i]
+        if s is None:
+            raise SchemaError(f"visual_questions row {i} has no subset_name")
+        first_row.setdefault(s, i)
+        kinds.setdefault(s, set()).add(_is_marked(q["is_marked"][i], i))
+    for s, k in kinds.items():
+        try:
+            plans[s] = _subset_plan(src, s, False in k, True in k, first_row[s])
+        except KeyError as exc:
+            raise KeyError(f"visual_questions row {first_row[s]} refers to subset {s!r}: {exc.args[0]}") from None
+
+    # Resolve every question to its subset row: O(1) per question through the per-subset dict.
+    indexes = {s: src.index(s) for s in plans}
+    subset_rows: list[int] = []
+    needed_rows: dict[str, set[int]] = {s: set() for s in plans}
+    for i in rows:
+        s, name = q["subset_name"][i], q["image_name"][i]
+        row = indexes[s].get(name)
+        if row is None:
+            raise SchemaError(f"visual_questions row {i}: image_name {name!r} not found in subset {s!r} "
+                              f"of {src.key!r} ({len(indexes[s])} images)")
+        subset_rows.append(row)
+        needed_rows[s].add(row)
+
+    # Image-level fields, normalised once per referenced image, into a small Arrow table.
+    meta_records: list[dict] = []
+    meta_pos: dict[tuple[str, int], int] = {}
+    for s in plans:
+        needed = sorted(needed_rows[s])
+        cols = plans[s]["columns"]
+        meta_cols = [c for c in cols if c not in src._image_columns(s)]
+        table = _columns(src.subset(s).select(needed), meta_cols) if needed else {}
+        for j, r in enumerate(needed):
+            record = {c: table[c][j] for c in meta_cols}
+            meta_pos[(s, r)] = len(meta_records)
+            meta_records.append(schema.normalise_image_row(s, record, cols))
+    meta_schema = pa.schema([schema.DOC_FEATURES.arrow_schema.field(f) for f in schema.IMAGE_FIELDS])
+    meta_table = pa.Table.from_pylist(meta_records, schema=meta_schema)
+
+    question_arr = q_table.column("question")
+    texts_ok = pc.fill_null(pc.greater(pc.utf8_length(question_arr), 0), False).to_numpy(zero_copy_only=False)
+    per_q: dict[str, list] = {f: [] for f in schema.QUESTION_FIELDS}
+    meta_idx: list[int] = []
+    seen: dict[tuple[str, str, bool], int] = {}
+    for i, r in zip(rows, subset_rows):
+        s, name = q["subset_name"][i], q["image_name"][i]
+        if not texts_ok[i]:
+            raise SchemaError(f"visual_questions row {i} ({s!r}, {name!r}) has no question text")
+        is_marked = _is_marked(q["is_marked"][i], i)
+        clarity = q["ques_clarity"][i]
+        m = meta_pos[(s, r)]
+        meta = meta_records[m]
+        plan = plans[s]
+        k = seen.get((s, name, is_marked), 0)
+        seen[(s, name, is_marked)] = k + 1
+        asked = schema.question_side(question_arr[i].as_py()) if meta["crop_side"] else None
+        gt = schema.ground_truth_position(meta["odd_position"], meta["crop_side"], meta["crop_depth"], asked)
+        meta_idx.append(m)
+        per_q["question_id"].append(schema.question_id(s, name, is_marked, k))
+        per_q["subset_row"].append(r)
+        per_q["image_column"].append(plan["marked"] if is_marked else plan["plain"])
+        per_q["draw_markers"].append(is_marked and plan["draw"])
+        per_q["is_marked"].append(is_marked)
+        per_q["ques_clarity"].append(None if clarity is None else float(clarity))
+        per_q["clarity_level"].append(schema.clarity_level(clarity))
+        per_q["gt_position"].append(gt)
+        per_q["gt_label"].append(schema.GT_LABEL[gt])
+        per_q["scored"].append(gt != "none")
+        per_q["question_side"].append(asked)
+
+    n = len(rows)
+    take = pa.array(rows, type=pa.int64())
+    doc_schema = schema.DOC_FEATURES.arrow_schema
+    meta_taken = meta_table.take(pa.array(meta_idx, type=pa.int64()))
+    columns = []
+    for field in doc_schema:
+        f = field.name
+        if f in per_q:
+            columns.append(pa.array(per_q.pop(f), type=field.type))
+        elif f == "source":
+            columns.append(pa.array([src.key] * n, type=field.type))
+        elif f in ("subset_name", "image_name", "question"):
+            columns.append(q_table.column(f).take(take).combine_chunks().cast(field.type))
+        else:
+            columns.append(meta_taken.column(f).combine_chunks())
+    table = pa.Table.from_arrays(columns, schema=doc_schema)
+    # An explicit fingerprint: without one, datasets pickles and hashes the whole table (a full copy).
+    h = hashlib.sha1(f"o3d-docs|{getattr(questions, '_fingerprint', id(questions))}|{src.key}|"
+                     f"{sorted(keep_subsets) if keep_subsets is not None else None}|{marked}".encode())
+    for s in sorted(plans):
+        h.update(f"|{s}:{getattr(src.subset(s), '_fingerprint', id(src.subset(s)))}".encode())
+    return datasets.Dataset(table, fingerprint=h.hexdigest()[:16])
+
+
+def _is_marked(value: Any, row: int) -> bool:
+    try:
+        return schema.as_bool(value)
+    except SchemaError as exc:
+        raise SchemaError(f"visual_questions row {row}: {exc}") from None
+
+
+def default_source() -> str:
+    return os.environ.get(SOURCE_ENV) or schema.HUB_ID
+
+
+def process_docs(dataset: datasets.Dataset, *, source: str | None = None,
+                 subsets: Iterable[str] | None = None, marked: bool | None = None,
+                 load_kwargs: Mapping[str, Any] | None = None) -> datasets.Dataset:
+    """lmms-eval ``process_docs``: the loaded ``visual_questions`` split -> canonical docs.
+
+    ``source`` is the same Hub id / folder as the YAML's dataset_path (default: $SPATIAL_TASKS_O3D_SOURCE
+    or liuyiqian/O3-D); only the subsets that the kept questions use are loaded.
+    """
+    src = register_source(source or default_source(), load_kwargs=load_kwargs)
+    return build_docs(dataset, src, subset_names=subsets, marked=marked)
+
+
+def make_process_docs(source: str | None = None, **filters: Any) -> Callable[[datasets.Dataset], datasets.Dataset]:
+    """A one-argument process_docs bound to a source and filters (subsets=..., marked=...)."""
+
+    def _process(dataset: datasets.Dataset) -> datasets.Dataset:
+        return process_docs(dataset, source=source, **filters)
+
+    return _process
+
+
+def load_o3d(path: str = schema.HUB_ID, *, subsets: Iterable[str] | None = None, marked: bool | None = None,
+             load_kwargs: Mapping[str, Any] | None = None) -> datasets.Dataset:
+    """Docs straight from a Hub id or local folder in the official layout (outside lmms-eval)."""
+    src = register_source(path, load_kwargs=load_kwargs)
+    questions = datasets.load_dataset(src.path or path, schema.QUESTIONS_CONFIG, split=schema.SPLIT,
+                                      **dict(load_kwargs or {}))
+    return build_docs(questions, src, subset_names=subsets, marked=marked)
+
+
+# --------------------------------------------------------------------------------------------
+# Images and masks for a doc
+
+
+def _plain_column(src: O3DSource, doc: Mapping[str, Any]) -> str:
+    column = schema.plain_image_column(src.columns(doc["subset_name"]))
+    if column is None:
+        raise SchemaError(f"subset {doc['subset_name']!r} has no unmarked image column")
+    return column
+
+
+def image_for(doc: Mapping[str, Any], *, marked: bool | None = None) -> Image.Image:
+    """The RGB image shown for ``doc`` (marked as the doc says, unless ``marked`` overrides it).
+
+    Marked synthetic images are drawn from the masks on first use and cached (markers.MARKER_CACHE).
+    """
+    src = get_source(doc["source"])
+    subset, row, name = doc["subset_name"], doc["subset_row"], doc["image_name"]
+    want_marked = bool(doc["is_marked"]) if marked is None else bool(marked)
+    if want_marked == bool(doc["is_marked"]):
+        column, draw_markers = doc["image_column"], bool(doc["draw_markers"])
+    elif want_marked:
+        draw_markers = "marked_image" not in src.columns(subset)
+        column = "image" if draw_markers else "marked_image"
+    else:
+        column, draw_markers = _plain_column(src, doc), False
+    if draw_markers:
+        def draw() -> Image.Image:
+            base = src.image(subset, row, column, name)
+            return markers.draw_markers(base, src.image(subset, row, "targ_seg", name),
+                                        src.image(subset, row, "dist_seg", name))
+
+        return markers.MARKER_CACHE.get((src.key, subset, name), draw)
+    return src.image(subset, row, column, name).convert("RGB")
+
+
+def doc_to_visual(doc: Mapping[str, Any]) -> list[Image.Image]:
+    """lmms-eval ``doc_to_visual``."""
+    return [image_for(doc)]
+
+
+def masks_for(doc: Mapping[str, Any]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(target mask, [one mask per distractor]) as boolean arrays (markers.instance_masks rules)."""
+    src = get_source(doc["source"])
+    subset, row, name = doc["subset_name"], doc["subset_row"], doc["image_name"]
+    targ = markers.as_label_array(src.image(subset, row, "targ_seg", name)) != 0
+    dist = markers.instance_masks(src.image(subset, row, "dist_seg", name))
+    if not targ.any():
+        raise SchemaError(f"subset {subset!r} row {row} (image_name {name!r}): targ_seg is empty")
+    if not dist:
+        raise SchemaError(f"subset {subset!r} row {row} (image_name {name!r}): dist_seg is empty")
+    return targ, dist
+
+
+def depth_map_for(doc: Mapping[str, Any]) -> Image.Image:
+    """The raw depth_map image of a synthetic doc (see depth.ground_truth_depth for decoding)."""
+    src = get_source(doc["source"])
+    return src.image(doc["subset_name"], doc["subset_row"], "depth_map", doc["image_name"])
