@@ -152,8 +152,8 @@ def prompts_command(benchmark: Annotated[str, typer.Argument(help="o3d")]) -> No
         raise typer.BadParameter("only o3d has a prompt space")
     from spatial_tasks.o3d.prompts import prompt_space
 
-    for item in prompt_space():
-        typer.echo(json.dumps(item, ensure_ascii=False))
+    for prompt in prompt_space():
+        typer.echo(json.dumps({"prompt": prompt.text, "tags": prompt.tags.as_dict()}, ensure_ascii=False))
 
 
 @app.command("report")
