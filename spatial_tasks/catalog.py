@@ -63,6 +63,9 @@ def write_custom_task(base_task: str, data: str, out: Path, name: str | None = N
     local = Path(data).expanduser()
     if local.exists() and not local.is_dir():
         raise ValueError(f"--data {data}: a local dataset must be a directory")
+    note = ""
+    if entry.path.parent.name == "o3d":
+        split, note = _o3d_split(split), _o3d_check(local if local.exists() else None, data)
     dataset_path = str(local.resolve()) if local.exists() else data
     dataset_name = config or (base_cfg.get("dataset_name") if base_cfg.get("dataset_path") != "parquet"
                               else _config_for_sample(base_cfg))
@@ -72,9 +75,27 @@ def write_custom_task(base_task: str, data: str, out: Path, name: str | None = N
         spec["dataset_name"] = dataset_name
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{name}.yaml"
-    path.write_text(f"# Runs {base_task} on {data}. Made by `spatial-tasks custom-task`.\n"
+    path.write_text(f"# Runs {base_task} on {data}. Made by `spatial-tasks custom-task`.\n" + note
                     + yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     return path
+
+
+def _o3d_split(split: str | None) -> str:
+    """O3-D (the release and datasets in its layout) has one split, ``train``: the questions and
+    the image subsets are both read from it, so the generic default "test" means "train" here."""
+    if split in (None, "test", "train"):
+        return "train"
+    raise ValueError(f"--split {split}: O3-D data has the single split 'train' (questions and image "
+                     "subsets alike)")
+
+
+def _o3d_check(local: Path | None, data: str) -> str:
+    """A local O3-D folder must be in the official layout; the tasks find its image subsets there."""
+    if local is not None and not (local / "visual_questions").is_dir() and not (local / "README.md").is_file():
+        raise ValueError(f"--data {data}: not an O3-D dataset folder in the official layout (expected "
+                         "visual_questions/ and one folder per image subset, or a README.md declaring configs)")
+    return ("# O3-D: the task reads visual_questions from this source and joins its image subsets from\n"
+            "# the same place (spatial_tasks/o3d/tasks.py: infer_source).\n")
 
 
 def _config_for_sample(cfg: dict) -> str | None:

@@ -122,7 +122,7 @@ def plot_near_far_bias(biases: Mapping[str, float | None], path: str | Path, *, 
         ax.text(bar.get_x() + bar.get_width() / 2, y + (0.04 if y >= 0 else -0.04), label,
                 ha="center", va="bottom" if y >= 0 else "top", fontsize=9)
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_ylim(-1.05, 1.05)
+    ax.set_ylim(-1.18, 1.18)
     labels = [f"{m}\n(n={n[m]})" if n and m in n else m for m in names]
     ax.set_xticks(range(len(names)), labels=labels, fontsize=8)
     ax.set_ylabel("bias$_{NF}$ = Acc$_F$ − Acc$_N$")

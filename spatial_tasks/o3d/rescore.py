@@ -315,3 +315,114 @@ def compare_to_paper(result: dict, decimals: int = 4) -> list[dict]:
             match = ours is not None and round(ours, decimals) == round(paper, decimals)
             rows.append({"model": model, "cell": col, "ours": ours, "paper": paper, "match": match})
     return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# lmms-eval --log_samples output
+# ---------------------------------------------------------------------------------------------
+
+SAMPLES_FORMAT = "lmms-samples"
+_REF_PREFIX = "<o3d record: see "
+
+
+def records_from_samples_file(path: Path) -> tuple[list[dict], tuple[str, ...]]:
+    """(re-scored records, metric names the task declared) of one ``*_samples_<task>.jsonl`` file.
+
+    The record is logged under the task's first metric; the other metric keys hold a pointer
+    string (``tasks.RecordRef``); both mark a key as one of the task's metrics.
+    """
+    from spatial_tasks.common.samples import iter_samples
+    from spatial_tasks.o3d.tasks import BENCHMARK, rescored
+
+    records: list[dict] = []
+    names: dict[str, None] = {}
+    for sample in iter_samples(path):
+        rec = None
+        for key, value in sample.items():
+            if isinstance(value, dict) and value.get("benchmark") == BENCHMARK:
+                rec = rec or value
+                names.setdefault(key)
+            elif isinstance(value, str) and value.startswith(_REF_PREFIX):
+                names.setdefault(key)
+        if rec is not None:
+            records.append(rescored(rec))
+    return records, tuple(names)
+
+
+def task_metrics(records: list[dict], names: tuple[str, ...]) -> dict:
+    """The named lmms-eval metrics of one task's records (``tasks.METRICS``), plus ``n``."""
+    from spatial_tasks.o3d.tasks import METRICS
+
+    return {**{m: METRICS[m](records) for m in names if m in METRICS}, "n": len(records)}
+
+
+def _runs_of(path: Path) -> list[tuple[str, dict, list[Path]]]:
+    """(label, results JSON or {}, samples files) per lmms-eval run found at ``path``."""
+    from spatial_tasks.common.samples import load_results, sample_files
+    from spatial_tasks.report import find_runs
+
+    path = Path(path)
+    files = sample_files(path)
+    root = path.parent if path.is_file() else path
+    try:
+        runs = find_runs(root)
+    except FileNotFoundError:
+        runs = []
+    out, claimed = [], set()
+    for run in runs:
+        mine = [f for f in run.samples.values() if f in files]
+        if mine:
+            out.append((run.label, load_results(run.results_path), sorted(mine)))
+            claimed.update(mine)
+    orphans = [f for f in files if f not in claimed]
+    if orphans:
+        out.append(("model", {}, orphans))
+    return out
+
+
+def rescore_samples(path: str | Path, ddof: int = 0) -> dict:
+    """O3-D metrics re-computed from lmms-eval ``--log_samples`` output (a samples file or a folder).
+
+    Same structure as ``rescore_released``: ``{"models": {label: {...}}}`` with, per model (the
+    run's ``--model`` and ``--model_args``):
+
+    * the ``summarise_model`` figures over all the run's O3-D records (Table 12 cells, bias, SDGMs
+      over the paper's SDGM population, unparseable share), comparable with ``rescore_released``;
+    * ``tasks``: per task, every metric the task reported in lmms-eval, same names, same values
+      (each answer is re-parsed from the logged response and question);
+    * ``groups``: per lmms-eval group of the run whose subtasks are all here, each metric
+      recomputed on the pooled records of the subtasks that report it -- what the live group
+      reports (``tasks.pool_subtasks``).
+
+    ``ddof`` applies to the ``summarise_model`` part; task and group metrics are the live ones
+    (the paper's population standard deviation).
+    """
+    from spatial_tasks.common.samples import task_of_samples_file
+    from spatial_tasks.o3d.tasks import METRICS
+
+    if ddof not in (0, 1):
+        raise ValueError(f"ddof must be 0 (paper) or 1 (authors' pandas), not {ddof!r}")
+    models: dict[str, dict] = {}
+    for label, results, files in _runs_of(Path(path)):
+        per_task: dict[str, tuple[list[dict], tuple[str, ...]]] = {}
+        for file in files:
+            records, names = records_from_samples_file(file)
+            if records:
+                per_task[task_of_samples_file(file)] = (records, names)
+        if not per_task:
+            continue
+        tasks = {task: task_metrics(recs, names) for task, (recs, names) in sorted(per_task.items())}
+        groups = {}
+        for group, subtasks in sorted((results.get("group_subtasks") or {}).items()):
+            if not subtasks or not all(t in per_task for t in subtasks):
+                continue
+            names = dict.fromkeys(m for t in subtasks for m in per_task[t][1] if m in METRICS)
+            groups[group] = {m: METRICS[m]([r for t in subtasks if m in per_task[t][1] for r in per_task[t][0]])
+                             for m in names}
+            groups[group]["n"] = sum(len(per_task[t][0]) for t in subtasks)
+        everything = [r for recs, _ in per_task.values() for r in recs]
+        models[label] = {**summarise_model(everything, ddof), "tasks": tasks, "groups": groups}
+    if not models:
+        raise ValueError(f"{path}: no O3-D samples found (expected lmms-eval --log_samples *_samples_*.jsonl "
+                         "of o3d_* tasks)")
+    return {"format": SAMPLES_FORMAT, "source": str(path), "ddof": ddof, "models": models}

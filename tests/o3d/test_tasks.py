@@ -1,0 +1,465 @@
+"""O3-D lmms-eval hooks without the CLI: registration, golden prompts, records, metric fan-out,
+group pooling, the data-source inference, ICL+CoT shapes, baseline answers, custom-task YAMLs."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+
+from spatial_tasks.o3d import baselines, fixture, load, metrics, schema
+from spatial_tasks.o3d import tasks as T
+from spatial_tasks.o3d.parse import parse_answer
+from spatial_tasks.o3d.prompts import prompt_space, real_prompt_space
+from spatial_tasks.paths import benchmark_tasks_dir
+
+TASKS_DIR = benchmark_tasks_dir("o3d")
+SAMPLE = TASKS_DIR / "sample"
+QUESTIONS_FILE = SAMPLE / "visual_questions" / "train-00000-of-00001.parquet"
+# The command that made tasks/o3d/sample (README.md, "Bundled sample").
+SAMPLE_ARGS = {"seed": 0, "counts": {"kb-0cue": 6, "kb-1cue": 32, "kb-2cue": 8, "real-012cue-cropped": 12},
+               "image_size": (256, 192)}
+TASK_HOOKS = {
+    "markers": (T.process_docs_markers, T.MARKERS_METRICS),
+    "clarity_low": (T.process_docs_clarity_low, T.BASIC_METRICS),
+    "clarity_med": (T.process_docs_clarity_med, T.LANGUAGE_METRICS),
+    "clarity_high": (T.process_docs_clarity_high, T.LANGUAGE_METRICS),
+    "real": (T.process_docs_real, T.REAL_METRICS),
+    "icl_cot": (T.process_docs_icl_cot, T.ICL_METRICS),
+}
+
+
+class FakeTask:
+    """Stands in for lmms-eval's ConfigurableTask calling process_docs (what infer_source looks for)."""
+
+    def __init__(self, dataset_path: str, dataset_kwargs: dict, questions: datasets.Dataset):
+        self.DATASET_PATH = dataset_path
+        self.config = SimpleNamespace(dataset_kwargs=dataset_kwargs)
+        self.dataset = {"train": questions}
+
+    def process(self, fn):
+        return fn(self.dataset["train"])
+
+
+@pytest.fixture(scope="module")
+def questions(tmp_path_factory) -> datasets.Dataset:
+    return datasets.load_dataset("parquet", data_files={"train": str(QUESTIONS_FILE)}, split="train",
+                                 cache_dir=str(tmp_path_factory.mktemp("hf_cache")))
+
+
+@pytest.fixture(scope="module")
+def sample_docs(questions) -> dict[str, datasets.Dataset]:
+    """Every sample task's docs, built as lmms-eval builds them (parquet + data_files)."""
+    task = FakeTask("parquet", {"data_files": {"train": str(QUESTIONS_FILE)}}, questions)
+    return {name: task.process(fn) for name, (fn, _) in TASK_HOOKS.items()}
+
+
+def _doc(docs, question_id: str) -> dict:
+    return next(d for d in docs if d["question_id"] == question_id)
+
+
+# ---- registration ------------------------------------------------------------------------------
+
+
+def test_every_task_and_group_registers_and_resolves():
+    from lmms_eval.tasks import TaskManager
+    from lmms_eval.utils import load_yaml_config
+
+    tm = TaskManager(include_path=str(TASKS_DIR), include_defaults=False)
+    names = {"o3d_markers", "o3d_clarity_low", "o3d_clarity_med", "o3d_clarity_high", "o3d_real", "o3d_icl_cot"}
+    names |= {n.replace("o3d_", "o3d_sample_") for n in names}
+    assert names <= set(tm.all_subtasks)
+    assert {"o3d", "o3d_sample"} <= set(tm.all_groups)
+    for name in names:
+        cfg = load_yaml_config(tm.task_index[name]["yaml_path"], mode="full")  # every include and !function
+        kind = next(k for k in TASK_HOOKS if name.endswith(k))
+        declared = tuple(m["metric"] for m in cfg["metric_list"])
+        assert declared == TASK_HOOKS[kind][1], name
+        assert all(callable(m["aggregation"]) for m in cfg["metric_list"])
+        assert cfg["metadata"]["version"] == 0.1 and cfg["test_split"] == "train"
+        assert cfg["process_docs"] is TASK_HOOKS[kind][0]
+        if "sample" in name:
+            assert cfg["dataset_path"] == "parquet" and cfg["dataset_name"] is None
+        else:
+            assert (cfg["dataset_path"], cfg["dataset_name"]) == ("liuyiqian/O3-D", "visual_questions")
+    icl = load_yaml_config(tm.task_index["o3d_icl_cot"]["yaml_path"], mode="full")
+    assert icl["doc_to_messages"] is T.doc_to_messages_icl and icl["doc_to_visual"] is T.doc_to_visual_icl
+    assert icl["generation_kwargs"]["max_new_tokens"] == 128
+    group = load_yaml_config(tm.task_index["o3d"]["yaml_path"], mode="full")
+    assert group["task"] == ["o3d_clarity_low", "o3d_clarity_med", "o3d_clarity_high", "o3d_markers"]
+    assert all(m["aggregation"] is T.pool_subtasks for m in group["aggregate_metric_list"])
+    # lmms-eval matches these names as substrings: together they cover every subtask metric
+    patterns = [m["metric"] for m in group["aggregate_metric_list"]]
+    assert all(any(p in metric for p in patterns) for metric in T.METRICS)
+
+
+def test_process_results_fan_out_exactly_the_declared_metrics(sample_docs):
+    doc = sample_docs["markers"][0]
+    for fn, names in ((T.process_results_basic, T.BASIC_METRICS), (T.process_results_language, T.LANGUAGE_METRICS),
+                      (T.process_results_markers, T.MARKERS_METRICS), (T.process_results_real, T.REAL_METRICS),
+                      (T.process_results_icl, T.ICL_METRICS)):
+        out = fn(doc, ["A"])
+        assert tuple(out) == names
+        assert isinstance(out["acc"], dict) and out["acc"]["benchmark"] == "o3d"
+        assert all(isinstance(out[n], T.RecordRef) and out[n].record is out["acc"] for n in names[1:])
+        assert str(out[names[1]]) == "<o3d record: see 'acc'>"  # what --log_samples writes
+
+
+# ---- golden prompts ----------------------------------------------------------------------------
+
+GOLDEN = {
+    ("markers", "kb-0cue/260100000000_near_.png/marked/0"):
+        "Does the object marked with a red circle feel farther or nearer than the objects marked with a blue "
+        "square? A. Nearer. B. Farther. Answer A or B.",
+    ("markers", "kb-0cue/260100000000_near_.png/marked/1"):
+        "Is the object marked with a red circle closer to or farther away from the viewer than the objects "
+        "marked with a blue square? A. Farther. B. Closer. Answer A or B.",
+    ("clarity_low", "kb-0cue/260100000001_far_.png/plain/0"):
+        "Is the most interesting object positioned farther from or closer to the observer than the rest of the "
+        "objects? A. Farther. B. Closer. Answer A or B.",
+    ("clarity_low", "kb-0cue/260100000004_far_.png/plain/0"):
+        "Is the object that is different at the rear of the other objects? A. Yes. B. No. Answer A or B.",
+    ("real", "real-012cue-cropped/img_0600-trfar.jpg/marked/0"):
+        "Is the object marked with a red circle behind or in front of the objects marked with a blue square? "
+        "A. In front of. B. Behind. Answer A or B.",
+}
+GOLDEN_ICL = (
+    "<image 1> Is the object marked with a red circle at the rear of the objects marked with a blue square? "
+    "A. No. B. Yes. Answer A or B. (Let's think step by step. The object of interest sits higher in the image "
+    "than the other objects, toward the horizon. Based on the height in the plane pictorial cues, it is likely "
+    "that the object is farther away than the other objects.) B.\n"
+    "<image 2> Is the object marked with a red circle at the rear of the objects marked with a blue square? "
+    "A. No. B. Yes. Answer A or B. (Let's think step by step. The object of interest sits lower in the image "
+    "than the other objects, away from the horizon. Based on the height in the plane pictorial cues, it is "
+    "likely that the object is closer than the other objects.) A.\n"
+    "<image 3> Is the object marked with a red circle at the rear of the objects marked with a blue square? "
+    "A. No. B. Yes. Answer A or B."
+)
+
+
+@pytest.mark.parametrize("key", list(GOLDEN))
+def test_golden_prompts(sample_docs, key):
+    kind, question_id = key
+    doc = _doc(sample_docs[kind], question_id)
+    assert T.doc_to_text(doc) == GOLDEN[key]
+    assert T.doc_to_text(doc, {"pre_prompt": "Q: ", "post_prompt": " A:"}) == f"Q: {GOLDEN[key]} A:"
+    assert T.doc_to_target(doc) == doc["gt_label"]
+
+
+def test_golden_icl_cot_prompt(sample_docs):
+    doc = _doc(sample_docs["icl_cot"], "kb-1cue/260200000000_near_HP.png/marked/0")
+    assert T.doc_to_text_icl(doc) == GOLDEN_ICL
+    assert [d["image_name"] for d in doc["icl_demos"]] == ["260200000001_far_HP.png", "260200000002_near_HP.png"]
+
+
+def test_prompt_text_is_the_dataset_question_and_has_no_trailing_space(sample_docs):
+    for kind in ("markers", "clarity_low", "clarity_med", "clarity_high", "real"):
+        for doc in sample_docs[kind]:
+            text = T.doc_to_text(doc)
+            assert text == doc["question"] and text == text.strip()
+
+
+def test_missing_prompt_field_is_an_error(sample_docs):
+    from spatial_tasks.common.prompts import PromptError, render
+
+    with pytest.raises(PromptError, match="prompt.jinja"):
+        render("o3d", "prompt.jinja", question="q")
+
+
+# ---- the docs of each task ----------------------------------------------------------------------
+
+
+def test_each_task_keeps_its_slice(sample_docs):
+    m = sample_docs["markers"]
+    assert set(m["subset_name"]) == set(T.SYNTHETIC_TASK_SUBSETS) and all(m["is_marked"])
+    assert set(m["ques_clarity"]) == {4.0}
+    for kind, clarity in (("clarity_low", 2.0), ("clarity_med", 3.0), ("clarity_high", 3.5)):
+        docs = sample_docs[kind]
+        assert len(docs) > 20 and set(docs["ques_clarity"]) == {clarity} and not any(docs["is_marked"])
+        assert set(docs["subset_name"]) <= set(T.SYNTHETIC_TASK_SUBSETS)
+    real = sample_docs["real"]
+    assert set(real["subset_name"]) == {"real-012cue-cropped"} and all(real["is_marked"])
+    assert {d["num_cues"] for d in real} == {0, 1, 2}
+    icl = sample_docs["icl_cot"]
+    assert set(icl["subset_name"]) == set(T.ICL_SUBSETS) and len(icl) == 80
+
+
+def test_records_carry_what_the_metrics_need(sample_docs):
+    doc = _doc(sample_docs["markers"], "kb-0cue/260100000000_near_.png/marked/0")  # A. Nearer. B. Farther.
+    rec = T.record(doc, "A")
+    assert set(rec) == set(T.RECORD_FIELDS)
+    assert (rec["label"], rec["correct"], rec["gt_position"]) == ("closer", True, "near")
+    assert (rec["query"], rec["order"], rec["formality"], rec["vocabulary"], rec["clarity_level"]) == (
+        "mcq", "normal", "casual", "close-far", "highest")
+    assert rec["is_real"] is False and rec["icl"] is False and rec["image_family"] == "kb-0cue"
+    assert T.record(doc, "B")["correct"] is False
+    assert T.record(doc, "I cannot tell")["label"] == "unparseable"
+    assert T.process_results_icl(doc, ["A"])["acc"]["icl"] is True
+    # a rescored record equals the live one
+    assert T.rescored({**rec, "label": "x", "correct": None}) == rec
+
+
+# ---- metrics and group pooling ------------------------------------------------------------------
+
+
+def _records(sample_docs, kind, answer):
+    return [T.record(d, answer(d)) for d in sample_docs[kind]]
+
+
+def test_aggregations_wrap_the_pure_metric_functions(sample_docs):
+    recs = _records(sample_docs, "markers", lambda d: "A")
+    assert T.agg_acc(recs) == pytest.approx(metrics.accuracy(recs)["acc"])
+    assert T.agg_bias_nf(recs) == pytest.approx(metrics.near_far_bias(recs)["bias"])
+    assert T.agg_acc_HP(recs) == pytest.approx(metrics.accuracy_by_cue(recs)["HP"]["acc"])
+    assert T.agg_acc_1cue(recs) == pytest.approx(metrics.accuracy_by_num_cues(recs)[1]["acc"])
+    assert T.agg_sdgm_language(recs) == pytest.approx(metrics.sdgm_language(recs)["sdgm"])
+    assert T.agg_consistency(recs) == pytest.approx(1 - metrics.sdgm_language(recs)["sdgm"])
+    assert T.agg_msdgm_order(recs) == pytest.approx(metrics.modified_sdgm(recs, "order")["sdgm"])
+    refs = [T.process_results_markers(d, ["A"])[n] for d in sample_docs["markers"] for n in ("acc_near",)]
+    assert T.agg_acc_near(refs) == pytest.approx(metrics.near_far_bias(recs)["acc_near"])  # RecordRefs unwrap
+    assert math.isnan(T.agg_acc_FS([]))  # undefined -> NaN, never an exception
+
+
+def test_unparseable_counts_every_row():
+    rows = [{"label": "unparseable", "gt_position": "none"}, {"label": "closer", "gt_position": "near"}]
+    assert T.METRICS["unparseable"](rows) == 0.5
+    assert T.METRICS["unparseable"]([]) is None
+
+
+def test_group_pools_records_not_means(sample_docs):
+    def answer(d):  # a mixed, deterministic model
+        return "A" if sum(map(ord, d["question_id"])) % 3 else "B"
+
+    parts = {k: _records(sample_docs, k, answer) for k in ("clarity_med", "clarity_high", "markers")}
+    for name in ("acc", "bias_nf", "sdgm_vision", "sdgm_language", "consistency", "msdgm_clarity_level"):
+        values = [T.aggregate(name, list(recs)) for recs in parts.values()]
+        pooled = T.pool_subtasks(values, [len(r) for r in parts.values()], True)
+        assert isinstance(pooled, T.PooledValue) and pooled.metric == name
+        expected = T.METRICS[name]([r for recs in parts.values() for r in recs])
+        assert float(pooled) == pytest.approx(expected)
+    # over three clarity levels the language SDGM has more groups than any one task alone
+    everything = [r for recs in parts.values() for r in recs]
+    assert metrics.sdgm_language(everything)["n_groups"] > max(
+        metrics.sdgm_language(r)["n_groups"] for r in parts.values())
+
+
+def test_pooled_values_are_plain_floats_outside_the_process(sample_docs):
+    value = T.aggregate("acc", _records(sample_docs, "real", lambda d: "A"))
+    assert type(pickle.loads(pickle.dumps(value))) is float
+    import copy
+
+    assert type(copy.deepcopy(value)) is float and copy.deepcopy(value) == value
+    import json
+
+    assert json.loads(json.dumps({"acc": value}))["acc"] == float(value)
+
+
+def test_group_without_records_reports_nan():
+    assert math.isnan(T.pool_subtasks([0.5, 0.7], [10, 10], True))
+
+
+# ---- data source --------------------------------------------------------------------------------
+
+
+def test_source_from_parquet_data_files_is_the_dataset_root(questions):
+    task = FakeTask("parquet", {"data_files": {"train": str(QUESTIONS_FILE)}}, questions)
+    source, kwargs, how = task.process(T.infer_source)
+    assert Path(source) == SAMPLE.resolve() and "data_files" in how and kwargs == {}
+
+
+def test_source_from_local_folder_and_hub_id(questions, tmp_path):
+    local = FakeTask(str(SAMPLE), {}, questions).process(T.infer_source)
+    assert Path(local[0]) == SAMPLE.resolve() and "local folder" in local[2]
+    hub = FakeTask("someone/O3-D-mirror", {"revision": "abc", "num_proc": 2}, questions).process(T.infer_source)
+    assert hub == ("someone/O3-D-mirror", {"revision": "abc"}, "the task's dataset_path (Hub id)")
+
+
+def test_a_task_holding_another_dataset_is_ignored(questions, monkeypatch):
+    monkeypatch.delenv(load.SOURCE_ENV, raising=False)
+    other = FakeTask(str(SAMPLE), {}, questions.select(range(3)))
+    assert other.process(lambda _ds: T.infer_source(questions))[0] == schema.HUB_ID
+
+
+def test_source_fallbacks(questions, monkeypatch, tmp_path):
+    monkeypatch.delenv(load.SOURCE_ENV, raising=False)
+    assert T.infer_source(questions) == (schema.HUB_ID, {}, "default (the official release)")
+    monkeypatch.setenv(load.SOURCE_ENV, str(tmp_path))
+    assert T.infer_source(questions)[0] == str(tmp_path)
+    # load_from_disk: a saved visual_questions split says nothing about the subsets
+    saved = FakeTask(str(tmp_path), {"load_from_disk": True}, questions).process(T.infer_source)
+    assert saved[0] == str(tmp_path) and saved[2] == f"${load.SOURCE_ENV}"
+
+
+def test_hub_id_read_back_from_the_datasets_cache_path(tmp_path, monkeypatch):
+    """A Hub dataset is cached under <cache>/<namespace>___<snake_name>/<config>/...; nothing else
+    in datasets 5.2 names the source (info.download_checksums is None, dataset_name is snake-cased)."""
+    monkeypatch.delenv(load.SOURCE_ENV, raising=False)
+    ds = datasets.Dataset.from_dict({"question": ["q"]})
+    for cached, expected in (("liuyiqian___o3-d", "liuyiqian/O3-D"), ("MyOrg___my_o3d", "MyOrg/my_o3d")):
+        path = tmp_path / cached / "visual_questions" / "0.0.0" / "abc" / "o3-d-train.arrow"
+        path.parent.mkdir(parents=True)
+        on_disk = ds.flatten_indices(cache_file_name=str(path))
+        assert on_disk.cache_files and T.infer_source(on_disk)[:1] == (expected,)
+
+
+# ---- ICL + CoT ----------------------------------------------------------------------------------
+
+
+def test_icl_demonstrations_are_one_near_one_far_with_the_same_cues(sample_docs):
+    icl = sample_docs["icl_cot"]
+    by_image = {(d["subset_name"], d["image_name"]): d for d in sample_docs["markers"]}
+    firsts = set()
+    for doc in icl:
+        demos = doc["icl_demos"]
+        assert sorted(d["position"] for d in demos) == ["far", "near"]
+        firsts.add(demos[0]["position"])
+        for demo in demos:
+            source = by_image[(demo["subset_name"], demo["image_name"])]
+            assert source["cues"] == doc["cues"] and source["gt_position"] == demo["position"]
+            assert demo["image_name"] != doc["image_name"] and demo["is_marked"]
+    assert firsts == {"near", "far"}  # the order is random (seeded), not fixed
+    again = T.attach_demonstrations(sample_docs["markers"].filter(lambda d: d["subset_name"] != "kb-0cue"))
+    assert again["icl_demos"] == icl["icl_demos"]  # same seed, same prompts
+
+
+def test_icl_visuals_text_and_messages_line_up(sample_docs):
+    doc = sample_docs["icl_cot"][5]
+    visuals = T.doc_to_visual_icl(doc)
+    assert len(visuals) == 3 and all(isinstance(v, Image.Image) and v.mode == "RGB" for v in visuals)
+    assert visuals[2].tobytes() == T.doc_to_visual(doc)[0].tobytes()  # the query comes last
+    text = T.doc_to_text_icl(doc)
+    assert [int(n) for n in T.IMAGE_PLACEHOLDER.findall(text)] == [1, 2, 3]
+    assert text.count("(Let's think step by step.") == 2 and text.endswith(doc["question"])
+    (message,) = T.doc_to_messages_icl(doc)
+    assert message["role"] == "user"
+    kinds = [p["type"] for p in message["content"]]
+    assert kinds == ["image", "text", "image", "text", "image", "text"]
+    assert [p["url"].tobytes() for p in message["content"] if p["type"] == "image"] == [v.tobytes() for v in visuals]
+    assert message["content"][-1]["text"] == doc["question"]
+    from lmms_eval.protocol import ChatMessages  # the chat models' own parser accepts it
+
+    images, videos, _ = ChatMessages(messages=[message]).extract_media()
+    assert len(images) == 3 and not videos
+
+
+def test_interleave_rejects_a_missing_image():
+    with pytest.raises(ValueError, match="<image 2>"):
+        T.interleave("<image 1> a <image 2> b", [Image.new("RGB", (4, 4))])
+
+
+def test_a_cue_set_without_demonstrations_is_left_out(sample_docs):
+    one_image = sample_docs["icl_cot"].filter(lambda d: d["image_name"] == "260200000000_near_HP.png")
+    assert len(T.attach_demonstrations(one_image.remove_columns("icl_demos"))) == 0
+
+
+def test_write_out_writes_prompts_and_images(sample_docs, tmp_path):
+    out = T.write_out(sample_docs["icl_cot"], tmp_path / "check", n=2, icl=True)
+    assert len(list(out.glob("*.png"))) == 6 and "<image 3>" in (out / "prompts.txt").read_text()
+
+
+# ---- cue strengths missing in the source ---------------------------------------------------------
+
+
+def test_null_strengths_are_recovered_from_render_order(questions, sample_docs, tmp_path):
+    copy = tmp_path / "O3-D"
+    shutil.copytree(SAMPLE, copy)
+    path = copy / "kb-1cue" / fixture.PARQUET_NAME  # the release's kb-1cue has no strengths
+    table = pq.read_table(path)
+    i = table.schema.get_field_index("cue_strength")
+    pq.write_table(table.set_column(i, "cue_strength", pa.nulls(table.num_rows, pa.float64())), path)
+    task = FakeTask(str(copy), {"cache_dir": str(tmp_path / "cache")}, questions)
+    docs = task.process(T.process_docs_markers)
+    original = {d["question_id"]: d["cue_strength"] for d in sample_docs["markers"]}
+    assert {d["question_id"]: d["cue_strength"] for d in docs} == original
+    assert sum(1 for d in docs if d["subset_name"] == "kb-1cue" and d["cue_strength"] == 2.0) > 10
+
+
+def test_null_strengths_of_single_strength_sets_are_regular():
+    cues = [["FS"], ["HP", "OC"]]
+    docs = datasets.Dataset.from_dict({
+        "cue_strength": [None, None], "synthetic": [True, True], "cues": cues, "image_name": ["a", "b"],
+        "subset_name": ["kb-1cue", "kb-2cue"], "odd_position": ["near", "far"], "source": ["x", "x"]})
+    assert T._fill_missing_strengths(docs)["cue_strength"] == [1.0, 1.0]
+
+
+# ---- baselines ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("label", ["closer", "farther"])
+def test_baseline_answers_parse_back_for_every_prompt(label):
+    for prompt in (*prompt_space(), *real_prompt_space()):
+        text = prompt.text
+        response = baselines.answer({"question": text}, label)
+        assert parse_answer(response, text) == label, (text, response)
+        if prompt.tags.query == "yes-no":
+            assert response in ("Yes", "No", "True", "False")
+        else:
+            assert response in ("A", "B")
+    assert baselines.answer({"question": "Which is nearer?"}, label) == label.capitalize()
+
+
+def test_rules_on_sample_docs(sample_docs):
+    for kind in ("markers", "real", "icl_cot"):
+        for doc in sample_docs[kind]:
+            if doc["scored"]:
+                assert T.record(doc, baselines.depth_oracle(doc))["correct"], doc["question_id"]
+            assert T.record(doc, baselines.always_near(doc))["label"] == "closer"
+            assert T.record(doc, baselines.always_far(doc))["label"] == "farther"
+    with pytest.raises(ValueError, match="pretrained=PATH"):
+        baselines.depth_model(sample_docs["markers"][0])
+
+
+def test_rules_are_registered_for_spatial_baseline():
+    from spatial_tasks.models.baseline import rules_for
+
+    assert {"depth_oracle", "depth_model", "always_near", "always_far"} <= set(rules_for("o3d"))
+
+
+# ---- custom-task, sample -------------------------------------------------------------------------
+
+
+def test_custom_task_yaml_for_o3d(tmp_path):
+    import yaml
+
+    from spatial_tasks.catalog import write_custom_task
+
+    path = write_custom_task("o3d_sample_markers", str(SAMPLE), tmp_path / "mine", name="o3d_mine")
+    spec = yaml.safe_load(path.read_text())
+    assert spec["dataset_path"] == str(SAMPLE.resolve()) and spec["dataset_name"] == "visual_questions"
+    assert spec["test_split"] == "train" and spec["dataset_kwargs"] == {}  # "test" (the CLI default) -> train
+    with pytest.raises(ValueError, match="single split 'train'"):
+        write_custom_task("o3d_markers", str(SAMPLE), tmp_path / "x", split="validation")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="official layout"):
+        write_custom_task("o3d_markers", str(tmp_path / "empty"), tmp_path / "x")
+    hub = yaml.safe_load(write_custom_task("o3d_real", "me/o3d", tmp_path / "hub").read_text())
+    assert (hub["dataset_path"], hub["test_split"]) == ("me/o3d", "train")
+
+
+def test_bundled_sample_is_what_the_documented_command_builds(tmp_path):
+    fresh = fixture.build_fixture(tmp_path / "sample", **SAMPLE_ARGS)
+    for config in ("visual_questions", *T.SYNTHETIC_TASK_SUBSETS, "real-012cue-cropped"):
+        ours = pq.read_table(SAMPLE / config / fixture.PARQUET_NAME)
+        theirs = pq.read_table(fresh / config / fixture.PARQUET_NAME)
+        meta = [c for c in ours.column_names if c not in schema.SUBSET_IMAGE_COLUMNS.get(config, ())]
+        assert ours.select(meta).equals(theirs.select(meta)), config
+    size = sum(p.stat().st_size for p in SAMPLE.rglob("*") if p.is_file())
+    assert size < 1_500_000
+
+
+def test_spatial_tasks_list_shows_the_o3d_tasks_with_their_source():
+    from spatial_tasks.catalog import task_catalog
+
+    entries = {e.name: e for e in task_catalog() if e.name.startswith("o3d")}
+    assert entries["o3d_markers"].source == "liuyiqian/O3-D [visual_questions] split=train"
+    assert entries["o3d_sample_icl_cot"].source == "bundled sample (offline)"
+    assert entries["o3d"].kind == "group" and "o3d_markers" in entries["o3d"].source
+    assert len(entries) == 14  # 6 tasks + 6 sample tasks + 2 groups
