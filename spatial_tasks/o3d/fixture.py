@@ -26,9 +26,9 @@ the loaders and metrics rely on:
   ``image`` is 4/3 the size of ``augmented_image``, whose size the masks share.
 * ``visual_questions``: per image two unmarked questions (clarity 2 / 3 / 3.5; crops: 3.5) and two
   marked ones (clarity 4; one for crops) — about 4 per image, as on the Hub (~147K / ~37K) —
-  written "{body} A. {opt1}. B. {opt2}. Answer A or B." from the prompt space (spatial_tasks.o3d.prompts: prompt_space(), and real_prompt_space() for the real
-  subsets, when importable; else the spec's bodies and references below); crop questions use the
-  authors' "Answer a question about the left/right object." wording.
+  taken from the prompt space (spatial_tasks.o3d.prompts: prompt_space() for synthetic subsets,
+  real_prompt_space() for the real ones; crops get the authors' "Answer a question about the
+  left/right object." questions).
 
 Everything is derived from ``seed`` and each image's index: the same call writes the same data.
 """
@@ -48,7 +48,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image, ImageDraw
 
-from spatial_tasks.o3d import markers, schema
+from spatial_tasks.o3d import markers, prompts, schema
 
 DEFAULT_COUNTS = {
     "kb-0cue": 6, "kb-1cue": 8, "kb-2cue": 6, "kb-no-lp": 4,
@@ -67,37 +67,6 @@ KUBASIC = ("cube", "sphere", "sponge", "torus_knot", "suzanne", "spot")
 REAL_OBJECTS = ("cube", "cup", "clip")
 MCUE_TYPES = ("egg", "tulip", "cassette", "bottle", "apple")
 
-# Fallback prompt space (specs/o3d.md) used while spatial_tasks.o3d.prompts is absent.
-BODIES = (
-    ("Is {target} closer to or farther away from the viewer than {distractors}?", ("Closer", "Farther")),
-    ("Is {target} positioned farther from or closer to the observer than {distractors}?", ("Closer", "Farther")),
-    ("Is {target} behind or in front of {distractors}?", ("Behind", "In front of")),
-    ("Relative to the camera, is {target} closer or farther away than {distractors}?", ("Closer", "Farther")),
-    ("Does {target} come before or after {distractors}?", ("Before", "After")),
-    ("Does {target} feel farther or nearer than {distractors}?", ("Nearer", "Farther")),
-    ("Along the line of sight, is {target} positioned before or after {distractors}?", ("Before", "After")),
-    ("Is {target} at the rear of {distractors}?", ("Yes", "No")),
-    ("True or False: {target} is located in front of {distractors}.", ("True", "False")),
-)
-TARGET_REFS = {
-    "low": ("the salient object", "the object that stands out", "the uniquely positioned object",
-            "the special object", "the most interesting object", "the object that is different",
-            "the visually distinct object"),
-    "medium": ("the salient object due to its unique distance in the image",
-               "the object that stands out because it is at a different depth",
-               "the object positioned at a different distance",
-               "the special object breaking the depth pattern",
-               "the object that is different from the rest in terms of its depth"),
-    "high": ("the object in the middle", "the center object"),
-    "highest": ("the object marked with a red circle",),
-}
-DISTRACTOR_REFS = ("the other objects", "the other similar objects", "the rest of the objects",
-                   "the remaining objects")
-MARKED_DISTRACTOR_REF = "the objects marked with a blue square"
-CROP_QUESTIONS = (
-    ("Is the object closer to the viewer or farther away than the other similar objects?", ("closer", "farther")),
-    ("Is the object behind the other similar objects?", ("Yes", "No")),
-)
 CLARITY_VALUE = {"low": 2.0, "medium": 3.0, "high": 3.5, "highest": 4.0}
 
 PARQUET_NAME = "train-00000-of-00001.parquet"
@@ -108,67 +77,24 @@ PARQUET_NAME = "train-00000-of-00001.parquet"
 
 
 def _prompt_pools() -> dict[str, dict[str, list[str]]]:
-    """Question texts by family (synthetic | real) and clarity level.
+    """Question texts from the prompt space (spatial_tasks.o3d.prompts), by pool and clarity level.
 
-    From ``spatial_tasks.o3d.prompts`` (``prompt_space()``; ``real_prompt_space()`` for the real
-    subsets' preamble questions) when that module is importable, else from the spec's bodies and
-    references above (the synthetic pool then serves the real subsets too).
+    Pools: "synthetic" (the 1,026 prompts), "real" (the real subsets' preamble questions) and
+    "crop-l" / "crop-r" (the crops' "Answer a question about the left/right object." questions).
     """
-    try:
-        from spatial_tasks.o3d import prompts  # another module's; optional here
-    except ImportError:
-        prompts = None
-    if prompts is not None:
-        try:
-            pools = {"synthetic": _pool_from(prompts.prompt_space())}
-            real_space = getattr(prompts, "real_prompt_space", None)
-            pools["real"] = _pool_from(real_space()) if real_space else {}
-            if all(pools["synthetic"].get(level) for level in CLARITY_VALUE):
-                for level in CLARITY_VALUE:
-                    if not pools["real"].get(level):
-                        pools["real"][level] = pools["synthetic"][level]
-                return pools
-        except (AttributeError, TypeError, KeyError, ValueError):  # an API we do not know: use the spec's
-            pass
-    pool: dict[str, list[str]] = {level: [] for level in CLARITY_VALUE}
-    for (body, options), level in itertools.product(BODIES, CLARITY_VALUE):
-        drefs = (MARKED_DISTRACTOR_REF,) if level == "highest" else DISTRACTOR_REFS
-        for tref, dref in itertools.product(TARGET_REFS[level], drefs):
-            text = body.format(target=tref, distractors=dref)
-            for a, b in (options, options[::-1]):
-                pool[level].append(f"{text} A. {a}. B. {b}. Answer A or B.")
-    return {"synthetic": pool, "real": pool}
+    pools: dict[str, dict[str, list[str]]] = {"synthetic": {}, "real": {}, "crop-l": {}, "crop-r": {}}
+    for prompt in prompts.prompt_space():
+        pools["synthetic"].setdefault(prompt.tags.clarity_level, []).append(prompt.text)
+    for prompt in prompts.real_prompt_space():
+        side = schema.question_side(prompt.text)
+        pool = pools[f"crop-{side}"] if side else pools["real"]
+        pool.setdefault(prompt.tags.clarity_level, []).append(prompt.text)
+    return pools
 
 
-def _pool_from(items) -> dict[str, list[str]]:
-    """{clarity level: [text, ...]} from prompt items ({prompt|text, tags} mappings or objects)."""
-    pool: dict[str, list[str]] = {}
-    for item in items:
-        if isinstance(item, Mapping):
-            text, tags = item.get("prompt", item.get("text")), item.get("tags")
-        else:
-            text, tags = getattr(item, "text", getattr(item, "prompt", None)), getattr(item, "tags", None)
-        clarity = tags.get("clarity") if isinstance(tags, Mapping) else getattr(tags, "clarity", None)
-        level = _level_of(clarity)
-        if level is not None and isinstance(text, str):
-            pool.setdefault(level, []).append(text)
-    return pool
-
-
-def _level_of(value) -> str | None:
-    if isinstance(value, str) and value in CLARITY_VALUE:
-        return value
-    try:
-        return schema.CLARITY_LEVELS.get(float(value))
-    except (TypeError, ValueError):
-        return None
-
-
-def _crop_question(side: str, rng: np.random.Generator) -> str:
-    body, options = CROP_QUESTIONS[int(rng.integers(len(CROP_QUESTIONS)))]
-    a, b = options if rng.random() < 0.5 else options[::-1]
-    word = "left" if side == "l" else "right"
-    return f"Answer a question about the {word} object. {body} A. {a}. B. {b}. Answer A or B."
+def _crop_question(side: str, rng: np.random.Generator, pools: dict[str, dict[str, list[str]]]) -> str:
+    texts = [t for level in sorted(pools[f"crop-{side}"]) for t in pools[f"crop-{side}"][level]]
+    return texts[int(rng.integers(len(texts)))]
 
 
 # --------------------------------------------------------------------------------------------
@@ -395,7 +321,7 @@ def _question_rows(subset: str, names: list[str], seed: int, all_pools: dict[str
         if subset == "real-012cue-cropped":
             for side in ("l", "r"):
                 out.append({"subset_name": subset, "image_name": name, "is_marked": False,
-                            "question": _crop_question(side, rng), "ques_clarity": 3.5})
+                            "question": _crop_question(side, rng, all_pools), "ques_clarity": 3.5})
             n_marked = 1
         else:
             for level in rng.choice(["low", "medium", "high"], size=2, replace=False):

@@ -128,8 +128,8 @@ GOLDEN = {
     ("clarity_low", "kb-0cue/260100000004_far_.png/plain/0"):
         "Is the object that is different at the rear of the other objects? A. Yes. B. No. Answer A or B.",
     ("real", "real-012cue-cropped/img_0600-trfar.jpg/marked/0"):
-        "Is the object marked with a red circle behind or in front of the objects marked with a blue square? "
-        "A. In front of. B. Behind. Answer A or B.",
+        "In this image, there is an object marked with a red circle. Is the object closer to the viewer or "
+        "farther away than the objects marked with a blue square? A. farther. B. closer. Answer A or B.",
 }
 GOLDEN_ICL = (
     "<image 1> Is the object marked with a red circle at the rear of the objects marked with a blue square? "
