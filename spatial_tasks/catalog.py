@@ -51,7 +51,7 @@ def find_task(name: str) -> TaskEntry:
 
 
 def write_custom_task(base_task: str, data: str, out: Path, name: str | None = None,
-                      config: str | None = None, split: str = "test") -> Path:
+                      config: str | None = None, split: str | None = None) -> Path:
     """Write ``<out>/<name>.yaml`` that includes ``base_task`` and points it at ``data``.
 
     ``data`` is a Hub dataset id or a local dataset directory (e.g. one written by
@@ -65,10 +65,11 @@ def write_custom_task(base_task: str, data: str, out: Path, name: str | None = N
         raise ValueError(f"--data {data}: a local dataset must be a directory")
     note = ""
     if entry.path.parent.name == "o3d":
-        split, note = _o3d_split(split), _o3d_check(local if local.exists() else None, data)
+        note = _o3d_check(local if local.exists() else None, data)
     dataset_path = str(local.resolve()) if local.exists() else data
     dataset_name = config or (base_cfg.get("dataset_name") if base_cfg.get("dataset_path") != "parquet"
                               else _config_for_sample(base_cfg))
+    split = split or _default_split(local if local.exists() else None, dataset_name, base_cfg)
     spec = {"include": str(entry.path), "task": name, "dataset_path": dataset_path,
             "test_split": split, "dataset_kwargs": {}}
     if dataset_name:
@@ -80,13 +81,22 @@ def write_custom_task(base_task: str, data: str, out: Path, name: str | None = N
     return path
 
 
-def _o3d_split(split: str | None) -> str:
-    """O3-D (the release and datasets in its layout) has one split, ``train``: the questions and
-    the image subsets are both read from it, so the generic default "test" means "train" here."""
-    if split in (None, "test", "train"):
-        return "train"
-    raise ValueError(f"--split {split}: O3-D data has the single split 'train' (questions and image "
-                     "subsets alike)")
+def _default_split(local: Path | None, dataset_name: str | None, base_cfg: dict) -> str:
+    """The split a local dataset declares (its card's configs), else the base task's split.
+
+    Our generators write split "test" (SpatialTunnel) or the official layout's "train" (O3-D), so
+    reading it from the data is right for both; a Hub id keeps the base task's split.
+    """
+    if local is not None:
+        import datasets
+
+        try:
+            names = datasets.get_dataset_split_names(str(local), dataset_name)
+        except Exception as err:  # noqa: BLE001 - datasets raises many kinds here; report them all alike
+            raise ValueError(f"--data {local}: cannot read its splits for config {dataset_name!r} ({err})") from err
+        if len(names) == 1 or base_cfg.get("test_split") not in names:
+            return names[0]
+    return str(base_cfg.get("test_split"))
 
 
 def _o3d_check(local: Path | None, data: str) -> str:

@@ -60,7 +60,7 @@ def custom_task_command(
     out: Annotated[Path, typer.Option(help="Folder to write the YAML into (pass it to --include_path).")],
     name: Annotated[str | None, typer.Option(help="New task name (default: <base_task>_custom).")] = None,
     config: Annotated[str | None, typer.Option(help="Dataset config (default: the base task's).")] = None,
-    split: Annotated[str, typer.Option(help="Split to evaluate.")] = "test",
+    split: Annotated[str | None, typer.Option(help="Split to evaluate (default: the one the data declares).")] = None,
 ) -> None:
     """Write a tiny YAML that runs one of our tasks on other data (Hub repo or local dir)."""
     from spatial_tasks.catalog import write_custom_task
