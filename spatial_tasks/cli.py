@@ -180,7 +180,7 @@ def tiny_model_command(out: Annotated[Path, typer.Option(help="Folder to write t
 def demo_command(
     out: Annotated[Path, typer.Option(help="Folder for lmms-eval outputs and the report.")] = Path("demo-out"),
 ) -> None:
-    """The main job offline: evaluate baselines and a tiny Qwen2.5-VL on the bundled sample, then plot."""
+    """The main job offline: baselines and a tiny Qwen2.5-VL on the bundled samples, then the report."""
     from spatial_tasks.demo import run_demo
 
     run_demo(out)

@@ -1,5 +1,5 @@
 """The main job, offline: baselines and a tiny Qwen2.5-VL through the real lmms-eval CLI on the
-bundled SpatialTunnel sample, then ``spatial-tasks report``.
+bundled SpatialTunnel and O3-D samples, then ``spatial-tasks report``.
 
 Every evaluation is a separate ``lmms-eval`` process, exactly as a user would type it; the
 tiny model is randomly initialised (its answers are noise) and only exercises the real code.
@@ -30,22 +30,30 @@ def lmms_eval_command(model: str, model_args: str, tasks: str, output: Path) -> 
 
 
 def demo_runs(model_dir: Path, out: Path) -> list[tuple[str, list[str]]]:
-    sample = "spatialtunnel_sample,spatialtunnel_logit_sample"
-    runs = [(f"spatial_baseline rule={rule}",
-             lmms_eval_command("spatial_baseline", f"rule={rule}", sample, out / "runs" / f"baseline_{rule}"))
+    """Every evaluation of the demo: (label, lmms-eval command)."""
+    runs_dir = out / "runs"
+    st = "spatialtunnel_sample,spatialtunnel_logit_sample"
+    o3d = "o3d_sample,o3d_sample_real"
+    tiny = f"pretrained={model_dir},{TINY_QWEN_ARGS}"
+    runs = [(f"spatial_baseline rule={rule} (SpatialTunnel)",
+             lmms_eval_command("spatial_baseline", f"rule={rule}", st, runs_dir / f"st_baseline_{rule}"))
             for rule in ("vertical", "size", "always_yes", "oracle")]
-    runs.append(("tiny qwen2_5_vl (exact match)",
-                 lmms_eval_command("qwen2_5_vl", f"pretrained={model_dir},{TINY_QWEN_ARGS}",
-                                   "spatialtunnel_sample", out / "runs" / "tiny_qwen2_5_vl")))
+    runs += [(f"spatial_baseline rule={rule} (O3-D)",
+              lmms_eval_command("spatial_baseline", f"rule={rule}", o3d, runs_dir / f"o3d_baseline_{rule}"))
+             for rule in ("depth_oracle", "always_near")]
+    runs.append(("tiny qwen2_5_vl (exact match; SpatialTunnel + O3-D)",
+                 lmms_eval_command("qwen2_5_vl", tiny, f"spatialtunnel_sample,{o3d}", runs_dir / "tiny_qwen2_5_vl")))
     runs.append(("tiny qwen2_5_vl_yesno (first-token logits)",
-                 lmms_eval_command("qwen2_5_vl_yesno", f"pretrained={model_dir},{TINY_QWEN_ARGS}",
-                                   "spatialtunnel_logit_sample", out / "runs" / "tiny_qwen2_5_vl_yesno")))
+                 lmms_eval_command("qwen2_5_vl_yesno", tiny, "spatialtunnel_logit_sample",
+                                   runs_dir / "tiny_qwen2_5_vl_yesno")))
     return runs
 
 
 def _run(label: str, command: list[str], log: Path) -> tuple[str, int]:
     log.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    # One thread per run: two runs share the two cores (torch would otherwise oversubscribe them).
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "OMP_NUM_THREADS": "1"}
     with open(log, "w", encoding="utf-8") as fh:
         code = subprocess.run(command, stdout=fh, stderr=subprocess.STDOUT, env=env).returncode
     return label, code
@@ -68,5 +76,6 @@ def run_demo(out: Path, workers: int = 2) -> Path:
             console.print(f"  {'[green]ok[/]' if code == 0 else f'[red]exit {code}[/]'}  {label}")
     files = write_report(out / "runs", out / "report")
     console.print(f"[bold]Report[/]: {files[-1]}")
-    console.print((files[-1]).read_text(encoding="utf-8").split("## ", 1)[-1])
+    tables = [line for line in files[-1].read_text(encoding="utf-8").splitlines() if line.startswith(("|", "## "))]
+    console.print("\n".join(tables), soft_wrap=True)
     return files[-1]

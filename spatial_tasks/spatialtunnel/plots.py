@@ -47,7 +47,7 @@ def heatmap(grid: list[list[float | None]], relations: list[list[str | None]] | 
 
 def size_curves(curves: dict[str, dict[float, float]], title: str, path: Path) -> Path:
     """v against s1 (far object's size; s1 + s2 = 0.4) for each model."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    fig, ax = plt.subplots(figsize=(7.0, 4.4), dpi=120)
     for label, curve in sorted(curves.items()):
         xs = sorted(curve)
         ys = [curve[x] for x in xs]
@@ -60,9 +60,9 @@ def size_curves(curves: dict[str, dict[float, float]], title: str, path: Path) -
     ax.set_title(title, fontsize=10)
     ax.text(0.11, 0.03, "far object smaller\n(size agrees with depth)", fontsize=7)
     ax.text(0.235, 0.03, "far object larger\n(size conflicts)", fontsize=7)
-    ax.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
-    fig.savefig(path)
+    # Outside the axes: with many runs an inside legend hides the curves.
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
     return path
 
