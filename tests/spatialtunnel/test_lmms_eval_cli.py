@@ -132,11 +132,14 @@ def test_tiny_qwen_runs_both_protocols(tiny_qwen_dir, tmp_path):
 
 def test_openai_api_model_against_a_local_server(openai_server, tmp_path):
     """--model openai talks to a local OpenAI-compatible server (the only fake: a remote API)."""
+    openai_server.responder = lambda body: "Yes."  # answers are polarity balanced: v must be 0.5
     args = (f"model_version=stub,base_url={openai_server.base_url},api_key=test,num_concurrent=1,"
             "max_retries=1,retry_backoff_s=0,httpx_trust_env=False")
     run = run_lmms_eval(tmp_path / "api", "openai", args, "spatialtunnel_sample_phase")
     m = run.metrics("spatialtunnel_sample_phase")
     assert_all_finite(m, PHASE_METRICS + ("unparseable",))
+    assert m["v"] == pytest.approx(0.5) and m["unparseable"] == 0.0
+    assert len(openai_server.requests) == len(run.samples["spatialtunnel_sample_phase"])
     assert openai_server.requests, "the server received no request"
     first = openai_server.requests[0]
     assert "data:image" in json.dumps(first)  # the image travelled as a base64 data URL

@@ -1,0 +1,187 @@
+"""``publish`` against a local stand-in for the Hub (no network).
+
+The Hub itself is unreachable here, so a small HTTP server on 127.0.0.1 (started in this test)
+plays the Hub endpoints an upload uses, and records every request: repository creation
+(``POST /api/repos/create``), the card's metadata check (``POST /api/validate-yaml``), the
+pre-upload check (``POST /api/datasets/<repo>/preupload/main``,
+answered "regular" for every file so contents travel inline) and the commit
+(``POST /api/datasets/<repo>/commit/main``, NDJSON). The real huggingface_hub client code runs
+unchanged against it (``publish(..., endpoint=<local URL>)``); what is mocked is the remote
+endpoint only. The tests check what would reach the Hub: the card and parquet shards, byte for
+byte, and nothing from ``_work/`` or logs; the token goes only into the Authorization header.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import tempfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Self
+
+import datasets
+import huggingface_hub.constants
+import pytest
+import yaml
+from spatial_tasks.generators.common import dataset as ds
+from spatial_tasks.generators.common.publish import publish
+
+TOKEN = "hf_localtesttoken0123456789"
+
+
+class FakeHub:
+    """Records requests; answers like the Hub for create / preupload / commit."""
+
+    def __init__(self, repo_exists: bool = False) -> None:
+        self.requests: list[dict] = []
+        self.repo_exists = repo_exists
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep pytest output clean
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                hub.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                path = self.path.split("?")[0]
+                if path == "/api/repos/create":
+                    payload = json.loads(body)
+                    url = f"{hub.url}/datasets/{payload['organization']}/{payload['name']}"
+                    if hub.repo_exists:  # the Hub answers 409 with the existing repo's url
+                        return self._json(409, {"error": "You already created this dataset repo", "url": url})
+                    return self._json(200, {"url": url})
+                if path == "/api/validate-yaml":  # the client checks README.md's metadata first
+                    content = json.loads(body)["content"]
+                    try:
+                        header = yaml.safe_load(content.split("---")[1])
+                        assert isinstance(header, dict) and "configs" in header
+                    except Exception as err:  # noqa: BLE001 - reported like the Hub does
+                        return self._json(400, {"errors": [{"message": repr(err)}]})
+                    return self._json(200, {"errors": [], "warnings": []})
+                if "/preupload/" in path:
+                    files = json.loads(body)["files"]
+                    return self._json(200, {"files": [{"path": f["path"], "uploadMode": "regular",
+                                                       "shouldIgnore": False, "oid": None} for f in files]})
+                if "/commit/" in path:
+                    repo = path.removeprefix("/api/datasets/").split("/commit/")[0]
+                    return self._json(200, {"commitUrl": f"{hub.url}/datasets/{repo}/commit/{'a' * 40}",
+                                            "commitOid": "a" * 40, "success": True})
+                return self._json(404, {"error": f"unexpected {path}"})
+
+            def do_GET(self):
+                hub.requests.append({"path": self.path, "headers": dict(self.headers), "body": b""})
+                self._json(404, {"error": "not found"})
+
+            def _json(self, status, obj):
+                data = json.dumps(obj).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def committed_files(self) -> dict[str, bytes]:
+        files = {}
+        for request in self.requests:
+            if "/commit/" in request["path"]:
+                for line in request["body"].decode().splitlines():
+                    item = json.loads(line)
+                    if item["key"] == "file":
+                        files[item["value"]["path"]] = base64.b64decode(item["value"]["content"])
+        return files
+
+
+@pytest.fixture
+def online(monkeypatch):
+    """The suite runs with HF_HUB_OFFLINE=1; lift it for requests to the local server only."""
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+
+
+@pytest.fixture
+def dataset_dir(tmp_path) -> Path:
+    """A small generated-style dataset folder plus files that must stay local."""
+    root = tmp_path / "tunnel"
+    features = datasets.Features({"image_id": datasets.Value("string"), "x": datasets.Value("int32")})
+    (root / "phase_variation").mkdir(parents=True)
+    ds.write_parquet([{"image_id": f"i{k}", "x": k} for k in range(3)], features,
+                     root / "phase_variation" / "test-00000-of-00001.parquet", {"seed": 0})
+    (root / "README.md").write_text("---\nconfigs:\n- config_name: phase_variation\n  data_files:\n"
+                                    "  - split: test\n    path: phase_variation/test-*.parquet\n---\n# card\n")
+    (root / "_work" / "phase_variation").mkdir(parents=True)
+    (root / "_work" / "phase_variation" / "phase-r00-c00-k00.png").write_bytes(b"png")
+    (root / "_work" / "generate.log").write_text("log\n")
+    (root / "generate.log").write_text("log\n")
+    (root / "phase_variation" / ".test-00001-of-00001.abc.parquet.tmp").write_bytes(b"partial")
+    return root
+
+
+def load_fresh(path: Path, config: str) -> datasets.Dataset:
+    """load_dataset with its own cache (datasets caches local folders by path only)."""
+    cache = tempfile.mkdtemp(dir=Path(path).parent, prefix=".hf-cache-")
+    return datasets.load_dataset(str(path), config, split="test", cache_dir=cache)
+
+
+def test_local_round_trip(dataset_dir):
+    rows = load_fresh(dataset_dir, "phase_variation")
+    assert rows["image_id"] == ["i0", "i1", "i2"]
+
+
+def test_publish_uploads_card_and_shards_only(online, dataset_dir, capsys, caplog):
+    with FakeHub() as hub:
+        url = publish(dataset_dir, "my-org/spatialtunnel", private=True, endpoint=hub.url, token=TOKEN)
+    assert url == f"{hub.url}/datasets/my-org/spatialtunnel"
+
+    create = next(r for r in hub.requests if r["path"] == "/api/repos/create")
+    payload = json.loads(create["body"])
+    assert {k: payload.get(k) for k in ("name", "organization", "type")} == {
+        "name": "spatialtunnel", "organization": "my-org", "type": "dataset"}
+    assert payload.get("visibility") == "private" or payload.get("private") is True
+    validated = [json.loads(r["body"])["content"] for r in hub.requests if r["path"] == "/api/validate-yaml"]
+    assert validated == [(dataset_dir / "README.md").read_text()]
+    preupload = [r for r in hub.requests if "/api/datasets/my-org/spatialtunnel/preupload/main" in r["path"]]
+    assert preupload
+    assert sorted(hub.committed_files()) == ["README.md", "phase_variation/test-00000-of-00001.parquet"]
+    for name, content in hub.committed_files().items():
+        assert content == (dataset_dir / name).read_bytes()
+    assert all(r["headers"].get("authorization") == f"Bearer {TOKEN}" for r in hub.requests)
+    out = capsys.readouterr()
+    assert TOKEN not in out.out + out.err + caplog.text
+
+
+def test_publish_to_an_existing_repo(online, dataset_dir):
+    with FakeHub(repo_exists=True) as hub:
+        publish(dataset_dir, "my-org/spatialtunnel", endpoint=hub.url, token=TOKEN)
+    assert "README.md" in hub.committed_files()
+
+
+@pytest.mark.parametrize("repo", ["noslash", "a/b/c", "/x", ""])
+def test_bad_repo_id(dataset_dir, repo):
+    with pytest.raises(ValueError, match="--repo"):
+        publish(dataset_dir, repo)
+
+
+def test_refuses_a_folder_without_card_or_shards(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="README.md"):
+        publish(tmp_path / "empty", "org/name")
+    (tmp_path / "empty" / "README.md").write_text("# card\n")
+    with pytest.raises(FileNotFoundError, match="parquet"):
+        publish(tmp_path / "empty", "org/name")
