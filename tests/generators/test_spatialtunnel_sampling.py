@@ -220,6 +220,18 @@ def test_shards_write_disjoint_files_that_merge(tmp_path):
         "test-00000-of-00001.parquet"]
 
 
+def test_large_shards_are_split_into_several_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(gen, "MAX_ROWS_PER_FILE", 3)
+    for k in (1, 2):
+        write_fake_renders(tmp_path, "phase", grid=2, per_cell=4, shard=f"{k}/2")  # 16 images, 8 per shard
+        gen.build_variant("phase", tmp_path, grid=2, per_cell=4, shard=f"{k}/2")
+    names = sorted(p.name for p in (tmp_path / "phase_variation").glob("*.parquet"))
+    assert names == [f"test-{i:05d}-of-00006.parquet" for i in range(6)]
+    assert ds.count_rows([tmp_path / "phase_variation" / n for n in names]) == 16
+    rows = load_fresh(tmp_path, "phase_variation")
+    assert sorted(rows["image_id"]) == sorted(s.image_id for s in sampling.plan("phase", grid=2, per_cell=4))
+
+
 def test_build_refuses_missing_renders(tmp_path):
     specs = write_fake_renders(tmp_path, "phase", grid=2, per_cell=1)
     (tmp_path / "_work" / "phase_variation" / f"{specs[2].image_id}.json").unlink()

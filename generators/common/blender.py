@@ -1,0 +1,452 @@
+"""A small version-adaptive layer over Blender's Python module (``bpy`` 4.5 LTS and 5.x).
+
+Scene scripts call these helpers instead of bpy where the API moved between releases, so one
+script renders with bpy 4.5 (Python 3.11) and bpy 5.2 (Python 3.13):
+
+* sky texture type: ``'NISHITA'`` (4.5) is ``'SINGLE_SCATTERING'`` (5.x), same pixels;
+* multilayer EXR output needs ``image_settings.media_type = 'MULTI_LAYER_IMAGE'`` in 5.x;
+* materials and worlds get a node tree by default in 5.x (``use_nodes`` is deprecated there);
+* multilayer EXRs are multi-part in 5.x (one part per pass, "Object Index") and single-part in
+  4.5 ("IndexOB"): ``read_exr_passes`` returns the same dict for both.
+
+Everything here imports bpy lazily, so the module can be imported (and its pure helpers
+tested) in a process without Blender. Passes are read with the OpenImageIO Python module that
+ships inside the bpy wheel.
+
+Conventions: pixel coordinates are (column, row) with row 0 at the top of the image and pixel
+``(c, r)`` covering ``[c, c+1) x [r, r+1)``; arrays returned by ``read_exr_passes`` are
+``(height, width, channels)`` with row 0 at the top, like a PNG.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+INSTALL_HINT = (
+    "Blender's Python module is needed to render: pip install 'spatial-tasks[render]' "
+    "(bpy 5.2 on Python 3.13, bpy 4.5 on Python 3.11)"
+)
+
+# Canonical pass names (5.x spelling) for the names a multilayer EXR may carry.
+_PASS_ALIASES = {"IndexOB": "Object Index", "IndexMA": "Material Index", "Z": "Depth"}
+
+
+def require_bpy() -> ModuleType:
+    """Import bpy, or fail with the install command.
+
+    Importing bpy puts Blender's ``scripts/modules`` folder (which holds a pure-Python ``bpy``
+    package) on sys.path; a process spawned by multiprocessing inherits that sys.path and would
+    then import the wrong ``bpy``. Such entries are dropped before the first import.
+    """
+    if "bpy" in sys.modules:
+        return sys.modules["bpy"]
+    sys.path[:] = [p for p in sys.path if not _is_blender_scripts_path(p)]
+    try:
+        with quiet_stdout():  # Blender logs its colour-management set-up on import
+            import bpy
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError(INSTALL_HINT) from err
+    return bpy
+
+
+def _is_blender_scripts_path(path: str) -> bool:
+    parts = Path(path).parts
+    return "bpy" in parts and "scripts" in parts[parts.index("bpy"):]
+
+
+def version() -> tuple[int, int, int]:
+    return tuple(require_bpy().app.version)  # type: ignore[return-value]
+
+
+def version_string() -> str:
+    """e.g. "5.2.3 LTS (e13b728c6880)"."""
+    app = require_bpy().app
+    build = app.build_hash.decode() if isinstance(app.build_hash, bytes) else str(app.build_hash)
+    return f"{app.version_string} ({build})"
+
+
+def is_5x() -> bool:
+    return version() >= (5, 0, 0)
+
+
+def sky_single_scattering() -> str:
+    """The sky type of Blender's physical (Nishita) sky under this Blender's name."""
+    return "SINGLE_SCATTERING" if is_5x() else "NISHITA"
+
+
+def openimageio() -> ModuleType:
+    """The OpenImageIO module bundled in the bpy wheel (not on sys.path by default)."""
+    bpy = require_bpy()
+    try:
+        import OpenImageIO
+    except ImportError:
+        local = Path(bpy.utils.resource_path("LOCAL")) / "python" / "lib"
+        candidates = sorted(local.glob("python3*/site-packages"))
+        if not candidates:
+            raise ImportError(f"OpenImageIO not found in the bpy wheel under {local}") from None
+        sys.path.append(str(candidates[0]))
+        import OpenImageIO
+    return OpenImageIO
+
+
+# ---------------------------------------------------------------------------------- scene
+
+
+def reset_scene() -> Any:
+    """Empty factory scene (no default cube, camera or light); returns ``bpy.context.scene``."""
+    bpy = require_bpy()
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    return bpy.context.scene
+
+
+def _ensure_nodes(idblock: Any) -> None:
+    if not is_5x():
+        idblock.use_nodes = True
+
+
+def configure_cycles(
+    scene: Any,
+    *,
+    width: int,
+    height: int,
+    samples: int,
+    threads: int,
+    denoise: bool = True,
+    denoising_quality: str = "BALANCED",
+    max_bounces: int = 4,
+    diffuse_bounces: int = 3,
+    glossy_bounces: int = 2,
+    clamp_indirect: float = 10.0,
+    exposure: float = 0.0,
+    view_transform: str = "AgX",
+    look: str = "None",
+    persistent_data: bool = True,
+) -> None:
+    """Cycles on the CPU with a fixed thread count and no metadata stamped into output files.
+
+    ``persistent_data`` keeps the synced scene between renders of a long-lived process, so a
+    render after a small change (object moved, colour changed) does not rebuild everything.
+    """
+    render = scene.render
+    render.engine = "CYCLES"
+    scene.cycles.device = "CPU"
+    scene.cycles.samples = samples
+    scene.cycles.use_adaptive_sampling = False  # fixed sample count: time per image is predictable
+    scene.cycles.use_denoising = denoise
+    if denoise:
+        scene.cycles.denoiser = "OPENIMAGEDENOISE"
+        scene.cycles.denoising_quality = denoising_quality
+    scene.cycles.max_bounces = max_bounces
+    scene.cycles.diffuse_bounces = diffuse_bounces
+    scene.cycles.glossy_bounces = glossy_bounces
+    scene.cycles.transmission_bounces = 0
+    scene.cycles.transparent_max_bounces = 0
+    scene.cycles.volume_bounces = 0
+    scene.cycles.caustics_reflective = False
+    scene.cycles.caustics_refractive = False
+    scene.cycles.sample_clamp_indirect = clamp_indirect
+    render.resolution_x = width
+    render.resolution_y = height
+    render.resolution_percentage = 100
+    render.threads_mode = "FIXED"
+    render.threads = max(1, threads)
+    render.use_persistent_data = persistent_data
+    global _ATEXIT_REGISTERED
+    if persistent_data and not _ATEXIT_REGISTERED and not is_5x():
+        atexit.register(release_render_data)  # bpy 4.5 only: 5.x exits cleanly (and faster without)
+        _ATEXIT_REGISTERED = True
+    scene.view_settings.view_transform = view_transform
+    scene.view_settings.look = look
+    scene.view_settings.exposure = exposure
+    scene.view_settings.gamma = 1.0
+    disable_metadata(scene)
+
+
+_RELEASED_AT_EXIT = False
+_ATEXIT_REGISTERED = False
+
+
+def release_render_data() -> None:
+    """Free Cycles' persistent session (bpy 4.5 hangs at interpreter exit while one is alive).
+
+    Registered with atexit by ``configure_cycles(persistent_data=True)`` under bpy 4.x; runs at
+    most once.
+    """
+    global _RELEASED_AT_EXIT
+    if _RELEASED_AT_EXIT or "bpy" not in sys.modules:
+        return
+    _RELEASED_AT_EXIT = True
+    with quiet_stdout():
+        sys.modules["bpy"].ops.wm.read_factory_settings(use_empty=True)
+
+
+def disable_metadata(scene: Any) -> None:
+    """No date, render time, host name ... in written files: same inputs give the same bytes."""
+    render = scene.render
+    for prop in render.bl_rna.properties:
+        name = prop.identifier
+        if name.startswith("use_stamp"):
+            setattr(render, name, False)
+
+
+def set_seed(scene: Any, seed: int) -> None:
+    """Cycles' sampling seed (0 .. 2**31 - 1); any non-negative int is folded into that range."""
+    scene.cycles.seed = int(seed) % (2**31 - 1)
+
+
+def enable_passes(scene: Any, *, object_index: bool = True, depth: bool = False) -> None:
+    layer = scene.view_layers[0]
+    layer.use_pass_object_index = object_index
+    layer.use_pass_z = depth
+
+
+# ----------------------------------------------------------------------------- materials
+
+
+def principled_material(name: str, base_color: Sequence[float], roughness: float) -> Any:
+    bpy = require_bpy()
+    material = bpy.data.materials.new(name)
+    _ensure_nodes(material)
+    set_principled(material, base_color=base_color, roughness=roughness)
+    return material
+
+
+def set_principled(material: Any, *, base_color: Sequence[float] | None = None,
+                   roughness: float | None = None) -> None:
+    bsdf = next(n for n in material.node_tree.nodes if n.bl_idname == "ShaderNodeBsdfPrincipled")
+    if base_color is not None:
+        rgba = tuple(base_color) + (1.0,) * (4 - len(base_color))
+        bsdf.inputs["Base Color"].default_value = rgba
+    if roughness is not None:
+        bsdf.inputs["Roughness"].default_value = float(roughness)
+
+
+# --------------------------------------------------------------------------------- world
+
+
+def sky_world(
+    scene: Any,
+    *,
+    sun_elevation: float,
+    sun_rotation: float,
+    strength: float,
+    azimuth_offset: float = 0.0,
+    sun_intensity: float = 1.0,
+    name: str = "Sky",
+) -> Any:
+    """A physical sky (Nishita / single scattering) with its sun disc as the scene's world.
+
+    ``sun_rotation`` is Blender's own parameter: 0 puts the sun towards +Y, pi/2 towards +X
+    (clockwise seen from above). ``azimuth_offset`` turns the whole sky about +Z (through the
+    texture mapping), so a scene can point the sun range of a paper at its own geometry while
+    recording the paper's rotation value.
+    """
+    bpy = require_bpy()
+    world = bpy.data.worlds.new(name)
+    _ensure_nodes(world)
+    nodes, links = world.node_tree.nodes, world.node_tree.links
+    background = next((n for n in nodes if n.bl_idname == "ShaderNodeBackground"), None)
+    background = background or nodes.new("ShaderNodeBackground")
+    output = next((n for n in nodes if n.bl_idname == "ShaderNodeOutputWorld"), None)
+    output = output or nodes.new("ShaderNodeOutputWorld")
+    sky = nodes.new("ShaderNodeTexSky")
+    sky.name = "Sky Texture"
+    sky.sky_type = sky_single_scattering()
+    sky.sun_disc = True
+    sky.sun_intensity = sun_intensity
+    sky.sun_elevation = sun_elevation
+    sky.sun_rotation = sun_rotation
+    sky.texture_mapping.rotation = (0.0, 0.0, azimuth_offset)
+    links.new(sky.outputs["Color"], background.inputs["Color"])
+    links.new(background.outputs["Background"], output.inputs["Surface"])
+    background.inputs["Strength"].default_value = strength
+    scene.world = world
+    return world
+
+
+def set_sun_rotation(world: Any, sun_rotation: float) -> None:
+    world.node_tree.nodes["Sky Texture"].sun_rotation = float(sun_rotation)
+
+
+# ------------------------------------------------------------------------ camera, meshes
+
+
+def add_camera(scene: Any, *, location: Sequence[float], rotation_euler: Sequence[float],
+               lens_mm: float, sensor_width_mm: float, clip_end: float = 1000.0,
+               name: str = "Camera") -> Any:
+    bpy = require_bpy()
+    data = bpy.data.cameras.new(name)
+    data.lens = lens_mm
+    data.sensor_width = sensor_width_mm
+    data.sensor_fit = "HORIZONTAL"
+    data.clip_start = 0.05
+    data.clip_end = clip_end
+    camera = bpy.data.objects.new(name, data)
+    camera.location = tuple(location)
+    camera.rotation_euler = tuple(rotation_euler)
+    scene.collection.objects.link(camera)
+    scene.camera = camera
+    return camera
+
+
+def add_mesh(scene: Any, name: str, vertices: Iterable[Sequence[float]], faces: Iterable[Sequence[int]],
+             *, material: Any = None, smooth: bool = False) -> Any:
+    bpy = require_bpy()
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata([tuple(v) for v in vertices], [], [tuple(f) for f in faces])
+    mesh.update()
+    if smooth:
+        mesh.shade_smooth()
+    if material is not None:
+        mesh.materials.append(material)
+    obj = bpy.data.objects.new(name, mesh)
+    scene.collection.objects.link(obj)
+    return obj
+
+
+def add_unit_sphere(scene: Any, name: str, *, segments: int = 64, rings: int = 32,
+                    material: Any = None) -> Any:
+    """UV sphere of radius 1 at the origin, smooth shaded (scale it to the wanted radius)."""
+    import bmesh
+
+    bpy = require_bpy()
+    mesh = bpy.data.meshes.new(name)
+    bm = bmesh.new()
+    bmesh.ops.create_uvsphere(bm, u_segments=segments, v_segments=rings, radius=1.0)
+    bm.to_mesh(mesh)
+    bm.free()
+    mesh.shade_smooth()
+    if material is not None:
+        mesh.materials.append(material)
+    obj = bpy.data.objects.new(name, mesh)
+    scene.collection.objects.link(obj)
+    return obj
+
+
+def add_unit_cube(scene: Any, name: str, *, material: Any = None) -> Any:
+    """Axis-aligned cube with half-extent 1 at the origin (edge 2), flat shaded."""
+    v = [(x, y, z) for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]
+    # vertex index = 4*ix + 2*iy + iz; faces wound outwards
+    faces = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+    return add_mesh(scene, name, v, faces, material=material)
+
+
+def world_to_pixel(scene: Any, camera: Any, point: Sequence[float]) -> tuple[float, float, float]:
+    """(column, row, depth) of a world point through the render camera (Blender's own projection).
+
+    Uses ``bpy_extras.object_utils.world_to_camera_view``: normalised frame coordinates with
+    y up, turned into pixels with row 0 at the top; depth is the distance along the view axis.
+    """
+    from bpy_extras.object_utils import world_to_camera_view
+    from mathutils import Vector
+
+    u, v, depth = world_to_camera_view(scene, camera, Vector(tuple(point)))
+    width = scene.render.resolution_x * scene.render.resolution_percentage / 100
+    height = scene.render.resolution_y * scene.render.resolution_percentage / 100
+    return (float(u) * width, (1.0 - float(v)) * height, float(depth))
+
+
+def focal_length_px(scene: Any, camera: Any) -> float:
+    """Focal length in pixels of a horizontally fitted camera."""
+    return camera.data.lens / camera.data.sensor_width * scene.render.resolution_x
+
+
+# --------------------------------------------------------------------- render and passes
+
+
+@contextlib.contextmanager
+def quiet_stdout(enabled: bool = True) -> Iterator[None]:
+    """Silence Blender's per-render chatter ("Fra:", "Saved: ...") written to file descriptor 1."""
+    if not enabled:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
+def render_multilayer_exr(scene: Any, path: Path, *, quiet: bool = True) -> None:
+    """Render the scene and write every enabled pass to one multilayer EXR at ``path``.
+
+    The PNG of the same render is written afterwards with ``save_png`` (the Render Result stays
+    in memory), so one render gives both the display image and exact passes.
+    """
+    bpy = require_bpy()
+    settings = scene.render.image_settings
+    if is_5x():
+        settings.media_type = "MULTI_LAYER_IMAGE"
+    settings.file_format = "OPEN_EXR_MULTILAYER"
+    settings.color_depth = "32"
+    settings.exr_codec = "ZIP"
+    scene.render.filepath = str(path)
+    scene.render.use_file_extension = False
+    with quiet_stdout(quiet):
+        bpy.ops.render.render(write_still=True)
+
+
+def save_png(scene: Any, path: Path, *, compression: int = 15, quiet: bool = True) -> None:
+    """Write the last render (view transform applied) as an 8-bit RGB PNG at ``path``."""
+    bpy = require_bpy()
+    settings = scene.render.image_settings
+    if is_5x():
+        settings.media_type = "IMAGE"
+    settings.file_format = "PNG"
+    settings.color_mode = "RGB"
+    settings.color_depth = "8"
+    settings.compression = compression
+    with quiet_stdout(quiet):
+        bpy.data.images["Render Result"].save_render(str(path), scene=scene)
+
+
+def read_exr_passes(path: Path) -> dict[str, np.ndarray]:
+    """Every pass of a Blender multilayer EXR as float32 ``(height, width, channels)``, top row first.
+
+    Keys are pass names in 5.x spelling ("Combined", "Depth", "Object Index", ...), whether the
+    file is multi-part (5.x) or single-part (4.5, "IndexOB").
+    """
+    oiio = openimageio()
+    image = oiio.ImageInput.open(str(path))
+    if image is None:
+        raise OSError(f"cannot open EXR {path}: {oiio.geterror()}")
+    passes: dict[str, list[tuple[str, np.ndarray]]] = {}
+    try:
+        subimage = 0
+        while image.seek_subimage(subimage, 0):
+            names = list(image.spec().channelnames)
+            pixels = image.read_image(subimage, 0, 0, len(names), "float")
+            if pixels is None:
+                raise OSError(f"cannot read {path} part {subimage}: {image.geterror()}")
+            pixels = np.asarray(pixels).reshape(image.spec().height, image.spec().width, len(names))
+            for i, full in enumerate(names):
+                parts = full.split(".")
+                pass_name = parts[-2] if len(parts) >= 2 else parts[0]
+                pass_name = _PASS_ALIASES.get(pass_name, pass_name)
+                passes.setdefault(pass_name, []).append((parts[-1], pixels[:, :, i]))
+            subimage += 1
+    finally:
+        image.close()
+    return {name: np.stack([a for _, a in chans], axis=-1) for name, chans in passes.items()}
+
+
+def remove_if_exists(path: Path) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,271 @@
+"""Running many independent render jobs: sharding, stable seeds, atomic files, worker pools.
+
+Nothing here imports bpy. A job list is computed up front and deterministically from the
+run's flags, so every machine agrees on it:
+
+* ``Shard("K/N")`` keeps the jobs whose position ``i`` in the full list has ``i % N == K - 1``
+  (K is 1-based): N machines run ``--shard 1/N`` ... ``--shard N/N`` and together render every
+  image exactly once, each shard holding every N-th image (so each shard covers all cells).
+* ``derive_seed(run_seed, key)`` turns the run seed and a stable job id into a 63-bit seed with
+  SHA-256, so an image gets the same seed whichever worker, shard or run renders it (Python's
+  ``hash()`` is salted per process and must not be used).
+* Finished outputs are written to a temporary file and ``os.replace``d, so an interrupted run
+  never leaves a half-written file, and a rerun skips what is already finished.
+* ``run_jobs`` runs jobs in ``workers`` long-lived processes (``multiprocessing`` spawn
+  context; each process builds its worker object, e.g. a Blender scene, once) or in this
+  process when ``workers == 1``, with a progress bar.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import multiprocessing
+import os
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+# ------------------------------------------------------------------------------ sharding
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard K of N (1-based): the jobs at positions i with i % N == K - 1."""
+
+    index: int = 1
+    count: int = 1
+
+    @classmethod
+    def parse(cls, text: str, flag: str = "--shard") -> Shard:
+        try:
+            k_text, n_text = str(text).split("/")
+            k, n = int(k_text), int(n_text)
+        except ValueError:
+            raise ValueError(f"{flag} must look like K/N (e.g. 1/4), got {text!r}") from None
+        if n < 1 or not 1 <= k <= n:
+            raise ValueError(f"{flag} {text!r} out of range: need 1 <= K <= N")
+        return cls(k, n)
+
+    def contains(self, position: int) -> bool:
+        return position % self.count == self.index - 1
+
+    def select(self, jobs: Sequence[Any]) -> list[Any]:
+        return [job for i, job in enumerate(jobs) if self.contains(i)]
+
+    def size_of(self, total: int) -> int:
+        """How many of ``total`` jobs fall in this shard."""
+        return len(range(self.index - 1, total, self.count))
+
+    @property
+    def label(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    @property
+    def slug(self) -> str:
+        return f"shard-{self.index:05d}-of-{self.count:05d}"
+
+
+# --------------------------------------------------------------------------------- seeds
+
+
+def derive_seed(run_seed: int, key: str, namespace: str = "") -> int:
+    """A 63-bit seed from the run seed and a stable id (SHA-256; identical on every machine)."""
+    digest = hashlib.sha256(f"{namespace}|{int(run_seed)}|{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+# --------------------------------------------------------------------------- atomic files
+
+
+def _file_mode() -> int:
+    """The mode a plainly created file gets (0o666 minus the umask); mkstemp would give 0o600."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary file in the same folder and ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, _file_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink_quietly(Path(tmp))
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def temporary_sibling(path: Path) -> Path:
+    """A fresh temporary name next to ``path`` (same file system, so ``os.replace`` is atomic)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=f"{path.suffix}.tmp")
+    os.close(fd)
+    os.chmod(tmp, _file_mode())
+    return Path(tmp)
+
+
+def remove_stale_temporaries(folder: Path) -> int:
+    """Delete ``.*.tmp`` files an interrupted run left behind; returns how many."""
+    count = 0
+    if Path(folder).is_dir():
+        for tmp in Path(folder).glob(".*.tmp"):
+            _unlink_quietly(tmp)
+            count += 1
+    return count
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+# ---------------------------------------------------------------------------- provenance
+
+
+def git_commit(start: Path | None = None) -> str:
+    """The commit of the checkout holding ``start`` (this package by default), "+dirty" when
+    tracked files changed; "unknown" outside a git checkout or before the first commit."""
+    folder = Path(start) if start is not None else Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True,
+                                text=True, timeout=10, check=False)
+        if commit.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=folder,
+                               capture_output=True, text=True, timeout=10, check=False)
+        return commit.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def threads_per_worker(workers: int, cpus: int | None = None) -> int:
+    """Split the machine's cores evenly over the workers (at least one thread each)."""
+    return max(1, (cpus or available_cpus()) // max(1, workers))
+
+
+# ----------------------------------------------------------------------------- the pool
+
+_WORKER: Callable[[Any], Any] | None = None
+_WORKER_ERROR: BaseException | None = None
+
+
+def _init_worker(factory: Callable[..., Callable[[Any], Any]], args: tuple) -> None:
+    # A failing initializer would make multiprocessing.Pool respawn workers forever: keep the
+    # error and raise it from the first job instead, which stops the run in the parent.
+    global _WORKER, _WORKER_ERROR
+    try:
+        _WORKER = factory(*args)
+    except BaseException as err:  # noqa: BLE001 - re-raised in _run_in_worker
+        _WORKER_ERROR = err
+
+
+def _run_in_worker(job: Any) -> Any:
+    if _WORKER_ERROR is not None:
+        raise RuntimeError(f"worker process failed to start: {_WORKER_ERROR!r}") from _WORKER_ERROR
+    assert _WORKER is not None, "worker not initialised"
+    return _WORKER(job)
+
+
+def run_jobs(
+    jobs: Sequence[Any],
+    *,
+    factory: Callable[..., Callable[[Any], Any]],
+    factory_args: tuple = (),
+    workers: int = 1,
+    description: str = "rendering",
+    progress: bool = True,
+) -> Iterator[Any]:
+    """Yield ``worker(job)`` for every job, in completion order.
+
+    ``factory(*factory_args)`` builds one worker callable per process, once (e.g. imports bpy
+    and builds the static scene); it and the jobs must be picklable for ``workers > 1``. With
+    ``workers == 1`` everything runs in this process. A failing job stops the run and its
+    exception propagates; results already yielded (files already written) stay valid.
+    """
+    if workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {workers}")
+    if not jobs:
+        return
+    with _progress(len(jobs), description, progress) as advance:
+        if workers == 1:
+            worker = factory(*factory_args)
+            for job in jobs:
+                result = worker(job)
+                advance()
+                yield result
+            return
+        context = multiprocessing.get_context("spawn")
+        pool = context.Pool(processes=min(workers, len(jobs)), initializer=_init_worker,
+                            initargs=(factory, factory_args))
+        try:
+            for result in pool.imap_unordered(_run_in_worker, jobs, chunksize=1):
+                advance()
+                yield result
+            pool.close()
+        except BaseException:
+            pool.terminate()
+            raise
+        finally:
+            pool.join()
+
+
+class _progress:
+    """A rich progress bar (``advance()`` per finished job); silent when disabled."""
+
+    def __init__(self, total: int, description: str, enabled: bool) -> None:
+        self.total, self.description, self.enabled = total, description, enabled
+        self._progress = None
+
+    def __enter__(self) -> Callable[[], None]:
+        if not self.enabled:
+            return lambda: None
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        # stderr: Blender's own chatter on stdout is silenced around renders
+        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                  TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True))
+        self._progress.start()
+        task = self._progress.add_task(self.description, total=self.total)
+        return lambda: self._progress.advance(task)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()

@@ -1,0 +1,327 @@
+"""Generate SpatialTunnel datasets: render images (Blender), then build parquet shards + card.
+
+    spatial-tasks generate spatialtunnel --variant phase|size|all --out DIR \\
+        [--grid 16] [--per-cell 12 (phase) / 100 (size)] [--resolution 512] [--samples 16] \\
+        [--seed 0] [--shard K/N] [--workers W]
+
+    python -m spatial_tasks.generators.spatialtunnel.generate ...   # same flags, plus --step
+
+Two separate steps per variant (``generate`` runs both):
+
+1. **render** (``render_variant``): the images of this shard that are not finished yet are
+   rendered by W long-lived Blender workers into ``DIR/_work/<config>/`` as ``<image_id>.png``
+   and ``<image_id>.json`` (the row without the image). Both are written atomically, the JSON
+   last, so an interrupted run resumes where it stopped; finished images whose JSON records other
+   render settings (resolution, samples, renderer version) or other sampled values are redone.
+   Each run also writes ``DIR/_work/<config>/<shard>.run.json`` (flags, seed, Blender version,
+   git commit, timings) and appends to ``DIR/_work/generate.log``.
+2. **build** (``build_variant``): the shard's rows, in plan order, go into
+   ``DIR/<config>/test-XXXXX-of-YYYYY.parquet`` (at most MAX_ROWS_PER_FILE rows per file;
+   numbered over all shards, so the folders of N machines merge by copying), then
+   ``DIR/README.md`` is rendered from ``card.md.jinja`` for every config present.
+
+``--shard K/N`` renders and writes the images at positions i (in sampling.plan order) with
+i % N == K - 1. The same flags and seed give the same rows on any machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shlex
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from spatial_tasks.generators.common import dataset as ds
+from spatial_tasks.generators.common.blender import version_string
+from spatial_tasks.generators.common.jobs import (
+    Shard,
+    atomic_write_json,
+    atomic_write_text,
+    available_cpus,
+    git_commit,
+    remove_stale_temporaries,
+    run_jobs,
+    threads_per_worker,
+)
+from spatial_tasks.generators.spatialtunnel import sampling, scene
+
+from spatial_tasks.spatialtunnel import geometry
+from spatial_tasks.spatialtunnel.schema import CONFIG_FOR_VARIANT, IMAGE_FEATURES, SPLIT
+
+log = logging.getLogger(__name__)
+
+WORK_DIR = "_work"
+MAX_ROWS_PER_FILE = 500  # ~100-200 MB per parquet file at 512 px
+CARD_TEMPLATE = Path(__file__).with_name("card.md.jinja")
+LICENSE = "cc-by-4.0"
+GENERATOR = "spatial_tasks.generators.spatialtunnel"
+ROW_FIELDS = [name for name in IMAGE_FEATURES if name != "image"]
+
+
+# ---------------------------------------------------------------------------------- flags
+
+
+def check_flags(variant: str, *, grid: int = 16, per_cell: int | None = None, resolution: int = 512,
+                samples: int = 16, seed: int = 0, shard: str = "1/1", workers: int = 1) -> tuple[list[str], Shard]:
+    """Validate the flags before anything runs; errors name the flag. Returns (variants, shard)."""
+    if variant == "all":
+        variants = list(sampling.VARIANTS)
+    else:
+        sampling.check_variant(variant)
+        variants = [variant]
+    for flag, value, low in (("--grid", grid, 2), ("--resolution", resolution, 16), ("--samples", samples, 1),
+                             ("--workers", workers, 1), ("--seed", seed, 0)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise ValueError(f"{flag} must be an integer >= {low}, got {value!r}")
+    if per_cell is not None and (not isinstance(per_cell, int) or per_cell < 1):
+        raise ValueError(f"--per-cell must be an integer >= 1, got {per_cell!r}")
+    return variants, Shard.parse(shard)
+
+
+def command_line(variant: str, out: Path, grid: int, per_cell: int, resolution: int, samples: int,
+                 seed: int, shard: Shard, workers: int) -> str:
+    """The generator command that reproduces a run (``--out`` shown by the folder's name only)."""
+    args = ["spatial-tasks", "generate", "spatialtunnel", "--variant", variant, "--out", Path(out).name,
+            "--grid", str(grid), "--per-cell", str(per_cell), "--resolution", str(resolution),
+            "--samples", str(samples), "--seed", str(seed), "--shard", shard.label, "--workers", str(workers)]
+    return shlex.join(args)
+
+
+# --------------------------------------------------------------------------------- render
+
+
+def _done(json_path: Path, png_path: Path, spec: sampling.ImageSpec, resolution: int, samples: int,
+          renderer_version: int) -> bool:
+    """Finished with these settings: PNG and JSON present, JSON matching the planned image."""
+    if not (json_path.is_file() and png_path.is_file()):
+        return False
+    try:
+        record = json.loads(json_path.read_text())
+    except (OSError, ValueError):
+        return False
+    settings = record.get("render", {})
+    if (settings.get("resolution"), settings.get("samples"), settings.get("renderer_version")) != (
+            resolution, samples, renderer_version):
+        return False
+    row = record.get("row", {})
+    return all(row.get(k) == v for k, v in json.loads(json.dumps(spec.metadata())).items())
+
+
+def render_variant(variant: str, out: Path, *, grid: int = 16, per_cell: int | None = None,
+                   resolution: int = 512, samples: int = 16, seed: int = 0, shard: str = "1/1",
+                   workers: int = 1, threads: int | None = None, progress: bool = True) -> dict[str, Any]:
+    """Render this shard's unfinished images of ``variant`` into ``out/_work/<config>/``.
+
+    ``threads`` (Cycles threads per worker) defaults to the machine's cores split evenly over
+    the workers. Returns the run record also written to ``<shard>.run.json``.
+    """
+    _, shard_obj = check_flags(variant, grid=grid, per_cell=per_cell, resolution=resolution, samples=samples,
+                               seed=seed, shard=shard, workers=workers)
+    per_cell = sampling.DEFAULT_PER_CELL[variant] if per_cell is None else per_cell
+    config = CONFIG_FOR_VARIANT[variant]
+    work = Path(out) / WORK_DIR / config
+    work.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(work)
+    specs = shard_obj.select(sampling.plan(variant, grid=grid, per_cell=per_cell, seed=seed))
+    todo = [s for s in specs if not _done(work / f"{s.image_id}.json", work / f"{s.image_id}.png", s,
+                                          resolution, samples, scene.RENDERER_VERSION)]
+    threads = threads_per_worker(workers) if threads is None else threads
+    if threads < 1:
+        raise ValueError(f"threads per worker must be >= 1, got {threads}")
+    log.info("%s shard %s: %d images, %d finished, %d to render (%d worker(s) x %d thread(s))",
+             config, shard_obj.label, len(specs), len(specs) - len(todo), len(todo), workers, threads)
+    started = time.time()
+    timings: dict[str, float] = {}
+    problems = []
+    jobs = [(s, str(work)) for s in todo]
+    for result in run_jobs(jobs, factory=scene.TunnelRenderer, factory_args=(resolution, samples, threads),
+                           workers=min(workers, max(1, len(jobs))), description=f"{config} {shard_obj.label}",
+                           progress=progress):
+        for key, value in result["timings"].items():
+            timings[key] = timings.get(key, 0.0) + value
+        qa = result["qa"]
+        if not (qa["center1_on_object"] and qa["center2_on_object"] and qa["visible_px1"] and qa["visible_px2"]):
+            problems.append({"image_id": result["image_id"], **qa})
+
+    run = {
+        "generator": GENERATOR,
+        "command": command_line(variant, Path(out), grid, per_cell, resolution, samples, seed, shard_obj, workers),
+        "flags": {"variant": variant, "grid": grid, "per_cell": per_cell, "resolution": resolution,
+                  "samples": samples, "seed": seed, "shard": shard_obj.label, "workers": workers,
+                  "threads_per_worker": threads},
+        "seed": seed,
+        "blender_version": version_string(),
+        "renderer_version": scene.RENDERER_VERSION,
+        "git_commit": git_commit(),
+        "cpus": available_cpus(),
+        "images_in_shard": len(specs),
+        "images_rendered": len(todo),
+        "started_unix": started,
+        "seconds": time.time() - started,
+        "seconds_by_stage": timings,
+        "qa_problems": problems,
+    }
+    atomic_write_json(work / f"{shard_obj.slug}.run.json", run)
+    with open(Path(out) / WORK_DIR / "generate.log", "a") as handle:
+        handle.write(json.dumps({k: run[k] for k in ("command", "git_commit", "blender_version",
+                                                      "images_rendered", "seconds")}) + "\n")
+    if problems:
+        log.warning("%d image(s) with an object not visible at its recorded centre: %s", len(problems),
+                    [p["image_id"] for p in problems[:5]])
+    return run
+
+
+# ---------------------------------------------------------------------------------- build
+
+
+def build_variant(variant: str, out: Path, *, grid: int = 16, per_cell: int | None = None,
+                  seed: int = 0, shard: str = "1/1") -> list[Path]:
+    """Write this shard's parquet files from the finished work files, then refresh the card."""
+    _, shard_obj = check_flags(variant, grid=grid, per_cell=per_cell, seed=seed, shard=shard)
+    per_cell = sampling.DEFAULT_PER_CELL[variant] if per_cell is None else per_cell
+    config = CONFIG_FOR_VARIANT[variant]
+    work = Path(out) / WORK_DIR / config
+    full = sampling.plan(variant, grid=grid, per_cell=per_cell, seed=seed)
+    specs = shard_obj.select(full)
+    run_path = work / f"{shard_obj.slug}.run.json"
+    if not run_path.is_file():
+        raise FileNotFoundError(f"{run_path} is missing: run the render step for {config} shard {shard_obj.label} first")
+    run = json.loads(run_path.read_text())
+    missing = [s.image_id for s in specs
+               if not ((work / f"{s.image_id}.json").is_file() and (work / f"{s.image_id}.png").is_file())]
+    if missing:
+        raise FileNotFoundError(f"{len(missing)} image(s) of {config} shard {shard_obj.label} not rendered yet "
+                                f"(first: {missing[0]} in {work}); rerun the render step")
+
+    layout = ds.file_layout([Shard(k, shard_obj.count).size_of(len(full)) for k in range(1, shard_obj.count + 1)],
+                            MAX_ROWS_PER_FILE)
+    total_files = sum(len(files) for files in layout)
+    first = sum(len(files) for files in layout[: shard_obj.index - 1])
+    generation = {key: run[key] for key in ("generator", "command", "flags", "seed", "blender_version",
+                                            "renderer_version", "git_commit")}
+    generation["images_total"] = len(full)
+    config_dir = Path(out) / config
+    config_dir.mkdir(parents=True, exist_ok=True)
+    written, start = [], 0
+    for j, n in enumerate(layout[shard_obj.index - 1]):  # one file's images in memory at a time
+        rows = [_row(work, spec) for spec in specs[start:start + n]]
+        path = config_dir / ds.parquet_name(SPLIT, first + j, total_files)
+        written.append(ds.write_parquet(rows, IMAGE_FEATURES, path, generation))
+        start += n
+    ds.remove_other_layouts(config_dir, SPLIT, total_files)
+    write_card(Path(out))
+    log.info("%s: wrote %d rows to %s", config, len(specs), ", ".join(p.name for p in written))
+    return written
+
+
+def _row(work: Path, spec: sampling.ImageSpec) -> dict[str, Any]:
+    record = json.loads((work / f"{spec.image_id}.json").read_text())
+    row = {name: record["row"][name] for name in ROW_FIELDS}
+    row["image"] = {"bytes": (work / f"{spec.image_id}.png").read_bytes(), "path": f"{spec.image_id}.png"}
+    return row
+
+
+def write_card(out: Path) -> Path:
+    """Render ``out/README.md`` for every config with parquet files under ``out``."""
+    configs = []
+    for variant in sampling.VARIANTS:
+        config = CONFIG_FOR_VARIANT[variant]
+        files = ds.parquet_files(Path(out) / config, SPLIT)
+        if not files:
+            continue
+        generations = [g for g in (ds.read_generation(p) for p in files) if g]
+        if not generations:
+            raise ValueError(f"{files[0]} carries no generation record: was it written by this generator?")
+        first = generations[0]
+        configs.append({
+            "name": config, "variant": variant, "path": f"{config}/{SPLIT}-*.parquet", "files": len(files),
+            "rows": ds.count_rows(files), "images_total": first["images_total"],
+            "commands": sorted({g["command"] for g in generations}),
+            "seed": first["seed"], "flags": first["flags"],
+            "blender_versions": sorted({g["blender_version"] for g in generations}),
+            "git_commits": sorted({g["git_commit"] for g in generations}),
+            "renderer_version": first["renderer_version"],
+        })
+    if not configs:
+        raise FileNotFoundError(f"no {SPLIT}-*.parquet files under {out}/<config>/")
+    total = sum(c["rows"] for c in configs)
+    scene_facts = {
+        "tunnel_start": geometry.TUNNEL_START, "tunnel_end": geometry.TUNNEL_END,
+        "depth_far": geometry.DEPTH_FAR, "depth_near": geometry.DEPTH_NEAR,
+        "lens_mm": geometry.FOCAL_LENGTH_MM, "sensor_mm": geometry.SENSOR_WIDTH_MM,
+        "wall_albedo": scene.WALL_COLOR[0], "wall_roughness": scene.WALL_ROUGHNESS,
+        "sky_strength": scene.SKY_STRENGTH, "sun_intensity": scene.SUN_INTENSITY,
+        "sun_elevation": scene.SUN_ELEVATION, "max_bounces": scene.MAX_BOUNCES,
+        "diffuse_bounces": scene.DIFFUSE_BOUNCES, "exposure": f"{scene.EXPOSURE:+g}",
+        "view_transform": scene.VIEW_TRANSFORM,
+    }
+    text = ds.render_template(CARD_TEMPLATE, configs=configs, license=LICENSE, split=SPLIT, total_rows=total,
+                              size_category=_size_category(total), scene=scene_facts)
+    atomic_write_text(Path(out) / "README.md", text)
+    return Path(out) / "README.md"
+
+
+def _size_category(n: int) -> str:
+    for bound, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
+        if n < bound:
+            return label
+    return "100K<n<1M"
+
+
+# ------------------------------------------------------------------------------- generate
+
+
+def generate(variant: str, out: Path, grid: int = 16, per_cell: int | None = None, resolution: int = 512,
+             samples: int = 16, seed: int = 0, shard: str = "1/1", workers: int = 1) -> Path:
+    """Render and build ``variant`` ("phase", "size" or "all") into ``out``; returns ``out``.
+
+    Resumable: rerunning the same command skips finished images. See the module docstring.
+    """
+    variants, _ = check_flags(variant, grid=grid, per_cell=per_cell, resolution=resolution, samples=samples,
+                              seed=seed, shard=shard, workers=workers)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in variants:
+        render_variant(name, out, grid=grid, per_cell=per_cell, resolution=resolution, samples=samples,
+                       seed=seed, shard=shard, workers=workers)
+        build_variant(name, out, grid=grid, per_cell=per_cell, seed=seed, shard=shard)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m spatial_tasks.generators.spatialtunnel.generate",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--variant", required=True, choices=[*sampling.VARIANTS, "all"],
+                        help="phase: the 16 x 16 theta grid; size: the s1 sweep; all: both")
+    parser.add_argument("--out", required=True, type=Path, help="dataset folder (created)")
+    parser.add_argument("--grid", type=int, default=16, help="angular positions per object (>= 2)")
+    parser.add_argument("--per-cell", type=int, default=None,
+                        help="images per (theta1, theta2) cell (phase, default 12) or per s1 value (size, default 100)")
+    parser.add_argument("--resolution", type=int, default=512, help="image width = height in pixels (>= 16)")
+    parser.add_argument("--samples", type=int, default=16, help="Cycles samples per pixel")
+    parser.add_argument("--seed", type=int, default=0, help="run seed; per-image seeds derive from it")
+    parser.add_argument("--shard", default="1/1", help="K/N: render images i with i %% N == K-1")
+    parser.add_argument("--workers", type=int, default=1, help="Blender worker processes")
+    parser.add_argument("--step", choices=["all", "render", "build"], default="all",
+                        help="run only the render or only the dataset-building step")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        variants, _ = check_flags(args.variant, grid=args.grid, per_cell=args.per_cell, resolution=args.resolution,
+                                  samples=args.samples, seed=args.seed, shard=args.shard, workers=args.workers)
+    except ValueError as err:
+        parser.error(str(err))
+    for name in variants:
+        if args.step in ("all", "render"):
+            render_variant(name, args.out, grid=args.grid, per_cell=args.per_cell, resolution=args.resolution,
+                           samples=args.samples, seed=args.seed, shard=args.shard, workers=args.workers)
+        if args.step in ("all", "build"):
+            build_variant(name, args.out, grid=args.grid, per_cell=args.per_cell, seed=args.seed, shard=args.shard)
+
+
+if __name__ == "__main__":
+    main()
