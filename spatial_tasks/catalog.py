@@ -69,7 +69,7 @@ def write_custom_task(base_task: str, data: str, out: Path, name: str | None = N
     dataset_path = str(local.resolve()) if local.exists() else data
     dataset_name = config or (base_cfg.get("dataset_name") if base_cfg.get("dataset_path") != "parquet"
                               else _config_for_sample(base_cfg))
-    split = split or _default_split(local if local.exists() else None, dataset_name, base_cfg)
+    split = _choose_split(split, local if local.exists() else None, dataset_name, base_cfg)
     spec = {"include": str(entry.path), "task": name, "dataset_path": dataset_path,
             "test_split": split, "dataset_kwargs": {}}
     if dataset_name:
@@ -81,22 +81,23 @@ def write_custom_task(base_task: str, data: str, out: Path, name: str | None = N
     return path
 
 
-def _default_split(local: Path | None, dataset_name: str | None, base_cfg: dict) -> str:
-    """The split a local dataset declares (its card's configs), else the base task's split.
+def _choose_split(split: str | None, local: Path | None, dataset_name: str | None, base_cfg: dict) -> str:
+    """The split to evaluate: the one asked for, checked against what a local dataset declares;
+    by default the local dataset's own split (our generators write "test" for SpatialTunnel and
+    the official layout's "train" for O3-D), else the base task's split (a Hub id)."""
+    if local is None:
+        return split or str(base_cfg.get("test_split"))
+    import datasets
 
-    Our generators write split "test" (SpatialTunnel) or the official layout's "train" (O3-D), so
-    reading it from the data is right for both; a Hub id keeps the base task's split.
-    """
-    if local is not None:
-        import datasets
-
-        try:
-            names = datasets.get_dataset_split_names(str(local), dataset_name)
-        except Exception as err:  # noqa: BLE001 - datasets raises many kinds here; report them all alike
-            raise ValueError(f"--data {local}: cannot read its splits for config {dataset_name!r} ({err})") from err
-        if len(names) == 1 or base_cfg.get("test_split") not in names:
-            return names[0]
-    return str(base_cfg.get("test_split"))
+    try:
+        names = datasets.get_dataset_split_names(str(local), dataset_name)
+    except Exception as err:  # noqa: BLE001 - datasets raises many kinds here; report them all alike
+        raise ValueError(f"--data {local}: cannot read its splits for config {dataset_name!r} ({err})") from err
+    if split is not None:
+        if split not in names:
+            raise ValueError(f"--split {split}: {local} [{dataset_name}] declares only the split(s) {names}")
+        return split
+    return str(base_cfg.get("test_split")) if base_cfg.get("test_split") in names else names[0]
 
 
 def _o3d_check(local: Path | None, data: str) -> str:

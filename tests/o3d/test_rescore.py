@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -30,8 +31,9 @@ VILA1.5-3b             .5000  .5062  .5166  .4948  .5078  .5021  .5057  .4538  .
 _HEADER, *_ROWS = (line.split() for line in _TABLE.strip().splitlines())
 COLUMNS = tuple(_HEADER[1:])
 EXPECTED = {row[0]: tuple(float(v) for v in row[1:]) for row in _ROWS}
+# Skipped only outside CI: CI clones the repo with shared/ beside it, so there a missing file fails.
 needs_release = pytest.mark.skipif(
-    not RELEASED.is_file(), reason="needs ../shared/data/o3d (the released outputs)"
+    not RELEASED.is_file() and not os.environ.get("CI"), reason="needs ../shared/data/o3d (the released outputs)"
 )
 
 

@@ -434,8 +434,8 @@ def test_custom_task_yaml_for_o3d(tmp_path):
     path = write_custom_task("o3d_sample_markers", str(SAMPLE), tmp_path / "mine", name="o3d_mine")
     spec = yaml.safe_load(path.read_text())
     assert spec["dataset_path"] == str(SAMPLE.resolve()) and spec["dataset_name"] == "visual_questions"
-    assert spec["test_split"] == "train" and spec["dataset_kwargs"] == {}  # "test" (the CLI default) -> train
-    with pytest.raises(ValueError, match="single split 'train'"):
+    assert spec["test_split"] == "train" and spec["dataset_kwargs"] == {}  # the split the data declares
+    with pytest.raises(ValueError, match=r"declares only the split\(s\) \['train'\]"):
         write_custom_task("o3d_markers", str(SAMPLE), tmp_path / "x", split="validation")
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="official layout"):
