@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,19 +12,33 @@ class SamplesError(ValueError):
     pass
 
 
-def iter_samples(path: Path) -> Iterator[dict]:
-    """Logged samples from one JSONL file; a bad line raises naming the file and line."""
-    with open(path, encoding="utf-8") as fh:
+def iter_json_lines(path: Path, error: type[ValueError] = SamplesError) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of a JSON-lines file, plain or gzip; blank lines skipped.
+
+    A line that is not a JSON object raises ``error`` naming the file and line.
+    """
+    with open(path, "rb") as fh:
+        gzipped = fh.read(2) == b"\x1f\x8b"
+    opener = gzip.open if gzipped else open
+    with opener(path, "rt", encoding="utf-8") as fh:
         for number, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
-                sample = json.loads(line)
+                obj = json.loads(line)
             except json.JSONDecodeError as err:
-                raise SamplesError(f"{path}:{number}: not valid JSON ({err.msg})") from err
-            if not isinstance(sample, dict) or "doc_id" not in sample or "filtered_resps" not in sample:
-                raise SamplesError(f"{path}:{number}: not an lmms-eval logged sample (needs 'doc_id' and 'filtered_resps')")
-            yield sample
+                raise error(f"{path}:{number}: not a JSON object (invalid JSON: {err.msg})") from None
+            if not isinstance(obj, dict):
+                raise error(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
+            yield number, obj
+
+
+def iter_samples(path: Path) -> Iterator[dict]:
+    """Logged samples from one JSONL file; a bad line raises naming the file and line."""
+    for number, sample in iter_json_lines(path):
+        if "doc_id" not in sample or "filtered_resps" not in sample:
+            raise SamplesError(f"{path}:{number}: not an lmms-eval logged sample (needs 'doc_id' and 'filtered_resps')")
+        yield sample
 
 
 def first_response(sample: dict) -> str:

@@ -39,12 +39,11 @@ so their vision SDGM has 9 groups (8 single cues + FS+OC), not 36: ``n["sdgm_vis
 from __future__ import annotations
 
 import ast
-import gzip
-import json
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
+from spatial_tasks.common.samples import iter_json_lines
 from spatial_tasks.o3d import metrics
 from spatial_tasks.o3d.parse import UNPARSEABLE, is_correct, parse_answer
 from spatial_tasks.o3d.prompts import parse_prompt
@@ -105,36 +104,18 @@ class ReleasedFormatError(ValueError):
 # ---------------------------------------------------------------------------------------------
 
 
-def _open_text(path: Path):
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
-
-
 def iter_released(path: str | Path) -> Iterator[dict]:
     """The raw records of a released-outputs file (gzip or plain JSON lines), streamed."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file (expected O3-D released outputs, JSON lines)")
-    with _open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ReleasedFormatError(f"{path}:{lineno}: not a JSON object ({err.msg})") from None
-            if not isinstance(row, dict):
-                raise ReleasedFormatError(
-                    f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-            missing = [f for f in REQUIRED_FIELDS if f not in row]
-            if missing:
-                raise ReleasedFormatError(
-                    f"{path}:{lineno}: missing field(s) {missing} of the {RELEASED_FORMAT} schema")
-            row["cues"] = _cue_list(row["cues"], f"{path}:{lineno}")
-            yield row
+    for lineno, row in iter_json_lines(path, ReleasedFormatError):
+        missing = [f for f in REQUIRED_FIELDS if f not in row]
+        if missing:
+            raise ReleasedFormatError(
+                f"{path}:{lineno}: missing field(s) {missing} of the {RELEASED_FORMAT} schema")
+        row["cues"] = _cue_list(row["cues"], f"{path}:{lineno}")
+        yield row
 
 
 def _cue_list(value: object, where: str) -> list[str]:
