@@ -1,31 +1,41 @@
 """O3-D answer parsing: raw model text -> "closer" | "farther" | "unparseable".
 
-These are the scoring rules that reproduce the paper's Table 12 from the authors' released raw
-outputs (shared/data/o3d/README.md; checked on all 65 reproducible cells in
-tests/o3d/test_rescore.py). Applied in order:
+This is the authors' evaluator (the analysis notebook of github.com/lyiqian/o3-d), rule for rule,
+as listed in shared/data/o3d/README.md; with it the paper's Table 12 is reproduced from the
+authors' released raw outputs (all 65 reproducible cells, tests/o3d/test_rescore.py). Applied in
+order, on the text exactly as the model wrote it (nothing is stripped unless a rule says so):
 
-1. Chain of thought: if the answer contains "(Let's think step by step" or "(Let me think step
-   by step", keep only the text after the first ")" (no ")" -> the whole text).
-2. Short answer, first rule that applies:
-   a. a letter A-D right after one of the cue strings in ``CUE_STRINGS`` (or a word character
-      followed by " comes "), followed by "." or the end of the text;
-   b. " X. Word." at the very end of the text;
-   c. the last line, if it starts with a letter A-D followed by "." or the end of the line;
+1. Chain of thought: if the answer contains "(Let me think step by step" or "(Let's think step
+   by step", keep what follows the first ")" (the whole answer if there is none), spaces stripped.
+2. Short answer, the first rule that applies:
+   a. a letter A-D right after one of ``LEADING_STRINGS`` (each 8 characters; ``\\w comes `` is a
+      word character then " comes "), followed by "." or the end of the text (``$``: also just
+      before a final newline);
+   b. " X. Word." at the end of the text (``$`` as above);
+   c. only when the text contains a newline: a letter A-D at the very start of its last line
+      (the text after the last newline, unstripped), followed by "." or the end of that line
+      (the notebook's regex ``([ABCD])(?=\\.(\\w+)?|$)``);
    d. the text before the first ".".
-3. ``PHRASES``: an ordered, case-insensitive table that rewrites the short answer (first hit
-   wins). Beyond the README's examples the entries were fitted to the release: "farther away",
-   "feels farther than", "is closer to the viewer than" are NOT rewritten (the paper counts
-   them wrong), "nearer than" is.
-4. If the question has "A. ", its options are read from the first "[?.] X. text. Y. text."
-   block and a one-letter short answer (any case) becomes that option's text.
-5. Yes / No / True / False resolve through the relation word of the question, checked in the
-   order "in front of", "behind", "at the rear of" (yes: closer, farther, farther); True / False
-   only through "in front of" (true: closer).
-6. Label: closer / nearer / before / in front of -> closer; farther / behind / after -> farther;
-   anything else (a bare "further", "both", "farther away", an unresolved yes, "C", ...) ->
-   unparseable, which is scored wrong and counted.
+3. ``PHRASES``: the authors' ordered table; the first phrase contained in the short answer
+   (case-insensitive substring) replaces it with its short answer ("closer", "farther",
+   "unsure", "left", ... or a letter). No hit: unchanged.
+4. Multiple choice: if the question contains "A. ", its options are read from the first
+   "[?.] X. text. Y. text. [Z. text. [W. text. ]]" block (up to four) and the answer, lower-cased,
+   becomes the option text of that letter (case-insensitive) or stays lower-cased. Then a
+   "yes" / "no" / "true" / "false" answer resolves through the first relation word that the
+   lower-cased question contains, in ``YES_NO`` order ("in front of": yes/true -> closer;
+   "behind", "at the rear of": yes -> farther).
+5. The notebook's separate yes/no step: only for a question containing both "Yes" and "True"
+   (none of the official ones does), the same table again.
+6. Label: the lower-cased result must be exactly one of ``LABEL_OF`` (closer / nearer / before /
+   in front of -> closer; farther / behind / after -> farther); anything else -- "unsure", "left",
+   an unresolved "yes", "c", a sentence -- is unparseable, scored wrong and counted.
 
-``parse_answer`` never raises: non-string input is unparseable.
+Differences from the notebook, where it would crash or cannot apply: a non-string answer or
+question is unparseable / empty (the notebook assumes strings), and a question with "A. " whose
+options the block regex cannot read keeps the lower-cased answer (the notebook raises).
+
+``parse_answer`` never raises, and runs in time linear in the answer's length.
 """
 
 from __future__ import annotations
@@ -38,44 +48,75 @@ FARTHER = "farther"
 UNPARSEABLE = "unparseable"
 LABELS = (CLOSER, FARTHER, UNPARSEABLE)
 
-COT_MARKERS = ("(Let's think step by step", "(Let me think step by step")
-CUE_STRINGS = ("Answer: ", "wer is: ", "swer is ", "d say:\n\n", "er is:\n\n", "ons is: ", "itioned ")
+COT_MARKERS = ("(Let me think step by step", "(Let's think step by step")
 
-_CUE = re.compile("(?:" + "|".join(re.escape(c) for c in CUE_STRINGS) + r"|\w comes )([A-D])(?:\.|\Z)")
-_LETTER_WORD_AT_END = re.compile(r" ([A-D])\. \w+\.\Z")
-_LEADING_LETTER = re.compile(r"([A-D])(?:\.|\Z)")
+# Rule 2a: text that may stand right before the answer letter (a fixed-width look-behind).
+LEADING_STRINGS = ("Answer: ", "wer is: ", "swer is ", "d say:\n\n", "er is:\n\n", "ons is: ", "itioned ")
+_LEADING_WORD_COMES = r"\w comes "
+_AFTER_LEADING = re.compile(
+    "(?<=" + "|".join([*map(re.escape, LEADING_STRINGS), _LEADING_WORD_COMES]) + r")([ABCD])(?=\.|$)")
+_LETTER_WORD_AT_END = re.compile(r" ([ABCD])\. \w+\.$")  # rule 2b
+_LAST_LINE_LETTER = re.compile(r"([ABCD])(?=\.(\w+)?|$)")  # rule 2c, matched at the start of the line
 
-# (pattern, replacement). Patterns are regular expressions searched case-insensitively in the
-# short answer. Letters come first: "Answer B. Behind" means B, not "behind".
+# Rule 3: the authors' table, in their order (the first phrase found wins).
+_CLOSER_PHRASES = ("closer to the viewer", "closer to the viewpoint", "closer to viewpoint",
+                   "closer to the camera", "in front of", "front", "ahead of the others", "closer to you",
+                   "closer to viewer", "closer to us")
+_FARTHER_PHRASES = ("farther from the viewpoint", "farther from the observer", "farther away from the viewer",
+                    "further away from the viewer", "farther away from the camera", "farther from the viewer",
+                    "furthest from the viewer", "farther away than", "is farther away", "behind",
+                    "greater depth", "farther away compared to", "further back", "appear farther away",
+                    "positioned further", "positioned farther", "positioned after")
 PHRASES: tuple[tuple[str, str], ...] = (
-    (r"correct answer is a\b", "A"),
-    (r"correct answer is b\b", "B"),
-    (r"answer: a\b", "A"),
-    (r"answer: b\b", "B"),
-    (r"\banswer a\b", "A"),
-    (r"\banswer b\b", "B"),
-    (r"in front of", "in front of"),
-    (r"front", "in front of"),
-    (r"behind", "behind"),
-    (r"positioned after", "after"),
-    (r"positioned before", "before"),
-    (r"comes after", "after"),
-    (r"comes before", "before"),
-    (r"positioned farther", "farther"),
-    (r"positioned closer", "closer"),
-    (r"nearer than", "nearer"),
+    ("right side", "right"),
+    ("left side", "left"),
+    ("top-left quadrant", "top-left"),
+    ("top-right quadrant", "top-right"),
+    ("'top-right' quadrant", "top-right"),
+    ("bottom-right quadrant", "bottom-right"),
+    ("'bottom-right' quadrant", "bottom-right"),
+    ("bottom-left quadrant", "bottom-left"),
+    *((phrase, CLOSER) for phrase in _CLOSER_PHRASES),
+    *((phrase, FARTHER) for phrase in _FARTHER_PHRASES),
+    ("positioned before", CLOSER),
+    ("positioned closer to", CLOSER),
+    ("comes before", CLOSER),
+    ("comes after", FARTHER),
+    ("nearer than", CLOSER),
+    ("appears closer than", CLOSER),
+    ("not possible", "unsure"),
+    ("similar depth as", "unsure"),
+    ("have to say 'Unsure'", "unsure"),
+    ("correct answer is A", "A"),  # Cambrian
+    ("correct answer is B", "B"),
+    ("correct answer is C", "C"),
+    ("correct answer is D", "D"),
+    ("Answer A", "A"),  # GPT
+    ("Answer B", "B"),
+    ("Answer: A", "A"),
+    ("Answer: B", "B"),
 )
-_PHRASES = tuple((re.compile(p, re.IGNORECASE), r) for p, r in PHRASES)
+_PHRASES_LOWER = tuple((phrase.lower(), short) for phrase, short in PHRASES)
 
-_OPTIONS = re.compile(r"[?.] ([A-D])\. ([^.]*)\. ([A-D])\. ([^.]*)\.")
+# Rule 4: the option block: two to four "X. text. " items after a "?" or ".".
+_OPTION = r"([A-Z]\. [^\.]+\. )"
+_OPTION_BLOCK = re.compile(rf"(?:\?|\.) {_OPTION}{_OPTION}{_OPTION}?{_OPTION}?")
 
-# Rule 5: (relation word in the question, label for yes/true, label for no/false).
-YES_NO_RELATIONS = (("in front of", CLOSER, FARTHER), ("behind", FARTHER, CLOSER),
-                    ("at the rear of", FARTHER, CLOSER))
-TRUE_FALSE_RELATIONS = (("in front of", CLOSER, FARTHER),)
+# Rules 4-5: (relation word in the lower-cased question, answer) -> label, in the authors' order.
+YES_NO: tuple[tuple[tuple[str, str], str], ...] = (
+    (("in front of", "yes"), CLOSER),
+    (("in front of", "no"), FARTHER),
+    (("behind", "yes"), FARTHER),
+    (("behind", "no"), CLOSER),
+    (("at the rear of", "yes"), FARTHER),
+    (("at the rear of", "no"), CLOSER),
+    (("in front of", "true"), CLOSER),
+    (("in front of", "false"), FARTHER),
+)
 
-FINAL_LABELS = {"closer": CLOSER, "nearer": CLOSER, "before": CLOSER, "in front of": CLOSER,
-                "farther": FARTHER, "behind": FARTHER, "after": FARTHER}
+# Rule 6.
+LABEL_OF = {"closer": CLOSER, "farther": FARTHER, "behind": FARTHER, "before": CLOSER, "after": FARTHER,
+            "nearer": CLOSER, "in front of": CLOSER}
 
 
 @dataclass(frozen=True)
@@ -84,59 +125,63 @@ class ParseTrace:
 
     short: str  # rule 2
     rewritten: str  # rule 3
-    option: str  # rule 4 (the option text, or the rewritten answer when no letter / no options)
-    label: str  # rules 5-6
+    option: str  # rules 4-5: the option text / resolved yes-no, lower-cased where rule 4 applied
+    label: str  # rule 6
 
 
 def strip_cot(answer: str) -> str:
-    """Rule 1: drop a chain of thought up to its first ")"."""
+    """Rule 1: drop a chain of thought up to its first ")"; spaces around the rest stripped."""
     if any(marker in answer for marker in COT_MARKERS):
-        close = answer.find(")")
-        if close >= 0:
-            return answer[close + 1:]
+        return answer.split(")", 1)[-1].strip(" ")
     return answer
 
 
 def short_answer(answer: str) -> str:
     """Rule 2: the short answer of a (CoT-stripped) model output."""
-    m = _CUE.search(answer)
-    if m:
-        return m.group(1)
-    m = _LETTER_WORD_AT_END.search(answer)
-    if m:
-        return m.group(1)
-    stripped = answer.strip()
-    last_line = stripped.split("\n")[-1].strip() if stripped else ""
-    m = _LEADING_LETTER.match(last_line)
-    if m:
-        return m.group(1)
+    for pattern in (_AFTER_LEADING, _LETTER_WORD_AT_END):
+        m = pattern.search(answer)
+        if m:
+            return m.group(1)
+    if "\n" in answer:
+        m = _LAST_LINE_LETTER.match(answer.rsplit("\n", 1)[-1])
+        if m:
+            return m.group(1)
     return answer.split(".", 1)[0]
 
 
 def rewrite(short: str) -> str:
-    """Rule 3: the first matching phrase's replacement, else the short answer unchanged."""
-    for pattern, replacement in _PHRASES:
-        if pattern.search(short):
+    """Rule 3: the short answer of the first phrase the text contains, else the text unchanged."""
+    lowered = short.lower()
+    for phrase, replacement in _PHRASES_LOWER:
+        if phrase in lowered:
             return replacement
     return short
 
 
 def question_options(question: str) -> dict[str, str]:
-    """Rule 4: {"A": text, "B": text} from the question's first option block ({} if none)."""
+    """Rule 4: {"a": text, "b": text, ...} from the question's first option block ({} if none).
+
+    Keys are lower-case letters; texts are as written in the question, without spaces and dots
+    at their ends."""
     if "A. " not in question:
         return {}
-    m = _OPTIONS.search(question)
+    m = _OPTION_BLOCK.search(question)
     if not m:
         return {}
-    return {m.group(1): m.group(2), m.group(3): m.group(4)}
+    options = {}
+    for item in m.groups():
+        if item is not None:
+            options[item[0].lower()] = item.split(" ", 1)[1].strip(" .")
+    return options
 
 
-def _resolve_polar(word: str, question: str) -> str:
-    relations = YES_NO_RELATIONS if word in ("yes", "no") else TRUE_FALSE_RELATIONS
-    for relation, if_yes, if_no in relations:
-        if relation in question:
-            return if_yes if word in ("yes", "true") else if_no
-    return word
+def _resolve_yes_no(answer: str, question_lower: str, *, first_only: bool) -> str:
+    for (relation, word), label in YES_NO:
+        if answer.lower() == word and relation in question_lower:
+            answer = label
+            if first_only:
+                break
+    return answer
 
 
 def trace_answer(answer: object, question: object) -> ParseTrace:
@@ -144,22 +189,22 @@ def trace_answer(answer: object, question: object) -> ParseTrace:
     if not isinstance(answer, str):
         return ParseTrace("", "", "", UNPARSEABLE)
     question = question if isinstance(question, str) else ""
-    short = short_answer(strip_cot(answer)).strip()
-    rewritten = rewrite(short).strip()
+    short = short_answer(strip_cot(answer))
+    rewritten = rewrite(short)
     option = rewritten
-    if len(rewritten) == 1:
-        option = question_options(question).get(rewritten.upper(), rewritten)
-    word = option.strip().lower()
-    if word in ("yes", "no", "true", "false"):
-        word = _resolve_polar(word, question)
-    return ParseTrace(short, rewritten, option, FINAL_LABELS.get(word, UNPARSEABLE))
+    if "A. " in question:  # rule 4
+        option = question_options(question).get(rewritten.lower(), rewritten.lower())
+        option = _resolve_yes_no(option, question.lower(), first_only=True)
+    if "Yes" in question and "True" in question:  # rule 5
+        option = _resolve_yes_no(option, question.lower(), first_only=False)
+    return ParseTrace(short, rewritten, option, LABEL_OF.get(option.lower(), UNPARSEABLE))
 
 
 def parse_answer(answer: object, question: object) -> str:
     """"closer" | "farther" | "unparseable" for any model output to an O3-D question."""
     try:
         return trace_answer(answer, question).label
-    except Exception:  # noqa: BLE001 -- defensive: model output must never crash scoring
+    except Exception:  # noqa: BLE001 -- model output must never crash scoring
         return UNPARSEABLE
 
 

@@ -52,6 +52,7 @@ COT_TEMPLATE = "cot_answer.jinja"
 # ---------------------------------------------------------------------------------------------
 
 CLARITY_LEVELS: dict[str, float] = {"low": 2.0, "medium": 3.0, "high": 3.5, "highest": 4.0}
+ANSWER_INSTRUCTION = "Answer A or B."  # how every official question ends
 CLARITY_BY_LEVEL: dict[float, str] = {v: k for k, v in CLARITY_LEVELS.items()}
 
 TARGET_REFERENCES: dict[str, tuple[str, ...]] = {
@@ -204,6 +205,22 @@ class PromptTags:
         return dataclasses.asdict(self)
 
 
+def with_answer_instruction(question: str, instruction: str | None) -> str:
+    """``question`` with its closing "Answer A or B." replaced by ``instruction``.
+
+    The paper prompted every model with the dataset's question as it is, except Kosmos2, which
+    got "Answer:" instead ("otherwise ~70% of its answers are meaningless"). None keeps the
+    question unchanged; "" drops the instruction. A question that does not end with the
+    instruction cannot be rewritten and raises ValueError.
+    """
+    if instruction is None or instruction == ANSWER_INSTRUCTION:
+        return question
+    if not question.endswith(ANSWER_INSTRUCTION):
+        raise ValueError(f"answer_instruction {instruction!r}: the question does not end with "
+                         f"{ANSWER_INSTRUCTION!r}, so its instruction cannot be replaced: {question!r}")
+    return (question[: -len(ANSWER_INSTRUCTION)] + instruction).rstrip()
+
+
 @dataclass(frozen=True)
 class Prompt:
     text: str
@@ -216,15 +233,16 @@ def option_order(option_a: str) -> str:
 
 
 def render_question(body: int, target: str, distractors: str, reversed_order: bool = False,
-                    preamble: str | None = None) -> str:
-    """The question text of ``body`` (1-11) with the given references and option order."""
+                    preamble: str | None = None, instruction: str = ANSWER_INSTRUCTION) -> str:
+    """The question text of ``body`` (1-11) with the given references, option order and closing
+    instruction."""
     if body not in BODIES:
         raise ValueError(f"O3-D question body must be one of {sorted(BODIES)}, not {body!r}")
     a, b = BODIES[body].options
     if reversed_order:
         a, b = b, a
     fields: dict[str, object] = {"body": body, "target": target, "distractors": distractors,
-                                 "option_a": a, "option_b": b}
+                                 "option_a": a, "option_b": b, "instruction": instruction}
     if body in REAL_BODIES:
         if preamble is None:
             raise ValueError(f"O3-D real-subset body {body} needs a preamble")

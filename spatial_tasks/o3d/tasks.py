@@ -56,12 +56,13 @@ from PIL import Image
 from spatial_tasks.common import prompts as templates
 from spatial_tasks.o3d import load, metrics, schema
 from spatial_tasks.o3d.parse import is_correct, parse_answer
-from spatial_tasks.o3d.prompts import correct_letter, cot_answer, parse_prompt, stable_seed
+from spatial_tasks.o3d.prompts import correct_letter, cot_answer, parse_prompt, stable_seed, with_answer_instruction
 
 BENCHMARK = "o3d"
 PROMPT_TEMPLATE = "prompt.jinja"
 ICL_TEMPLATE = "icl_cot.jinja"
-DEFAULT_PROMPT_KWARGS = {"pre_prompt": "", "post_prompt": ""}
+# answer_instruction: None keeps the dataset's "Answer A or B."; the authors gave Kosmos2 "Answer:".
+DEFAULT_PROMPT_KWARGS = {"pre_prompt": "", "post_prompt": "", "answer_instruction": None}
 IMAGE_PLACEHOLDER = re.compile(r"<image (\d+)>")
 
 # Synthetic subsets of the tasks: kb-no-lp (HP without linear perspective) is a separate
@@ -549,14 +550,22 @@ def _prompt_kwargs(lmms_eval_specific_kwargs: Mapping | None) -> dict:
     return {**DEFAULT_PROMPT_KWARGS, **(lmms_eval_specific_kwargs or {})}
 
 
+def _shown_question(doc: Mapping[str, Any], kwargs: Mapping) -> str:
+    """The dataset's question with the task's answer instruction (``answer_instruction``)."""
+    try:
+        return with_answer_instruction(doc["question"], kwargs.get("answer_instruction"))
+    except ValueError as err:
+        raise ValueError(f"o3d question {doc['question_id']!r}: {err}") from None
+
+
 def doc_to_visual(doc: Mapping[str, Any]) -> list[Image.Image]:
     """The one image of the question (marked questions on synthetic images: markers drawn from masks)."""
     return [load.image_for(doc)]
 
 
 def doc_to_text(doc: Mapping[str, Any], lmms_eval_specific_kwargs: Mapping | None = None) -> str:
-    return templates.render(BENCHMARK, PROMPT_TEMPLATE, question=doc["question"],
-                            **_prompt_kwargs(lmms_eval_specific_kwargs))
+    kwargs = _prompt_kwargs(lmms_eval_specific_kwargs)
+    return templates.render(BENCHMARK, PROMPT_TEMPLATE, **{**kwargs, "question": _shown_question(doc, kwargs)})
 
 
 def doc_to_target(doc: Mapping[str, Any]) -> str:
@@ -573,9 +582,10 @@ def doc_to_text_icl(doc: Mapping[str, Any], lmms_eval_specific_kwargs: Mapping |
     place (N indexes ``doc_to_visual_icl``). Models that interleave at such placeholders (lmms-eval's
     simple qwen2_5_vl with ``interleave_visuals=True``) put every image there; others show the images
     first and keep the placeholders as labels. Chat models get ``doc_to_messages_icl`` instead."""
-    demos = [{"question": doc["question"], "answer": demonstration_answer(doc, d)} for d in doc["icl_demos"]]
-    return templates.render(BENCHMARK, ICL_TEMPLATE, demos=demos, question=doc["question"],
-                            **_prompt_kwargs(lmms_eval_specific_kwargs))
+    kwargs = _prompt_kwargs(lmms_eval_specific_kwargs)
+    question = _shown_question(doc, kwargs)
+    demos = [{"question": question, "answer": demonstration_answer(doc, d)} for d in doc["icl_demos"]]
+    return templates.render(BENCHMARK, ICL_TEMPLATE, **{**kwargs, "demos": demos, "question": question})
 
 
 def interleave(text: str, visuals: Sequence[Any]) -> list[dict]:

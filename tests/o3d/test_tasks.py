@@ -154,6 +154,24 @@ def test_golden_prompts(sample_docs, key):
     assert T.doc_to_target(doc) == doc["gt_label"]
 
 
+@pytest.mark.parametrize("key", list(GOLDEN))
+def test_answer_instruction_is_a_task_parameter(sample_docs, key):
+    """The authors prompted Kosmos2 with "Answer:" instead of "Answer A or B."."""
+    doc = _doc(sample_docs[key[0]], key[1])
+    kosmos = GOLDEN[key].removesuffix("Answer A or B.") + "Answer:"
+    assert T.doc_to_text(doc, {"answer_instruction": "Answer:"}) == kosmos
+    assert T.doc_to_text(doc, {"answer_instruction": ""}) == GOLDEN[key].removesuffix(" Answer A or B.")
+    assert T.doc_to_text(doc, {"answer_instruction": None}) == GOLDEN[key]
+    with pytest.raises(ValueError, match="does not end with"):
+        T.doc_to_text({**doc, "question": "Is it closer?"}, {"answer_instruction": "Answer:"})
+
+
+def test_icl_prompt_uses_the_answer_instruction_everywhere(sample_docs):
+    doc = _doc(sample_docs["icl_cot"], "kb-1cue/260200000000_near_HP.png/marked/0")
+    text = T.doc_to_text_icl(doc, {"answer_instruction": "Answer:"})
+    assert text == GOLDEN_ICL.replace("Answer A or B.", "Answer:")
+
+
 def test_golden_icl_cot_prompt(sample_docs):
     doc = _doc(sample_docs["icl_cot"], "kb-1cue/260200000000_near_HP.png/marked/0")
     assert T.doc_to_text_icl(doc) == GOLDEN_ICL
