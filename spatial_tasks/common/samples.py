@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,22 +16,36 @@ class SamplesError(ValueError):
 def iter_json_lines(path: Path, error: type[ValueError] = SamplesError) -> Iterator[tuple[int, dict]]:
     """(line number, object) of a JSON-lines file, plain or gzip; blank lines skipped.
 
-    A line that is not a JSON object raises ``error`` naming the file and line.
+    Anything that stops the file from being read -- a line that is not a JSON object, a
+    truncated or corrupt gzip stream, bytes that are not UTF-8, JSON nested too deep -- raises
+    ``error`` naming the file and line.
     """
+    path = Path(path)
+    if path.is_dir():
+        raise error(f"{path}: is a folder, expected a JSON-lines file")
     with open(path, "rb") as fh:
         gzipped = fh.read(2) == b"\x1f\x8b"
     opener = gzip.open if gzipped else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise error(f"{path}:{number}: not a JSON object (invalid JSON: {err.msg})") from None
-            if not isinstance(obj, dict):
-                raise error(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
-            yield number, obj
+    number = 0
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            for number, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise error(f"{path}:{number}: not a JSON object (invalid JSON: {err.msg})") from None
+                except RecursionError:
+                    raise error(f"{path}:{number}: JSON nested too deeply to read") from None
+                if not isinstance(obj, dict):
+                    raise error(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
+                yield number, obj
+    except UnicodeDecodeError as err:
+        raise error(f"{path}:{number + 1}: not UTF-8 text (byte {err.object[err.start:err.start + 1]!r})") from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as err:
+        kind = "truncated" if isinstance(err, EOFError) else "corrupt"
+        raise error(f"{path}: {kind} gzip file (stopped after line {number}: {err})") from None
 
 
 def iter_samples(path: Path) -> Iterator[dict]:

@@ -21,7 +21,6 @@ $SPATIAL_TASKS_O3D_SOURCE, else the Hub id.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -33,6 +32,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from PIL import Image
 
+from spatial_tasks.common import images
+from spatial_tasks.common.origin import Origin, in_memory, origin_for, origin_of
+from spatial_tasks.common.validate import require_columns
 from spatial_tasks.o3d import markers, schema
 from spatial_tasks.o3d.schema import SchemaError
 
@@ -60,6 +62,9 @@ class O3DSource(Mapping):
         self._indexes: dict[str, dict[str, int]] = {}
         self._views: dict[tuple[str, str], datasets.Dataset] = {}
         self._image_cols: dict[str, frozenset[str]] = {}
+        self._origins: dict[str, Origin] = {}
+        self._checked: set[tuple[str, int, str]] = set()  # image cells already checked (several tasks share them)
+        self._available: tuple[str, ...] | None = None
         self._lock = threading.RLock()
 
     # Mapping protocol: the subsets this source has (loaded ones, or the official names for a path)
@@ -75,6 +80,19 @@ class O3DSource(Mapping):
     def loaded(self) -> tuple[str, ...]:
         return tuple(self._subsets)
 
+    def available(self) -> tuple[str, ...] | None:
+        """The subsets this source has: the given ones, a local folder's configs; None when they
+        cannot be listed without loading (a Hub id)."""
+        if self.path is None:
+            return tuple(self._subsets)
+        if self._available is None and os.path.isdir(self.path):
+            try:
+                names = datasets.get_dataset_config_names(self.path, **_builder_kwargs(self.load_kwargs))
+            except Exception:  # noqa: BLE001 - an unreadable card: fall back to loading each subset
+                names = None
+            self._available = tuple(n for n in names or () if n != schema.QUESTIONS_CONFIG) or None
+        return self._available
+
     def subset(self, name: str) -> datasets.Dataset:
         with self._lock:
             if name in self._subsets:
@@ -85,25 +103,46 @@ class O3DSource(Mapping):
             try:
                 ds = datasets.load_dataset(self.path, name, split=schema.SPLIT, **self.load_kwargs)
             except Exception as exc:  # the datasets error names the config; add the source
-                raise KeyError(f"cannot load subset {name!r} from O3-D source {self.path!r}: {exc}") from exc
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise KeyError(f"cannot load subset {name!r} from O3-D source {self.path!r}: {first}") from exc
             self._subsets[name] = ds
             return ds
+
+    def origin(self, name: str) -> Origin:
+        """Where subset ``name``'s rows live (file and row for messages)."""
+        with self._lock:
+            if name not in self._origins:
+                ds = self.subset(name)
+                if self.path is None:
+                    self._origins[name] = Origin(label=f"O3-D subset {name!r} of {self.key}")
+                else:
+                    self._origins[name] = origin_for(ds, self.path, name, schema.SPLIT, self.load_kwargs)
+            return self._origins[name]
+
+    def where(self, name: str, row: int, column: str | None = None) -> str:
+        return self.origin(name).locate(int(row)) + (f", column {column!r}" if column else "")
 
     def columns(self, name: str) -> tuple[str, ...]:
         return tuple(self.subset(name).column_names)
 
     def index(self, name: str) -> dict[str, int]:
-        """{image_name: row} for one subset, built once (first row wins for a repeated name)."""
+        """{image_name: row} for one subset, built once; a name on two rows is an error."""
         with self._lock:
             if name not in self._indexes:
                 ds = self.subset(name)
                 if "image_name" not in ds.column_names:
-                    raise SchemaError(f"subset {name!r} of {self.key!r} lacks column 'image_name' "
+                    raise SchemaError(f"{self.origin(name).where}: subset {name!r} lacks column 'image_name' "
                                       f"(has: {ds.column_names})")
                 names = ds.select_columns(["image_name"]).with_format("arrow")[:]["image_name"].to_pylist()
                 index: dict[str, int] = {}
                 for row, image_name in enumerate(names):
-                    index.setdefault(image_name, row)
+                    if not isinstance(image_name, str) or not image_name.strip():
+                        raise SchemaError(f"{self.where(name, row)}, field 'image_name': empty image name "
+                                          f"{image_name!r}")
+                    if image_name in index:
+                        raise SchemaError(f"{self.where(name, row)}, field 'image_name': duplicate image name "
+                                          f"{image_name!r} (also at {self.where(name, index[image_name])})")
+                    index[image_name] = row
                 self._indexes[name] = index
             return self._indexes[name]
 
@@ -128,41 +167,38 @@ class O3DSource(Mapping):
                 self._views[key] = ds.select_columns([column, "image_name"]).with_format("arrow")
             return self._views[key]
 
-    def cell(self, name: str, row: int, column: str, image_name: str | None = None) -> Any:
-        """One decoded cell (an Image column decodes to PIL); checks the row still holds ``image_name``."""
+    def encoded(self, name: str, row: int, column: str, image_name: str | None = None) -> bytes:
+        """The encoded bytes of one image cell; checks the row still holds ``image_name``."""
         record = self._view(name, column)[int(row)]
         found = record.column("image_name")[0].as_py()
+        where = self.where(name, row, column)
         if image_name is not None and found != image_name:
-            raise SchemaError(f"subset {name!r} row {row} holds image_name {found!r}, "
-                              f"expected {image_name!r} (the source changed since the docs were built)")
-        value = record.column(column)[0].as_py()
-        if value is None:
-            raise SchemaError(f"subset {name!r} row {row} (image_name {image_name!r}): column {column!r} is empty")
-        if column in self._image_columns(name):
-            try:
-                if isinstance(value, dict) and value.get("bytes") is not None:
-                    value = Image.open(io.BytesIO(value["bytes"]))  # the Hub's embedded bytes
-                else:
-                    value = _IMAGE_DECODER.decode_example(value)  # a path-only cell
-            except Exception as exc:
-                raise SchemaError(f"subset {name!r} row {row} (image_name {image_name!r}): column {column!r} "
-                                  f"does not decode as an image: {exc}") from exc
-        return value
+            raise SchemaError(f"{where}: holds image_name {found!r}, expected {image_name!r} (the source "
+                              "changed since the docs were built)")
+        if column not in self._image_columns(name):
+            raise SchemaError(f"{where}: column {column!r} is not an image column of subset {name!r}")
+        return images.cell_bytes(record.column(column)[0].as_py(), where, self.origin(name), int(row))
 
     def image(self, name: str, row: int, column: str, image_name: str | None = None) -> Image.Image:
-        """The decoded PIL image in one cell (not converted)."""
-        value = self.cell(name, row, column, image_name)
-        try:
-            value.load()
-        except Exception as exc:
-            raise SchemaError(f"subset {name!r} row {row} (image_name {image_name!r}): column {column!r} "
-                              f"does not decode as an image: {exc}") from exc
-        return value
+        """The decoded PIL image in one cell (strict decode; not converted)."""
+        return images.open_image(self.encoded(name, row, column, image_name), self.where(name, row, column))
+
+    def check_images(self, name: str, rows: Iterable[int], columns: Iterable[str]) -> int:
+        """``images.check_image`` on the given cells of subset ``name``; returns how many."""
+        cells = [(row, column) for row in sorted(set(rows)) for column in columns
+                 if (name, row, column) not in self._checked]
+        for row, column in images._progress(cells, f"O3-D {name}: checking images"):
+            images.check_image(self.encoded(name, row, column), self.where(name, row, column))
+            self._checked.add((name, row, column))
+        return len(cells)
 
 
-_IMAGE_DECODER = datasets.Image()  # decodes {bytes, path} cells, whatever the column's decode flag
 _REGISTRY: dict[str, O3DSource] = {}
 _REGISTRY_LOCK = threading.Lock()
+
+
+def _builder_kwargs(load_kwargs: Mapping[str, Any]) -> dict:
+    return {k: load_kwargs[k] for k in ("revision", "token", "cache_dir") if k in load_kwargs}
 
 
 def _normalise_key(source: str) -> str:
@@ -227,11 +263,17 @@ def _columns(ds: datasets.Dataset, names: Sequence[str]) -> dict[str, list]:
     return ds.select_columns(list(names)).with_format("arrow")[:].to_pydict()
 
 
-def _subset_plan(src: O3DSource, name: str, need_plain: bool, need_marked: bool, first_row: int) -> dict:
+QUESTION_KINDS = {"subset_name": "string", "image_name": "string", "is_marked": "any", "question": "string",
+                  "ques_clarity": "float"}
+# Image columns a doc may read besides the one it shows (markers, depth baselines): checked too.
+AUXILIARY_IMAGE_COLUMNS = ("targ_seg", "dist_seg", "depth_map")
+
+
+def _subset_plan(src: O3DSource, name: str, need_plain: bool, need_marked: bool, where_used: str) -> dict:
     """Which column each question kind shows, checked against the subset's columns."""
     ds = src.subset(name)
     cols = tuple(ds.column_names)
-    where = f"subset {name!r} of {src.key!r} (first used by visual_questions row {first_row})"
+    where = f"{src.origin(name).where}: subset {name!r} (used by {where_used})"
     for col in schema.REQUIRED_SUBSET_COLUMNS:
         if col == "odd_position" and name in schema.CROPPED_SUBSETS:
             continue  # the crop tag in each name gives the ground truth
@@ -253,18 +295,54 @@ def _subset_plan(src: O3DSource, name: str, need_plain: bool, need_marked: bool,
                                   f"markers (has: {list(cols)})")
             plan["marked"] = "image"
             plan["draw"] = True
+    image_cols = src._image_columns(name)
+    shown = {plan["plain"], plan["marked"]} - {None}
+    plan["checked"] = sorted(c for c in shown | set(AUXILIARY_IMAGE_COLUMNS) if c in image_cols)
     return plan
+
+
+def _question_values(q: Mapping[str, list], texts_ok, origin: Origin, src: O3DSource) -> list[bool]:
+    """Check every visual_questions row's own fields; returns is_marked as booleans."""
+    available = src.available()
+    marks = []
+    for i, (subset, name, mark, clarity) in enumerate(zip(q["subset_name"], q["image_name"], q["is_marked"],
+                                                          q["ques_clarity"])):
+        def bad(field: str, problem: str, i=i) -> SchemaError:
+            return SchemaError(f"{origin.locate(i)}, field {field!r}: {problem}")
+
+        if not isinstance(subset, str) or not subset.strip():
+            raise bad("subset_name", f"empty subset name {subset!r}")
+        if available is not None and subset not in available:
+            raise bad("subset_name", f"no subset {subset!r} in the O3-D source {src.key} (it has: {sorted(available)})")
+        if not isinstance(name, str) or not name.strip():
+            raise bad("image_name", f"empty image name {name!r}")
+        try:
+            marks.append(schema.as_bool(mark))
+        except SchemaError as exc:
+            raise bad("is_marked", str(exc)) from None
+        if clarity is None or float(clarity) not in schema.CLARITY_LEVELS:
+            raise bad("ques_clarity", f"{clarity!r} is not one of the clarity levels {sorted(schema.CLARITY_LEVELS)}")
+        if not texts_ok[i]:
+            raise bad("question", "empty question text")
+    return marks
 
 
 def build_docs(questions: datasets.Dataset, subsets: Mapping[str, datasets.Dataset], *,
                source: str | None = None, subset_names: Iterable[str] | None = None,
-               marked: bool | None = None) -> datasets.Dataset:
+               marked: bool | None = None, clarity: float | None = None, origin: Origin | None = None,
+               check_images: bool = True) -> datasets.Dataset:
     """Canonical O3-D docs (schema.DOC_FEATURES), one per kept ``visual_questions`` row, in order.
 
     ``subsets`` maps config name -> dataset (an ``O3DSource`` loads them lazily). ``source`` names
     the registry entry that ``image_for`` will read (default: the O3DSource's key, or a hash of the
-    given datasets). ``subset_names`` / ``marked`` keep only those subsets / marked or unmarked
-    questions. Raises SchemaError / KeyError naming the row, subset, image or column that fails.
+    given datasets). ``subset_names`` / ``marked`` / ``clarity`` keep only those subsets, marked or
+    unmarked questions, that clarity. ``origin`` (common.origin) says where ``questions`` came from.
+
+    Everything is checked here, where O3-D enters: every visual_questions row (subset exists,
+    image name, is_marked, clarity level, question text), every referenced subset row (unique
+    image names, odd_position, cue codes, strengths, depth scales) and every image cell the docs
+    can read (``images.check_image``; skip with ``check_images=False``). Errors are SchemaError /
+    KeyError naming the file (or split), row and field.
     """
     if isinstance(subsets, O3DSource) and (source is None or _normalise_key(source) == subsets.key):
         src = subsets
@@ -274,18 +352,22 @@ def build_docs(questions: datasets.Dataset, subsets: Mapping[str, datasets.Datas
         src = register_source(source, {name: subsets.subset(name) for name in subsets.loaded()})
     else:
         src = register_source(source or _memory_key(subsets), subsets)
+    origin = origin or in_memory("visual_questions")
 
-    missing = [c for c in schema.QUESTION_COLUMNS if c not in questions.column_names]
-    if missing:
-        raise SchemaError(f"visual_questions lacks column(s) {missing} (has: {questions.column_names})")
+    if len(questions) == 0:
+        raise SchemaError(f"{origin.where}: visual_questions has no rows")
+    require_columns(questions, QUESTION_KINDS, origin, "O3-D visual_questions", SchemaError)
     # Python lists only for what the join loops over; question text stays in Arrow.
     q_table = questions.select_columns(list(schema.QUESTION_COLUMNS)).with_format("arrow")[:]
     q = {c: q_table.column(c).to_pylist() for c in ("subset_name", "image_name", "is_marked", "ques_clarity")}
+    question_arr = q_table.column("question")
+    texts_ok = pc.fill_null(pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(question_arr)), 0),
+                            False).to_numpy(zero_copy_only=False)
+    marks = _question_values(q, texts_ok, origin, src)
     keep_subsets = None if subset_names is None else set(subset_names)
-    rows = [
-        i for i, (s, m) in enumerate(zip(q["subset_name"], q["is_marked"]))
-        if (keep_subsets is None or s in keep_subsets) and (marked is None or _is_marked(m, i) == marked)
-    ]
+    rows = [i for i, (s, m, c) in enumerate(zip(q["subset_name"], marks, q["ques_clarity"]))
+            if (keep_subsets is None or s in keep_subsets) and (marked is None or m == marked)
+            and (clarity is None or float(c) == clarity)]
 
     # One plan, index and metadata table per subset that kept questions use.
     plans: dict[str, dict] = {}
@@ -293,15 +375,13 @@ def build_docs(questions: datasets.Dataset, subsets: Mapping[str, datasets.Datas
     kinds: dict[str, set[bool]] = {}
     for i in rows:
         s = q["subset_name"][i]
-        if s is None:
-            raise SchemaError(f"visual_questions row {i} has no subset_name")
         first_row.setdefault(s, i)
-        kinds.setdefault(s, set()).add(_is_marked(q["is_marked"][i], i))
+        kinds.setdefault(s, set()).add(marks[i])
     for s, k in kinds.items():
         try:
-            plans[s] = _subset_plan(src, s, False in k, True in k, first_row[s])
+            plans[s] = _subset_plan(src, s, False in k, True in k, origin.locate(first_row[s]))
         except KeyError as exc:
-            raise KeyError(f"visual_questions row {first_row[s]} refers to subset {s!r}: {exc.args[0]}") from None
+            raise KeyError(f"{origin.locate(first_row[s])}, field 'subset_name': {exc.args[0]}") from None
 
     # Resolve every question to its subset row: O(1) per question through the per-subset dict.
     indexes = {s: src.index(s) for s in plans}
@@ -311,8 +391,8 @@ def build_docs(questions: datasets.Dataset, subsets: Mapping[str, datasets.Datas
         s, name = q["subset_name"][i], q["image_name"][i]
         row = indexes[s].get(name)
         if row is None:
-            raise SchemaError(f"visual_questions row {i}: image_name {name!r} not found in subset {s!r} "
-                              f"of {src.key!r} ({len(indexes[s])} images)")
+            raise SchemaError(f"{origin.locate(i)}, field 'image_name': no image {name!r} in subset {s!r} "
+                              f"({src.origin(s).where}, {len(indexes[s])} images)")
         subset_rows.append(row)
         needed_rows[s].add(row)
 
@@ -327,21 +407,18 @@ def build_docs(questions: datasets.Dataset, subsets: Mapping[str, datasets.Datas
         for j, r in enumerate(needed):
             record = {c: table[c][j] for c in meta_cols}
             meta_pos[(s, r)] = len(meta_records)
-            meta_records.append(schema.normalise_image_row(s, record, cols))
+            meta_records.append(schema.normalise_image_row(s, record, cols, where=src.where(s, r)))
+        if check_images:
+            src.check_images(s, needed, plans[s]["checked"])
     meta_schema = pa.schema([schema.DOC_FEATURES.arrow_schema.field(f) for f in schema.IMAGE_FIELDS])
     meta_table = pa.Table.from_pylist(meta_records, schema=meta_schema)
 
-    question_arr = q_table.column("question")
-    texts_ok = pc.fill_null(pc.greater(pc.utf8_length(question_arr), 0), False).to_numpy(zero_copy_only=False)
     per_q: dict[str, list] = {f: [] for f in schema.QUESTION_FIELDS}
     meta_idx: list[int] = []
     seen: dict[tuple[str, str, bool], int] = {}
     for i, r in zip(rows, subset_rows):
-        s, name = q["subset_name"][i], q["image_name"][i]
-        if not texts_ok[i]:
-            raise SchemaError(f"visual_questions row {i} ({s!r}, {name!r}) has no question text")
-        is_marked = _is_marked(q["is_marked"][i], i)
-        clarity = q["ques_clarity"][i]
+        s, name, is_marked = q["subset_name"][i], q["image_name"][i], marks[i]
+        ques_clarity = float(q["ques_clarity"][i])
         m = meta_pos[(s, r)]
         meta = meta_records[m]
         plan = plans[s]
@@ -355,8 +432,8 @@ def build_docs(questions: datasets.Dataset, subsets: Mapping[str, datasets.Datas
         per_q["image_column"].append(plan["marked"] if is_marked else plan["plain"])
         per_q["draw_markers"].append(is_marked and plan["draw"])
         per_q["is_marked"].append(is_marked)
-        per_q["ques_clarity"].append(None if clarity is None else float(clarity))
-        per_q["clarity_level"].append(schema.clarity_level(clarity))
+        per_q["ques_clarity"].append(ques_clarity)
+        per_q["clarity_level"].append(schema.clarity_level(ques_clarity))
         per_q["gt_position"].append(gt)
         per_q["gt_label"].append(schema.GT_LABEL[gt])
         per_q["scored"].append(gt != "none")
@@ -380,17 +457,10 @@ def build_docs(questions: datasets.Dataset, subsets: Mapping[str, datasets.Datas
     table = pa.Table.from_arrays(columns, schema=doc_schema)
     # An explicit fingerprint: without one, datasets pickles and hashes the whole table (a full copy).
     h = hashlib.sha1(f"o3d-docs|{getattr(questions, '_fingerprint', id(questions))}|{src.key}|"
-                     f"{sorted(keep_subsets) if keep_subsets is not None else None}|{marked}".encode())
+                     f"{sorted(keep_subsets) if keep_subsets is not None else None}|{marked}|{clarity}".encode())
     for s in sorted(plans):
         h.update(f"|{s}:{getattr(src.subset(s), '_fingerprint', id(src.subset(s)))}".encode())
     return datasets.Dataset(table, fingerprint=h.hexdigest()[:16])
-
-
-def _is_marked(value: Any, row: int) -> bool:
-    try:
-        return schema.as_bool(value)
-    except SchemaError as exc:
-        raise SchemaError(f"visual_questions row {row}: {exc}") from None
 
 
 def default_source() -> str:
@@ -398,15 +468,16 @@ def default_source() -> str:
 
 
 def process_docs(dataset: datasets.Dataset, *, source: str | None = None,
-                 subsets: Iterable[str] | None = None, marked: bool | None = None,
-                 load_kwargs: Mapping[str, Any] | None = None) -> datasets.Dataset:
+                 subsets: Iterable[str] | None = None, marked: bool | None = None, clarity: float | None = None,
+                 load_kwargs: Mapping[str, Any] | None = None, origin: Origin | None = None) -> datasets.Dataset:
     """lmms-eval ``process_docs``: the loaded ``visual_questions`` split -> canonical docs.
 
     ``source`` is the same Hub id / folder as the YAML's dataset_path (default: $SPATIAL_TASKS_O3D_SOURCE
     or liuyiqian/O3-D); only the subsets that the kept questions use are loaded.
     """
     src = register_source(source or default_source(), load_kwargs=load_kwargs)
-    return build_docs(dataset, src, subset_names=subsets, marked=marked)
+    return build_docs(dataset, src, subset_names=subsets, marked=marked, clarity=clarity,
+                      origin=origin or origin_of(dataset, "visual_questions"))
 
 
 def make_process_docs(source: str | None = None, **filters: Any) -> Callable[[datasets.Dataset], datasets.Dataset]:
@@ -424,7 +495,8 @@ def load_o3d(path: str = schema.HUB_ID, *, subsets: Iterable[str] | None = None,
     src = register_source(path, load_kwargs=load_kwargs)
     questions = datasets.load_dataset(src.path or path, schema.QUESTIONS_CONFIG, split=schema.SPLIT,
                                       **dict(load_kwargs or {}))
-    return build_docs(questions, src, subset_names=subsets, marked=marked)
+    origin = origin_for(questions, src.path or path, schema.QUESTIONS_CONFIG, schema.SPLIT, load_kwargs)
+    return build_docs(questions, src, subset_names=subsets, marked=marked, origin=origin)
 
 
 # --------------------------------------------------------------------------------------------

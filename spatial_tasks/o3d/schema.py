@@ -38,6 +38,8 @@ from typing import Any
 
 import datasets
 
+from spatial_tasks.common.validate import DataError
+
 HUB_ID = "liuyiqian/O3-D"
 SPLIT = "train"
 QUESTIONS_CONFIG = "visual_questions"
@@ -148,7 +150,7 @@ QUESTION_FIELDS = (
 )
 
 
-class SchemaError(ValueError):
+class SchemaError(DataError):
     """A source row or column that cannot be mapped onto the canonical schema."""
 
 
@@ -263,36 +265,56 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _opt_float(value: Any) -> float | None:
-    value = _clean(value)
-    return None if value is None else float(value)
-
-
-def normalise_image_row(subset_name: str, row: Mapping[str, Any], columns: tuple[str, ...]) -> dict:
+def normalise_image_row(subset_name: str, row: Mapping[str, Any], columns: tuple[str, ...],
+                        where: str | None = None) -> dict:
     """Image-level canonical fields for one subset row (metadata columns only; no image decoding).
 
     ``row`` maps column -> value for the non-image columns; ``columns`` lists every column of the
-    subset (so the family and the columns to show can be decided). Raises SchemaError naming the
-    subset, image and field when a value cannot be mapped.
+    subset (so the family and the columns to show can be decided). Every value is checked: an
+    unknown odd_position or cue code, a cue strength or depth scale that is not a finite number
+    (or a depth scale with min >= max), fewer than one distractor. Raises SchemaError starting
+    with ``where`` (default: the subset and image name) and naming the field.
     """
     name = row.get("image_name")
-    where = f"subset {subset_name!r}, image_name {name!r}"
+    where = where or f"subset {subset_name!r}, image_name {name!r}"
+
+    def bad(field: str, problem: str) -> SchemaError:
+        return SchemaError(f"{where}, field {field!r}: {problem}")
+
+    if not isinstance(name, str) or not name.strip():
+        raise bad("image_name", f"empty image name {name!r}")
     odd = _opt_str(row.get("odd_position"))
     odd = odd.strip().lower() if odd is not None else None
-    tag = crop_tag(name) if isinstance(name, str) else None
+    tag = crop_tag(name)
     if odd is None and tag is not None:
         odd = tag[1]  # a crop without odd_position: its tag says where the target is
     if odd not in POSITIONS:
-        raise SchemaError(f"{where}: odd_position {row.get('odd_position')!r} is not one of {POSITIONS}")
+        raise bad("odd_position", f"{row.get('odd_position')!r} is not one of {list(POSITIONS)}")
     try:
         cues = parse_cues(_clean(row.get("cues")))
-        depth_min, depth_max = parse_depth_scale(_clean(row.get("depth_scale")))
     except SchemaError as exc:
-        raise SchemaError(f"{where}: {exc}") from None
+        raise bad("cues", str(exc)) from None
+    unknown = [c for c in cues if c not in CUE_CODES]
+    if unknown:
+        raise bad("cues", f"unknown cue code(s) {unknown}; the codes are {list(CUE_CODES)}")
+    if len(set(cues)) != len(cues):
+        raise bad("cues", f"a cue listed twice: {cues}")
+    try:
+        depth_min, depth_max = parse_depth_scale(_clean(row.get("depth_scale")))
+    except (SchemaError, TypeError, ValueError) as exc:
+        raise bad("depth_scale", str(exc)) from None
+    if depth_min is not None and not (math.isfinite(depth_min) and math.isfinite(depth_max)
+                                      and 0 <= depth_min < depth_max):
+        raise bad("depth_scale", f"min {depth_min} and max {depth_max} must be finite with 0 <= min < max")
+    strength = _number(row.get("cue_strength"), "cue_strength", bad)
+    if strength is not None and strength < 0:
+        raise bad("cue_strength", f"{strength} is negative")
     family = family_of(subset_name, columns)
-    num_distractors = _clean(row.get("num_distractors"))
+    num_distractors = _number(row.get("num_distractors"), "num_distractors", bad)
     if num_distractors is None and family == "synthetic":
         num_distractors = SYNTHETIC_NUM_DISTRACTORS
+    if num_distractors is not None and (num_distractors < 1 or num_distractors != int(num_distractors)):
+        raise bad("num_distractors", f"{num_distractors} is not a positive whole number")
     obj_id = _opt_str(row.get("obj_id"))
     if obj_id is None:
         obj_id = _opt_str(row.get("target_type"))
@@ -304,7 +326,7 @@ def normalise_image_row(subset_name: str, row: Mapping[str, Any], columns: tuple
         "cues": cues,
         "cue_key": "+".join(cues) if cues else "none",
         "num_cues": len(cues),
-        "cue_strength": _opt_float(row.get("cue_strength")),
+        "cue_strength": strength,
         "env_cat": _opt_str(row.get("env_cat")),
         "env_id": _opt_str(row.get("env_id")),
         "obj_cat": _opt_str(row.get("obj_cat")) or ("real" if subset_name == "real-mcue" else None),
@@ -315,6 +337,20 @@ def normalise_image_row(subset_name: str, row: Mapping[str, Any], columns: tuple
         "crop_side": tag[0] if tag else None,
         "crop_depth": tag[1] if tag else None,
     }
+
+
+def _number(value: Any, field: str, bad) -> float | None:
+    """A numeric cell: None when empty (null / NaN / ""), else a finite float or an error."""
+    value = _clean(value)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise bad(field, f"{value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise bad(field, f"{value!r} is not a finite number")
+    return number
 
 
 def ground_truth_position(odd_position: str, crop_side: str | None, crop_depth: str | None,

@@ -40,20 +40,18 @@ import math
 import os
 import random
 import re
-import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import datasets
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from loguru import logger as log
 from PIL import Image
 
 from spatial_tasks.common import prompts as templates
+from spatial_tasks.common.origin import calling_task, origin_of
 from spatial_tasks.o3d import load, metrics, schema
 from spatial_tasks.o3d.parse import is_correct, parse_answer
 from spatial_tasks.o3d.prompts import correct_letter, cot_answer, parse_prompt, stable_seed, with_answer_instruction
@@ -317,31 +315,21 @@ def infer_source(dataset: datasets.Dataset) -> tuple[str, dict, str]:
 
 
 def _source_from_calling_task(dataset: datasets.Dataset) -> tuple[str, dict, str] | None:
-    frame = sys._getframe(1)
-    for _ in range(40):
-        frame = frame.f_back
-        if frame is None:
+    task = calling_task(dataset)
+    if task is None:
+        return None
+    kwargs, path = task["kwargs"], task["path"]
+    subset_kwargs = {k: kwargs[k] for k in _PASSED_TO_SUBSETS if k in kwargs}
+    if kwargs.get("load_from_disk"):
+        return None  # a saved visual_questions split says nothing about the subsets
+    if path in _LOCAL_BUILDERS:
+        root = _root_of_data_files(kwargs.get("data_files"))
+        if root is None:
             return None
-        task = frame.f_locals.get("self")
-        if task is None or not hasattr(task, "DATASET_PATH") or not hasattr(task, "config"):
-            continue
-        loaded = getattr(task, "dataset", None)
-        if not isinstance(loaded, Mapping) or not any(split is dataset for split in loaded.values()):
-            continue
-        kwargs = dict(getattr(task.config, "dataset_kwargs", None) or {})
-        path = str(task.DATASET_PATH)
-        subset_kwargs = {k: kwargs[k] for k in _PASSED_TO_SUBSETS if k in kwargs}
-        if kwargs.get("load_from_disk"):
-            return None  # a saved visual_questions split says nothing about the subsets
-        if path in _LOCAL_BUILDERS:
-            root = _root_of_data_files(kwargs.get("data_files"))
-            if root is None:
-                return None
-            return root, subset_kwargs, f"the dataset root of the task's data_files ({path})"
-        if os.path.isdir(path):
-            return os.path.abspath(path), subset_kwargs, "the task's dataset_path (local folder)"
-        return path, subset_kwargs, "the task's dataset_path (Hub id)"
-    return None
+        return root, subset_kwargs, f"the dataset root of the task's data_files ({path})"
+    if os.path.isdir(path):
+        return os.path.abspath(path), subset_kwargs, "the task's dataset_path (local folder)"
+    return path, subset_kwargs, "the task's dataset_path (Hub id)"
 
 
 def _data_file_paths(data_files: Any) -> list[str]:
@@ -397,18 +385,15 @@ def build_task_docs(questions: datasets.Dataset, *, subsets: Sequence[str], mark
         source, inferred_kwargs, how = infer_source(questions)
         load_kwargs = {**inferred_kwargs, **dict(load_kwargs or {})}
         log.info(f"O3-D image subsets from {source!r} ({how})")
-    if clarity is not None:
-        questions = _select_clarity(questions, clarity)
-    docs = load.process_docs(questions, source=source, subsets=subsets, marked=marked, load_kwargs=load_kwargs)
+    origin = origin_of(questions, "visual_questions")
+    docs = load.process_docs(questions, source=source, subsets=subsets, marked=marked, clarity=clarity,
+                             load_kwargs=load_kwargs, origin=origin)
+    if len(docs) == 0:
+        kind = "marked" if marked else "unmarked"
+        level = "" if clarity is None else f" at clarity {clarity:g}"
+        raise schema.SchemaError(f"{origin.where}: no {kind} questions{level} about the subsets {list(subsets)}; "
+                                 "this task has nothing to evaluate on this data")
     return _fill_missing_strengths(docs)
-
-
-def _select_clarity(questions: datasets.Dataset, clarity: float) -> datasets.Dataset:
-    if "ques_clarity" not in questions.column_names:
-        raise schema.SchemaError(f"visual_questions lacks column 'ques_clarity' (has: {questions.column_names})")
-    column = questions.select_columns(["ques_clarity"]).with_format("arrow")[:]["ques_clarity"]
-    keep = pc.fill_null(pc.equal(pc.cast(column, pa.float64()), clarity), False).to_numpy(zero_copy_only=False)
-    return questions.select(np.flatnonzero(keep))
 
 
 def _fill_missing_strengths(docs: datasets.Dataset) -> datasets.Dataset:

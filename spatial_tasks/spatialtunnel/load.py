@@ -1,25 +1,49 @@
 """Map every SpatialTunnel source onto the canonical per-question doc (schema.DOC_FIELDS).
 
-Sources:
-* our generator's datasets (one row per image, questions nested; schema.IMAGE_FEATURES);
-* the official ``cubec/spatialtunnel`` TSV configs (phase_variation, size_variation): base64
-  images, exact columns not published. We accept per-question rows (question + answer) or
-  per-image rows (obj1 + obj2 names, then the paper's four questions are generated), and derive
-  geometry from whatever columns exist: pixel centres, else angles (+ depths) through the
-  analytic camera of geometry.py. Missing essentials raise an error listing the columns.
+This is where SpatialTunnel data enters; everything is checked here, once:
+
+* the format is decided explicitly (``detect_format``): our generator's datasets have a datasets
+  ``Image`` column and generator-only columns (``questions``, ``pixel1``, ``theta1_index`` ...);
+  the official ``cubec/spatialtunnel`` TSV configs have base64 text images. A dataset that looks
+  like ours but lacks a column is an error listing what is missing -- it never falls through to
+  the TSV adapter;
+* columns and their types, then every value the metrics rely on (ids unique, answers Yes/No and
+  consistent with the template, template ids 1-4, pixel positions finite and inside the image,
+  image sides > 0, the farther object farther);
+* every image (``images.check_image``: truncated or undecodable images, decompression bombs).
+
+Errors are ``SourceError`` (a ValueError), one line naming the file, row and field.
+
+Official TSV: the exact columns are not published. We accept per-question rows (question +
+answer) or per-image rows (obj1 + obj2 names; the paper's four questions are generated), and
+derive geometry from whatever columns exist: pixel centres, else angles (+ depths) through the
+analytic camera of geometry.py.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import datasets
 
 from spatial_tasks.common import images
+from spatial_tasks.common.origin import Origin, in_memory
+from spatial_tasks.common.validate import DataError, columns, is_finite_number, require_columns
 from spatial_tasks.spatialtunnel import geometry
-from spatial_tasks.spatialtunnel.questions import TEMPLATE_BY_ID, questions_for, resolve_template
-from spatial_tasks.spatialtunnel.schema import DOC_FIELDS
+from spatial_tasks.spatialtunnel.questions import TEMPLATE_BY_ID, questions_for, render_question, resolve_template
+from spatial_tasks.spatialtunnel.schema import DOC_FIELDS, IMAGE_FEATURES, VARIANTS
+
+GENERATED = "spatial-tasks generator"
+OFFICIAL = "official TSV"
+# Columns only our generator writes (none is an alias of the official TSV's): any marks a dataset as ours.
+GENERATOR_ONLY = frozenset({"questions", "pixel1", "pixel2", "size1_nominal", "size2_nominal", "radius1_px",
+                            "radius2_px", "sun_rotation", "roughness1", "roughness2", "position1", "position2"})
+GENERATED_KINDS = {name: ("image" if name == "image" else
+                          "list" if name in ("questions", "position1", "position2", "pixel1", "pixel2") else
+                          "string" if str(getattr(f, "dtype", "")) == "string" else
+                          "int" if str(getattr(f, "dtype", "")).startswith("int") else "float")
+                   for name, f in IMAGE_FEATURES.items()}
 
 # Official-TSV column aliases (lower-cased); the first present wins.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -44,23 +68,61 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "width": ("width", "image_width"),
     "height": ("height", "image_height"),
 }
+NUMERIC_FIELDS = ("theta1", "theta2", "theta1_index", "theta2_index", "depth1", "depth2", "size1", "size2",
+                  "x1", "y1", "x2", "y2", "width", "height")
 NOMINAL_RESOLUTION = 512  # relations are scale-free; used only when a source gives no image size
 
 
-class SourceError(ValueError):
-    """A dataset that cannot be mapped onto the canonical schema; the message says why."""
+class SourceError(DataError):
+    """A dataset that cannot be mapped onto the canonical schema; the message says where and why."""
 
 
-def to_docs(dataset: datasets.Dataset, label: str = "spatialtunnel", variant: str | None = None) -> datasets.Dataset:
-    """Canonical per-question docs (no image column) for any supported source."""
-    columns = set(dataset.column_names)
-    if {"questions", "image_id", "image"} <= columns:
-        docs = list(_docs_from_generated(dataset, label))
+def to_docs(dataset: datasets.Dataset, origin: Origin | None = None, variant: str | None = None, *,
+            label: str | None = None, check_images: bool = True) -> datasets.Dataset:
+    """Canonical per-question docs (no image column) for any supported source, checked.
+
+    ``origin`` says where the rows came from (``common.origin.origin_of``); without it errors name
+    ``label`` and the split's rows.
+    """
+    origin = origin or in_memory(label or "spatialtunnel")
+    if len(dataset) == 0:
+        raise SourceError(f"{origin.where}: the dataset has no rows")
+    fmt = detect_format(dataset, origin)
+    if fmt == GENERATED:
+        docs = list(_docs_from_generated(dataset, origin, check_images))
     else:
-        docs = list(_docs_from_official(dataset, label, variant))
-    if not docs:
-        raise SourceError(f"{label}: the dataset has no rows")
+        docs = list(_docs_from_official(dataset, origin, variant, check_images))
     return datasets.Dataset.from_list(docs)
+
+
+def detect_format(dataset: datasets.Dataset, origin: Origin) -> str:
+    """GENERATED or OFFICIAL, decided by the columns; anything else is an error saying why."""
+    features = dataset.features
+    ours = sorted(GENERATOR_ONLY & set(features))
+    image_feature = features.get("image")
+    if ours or isinstance(image_feature, datasets.Image):
+        missing = [name for name in IMAGE_FEATURES if name not in features]
+        if missing:
+            why = f"columns {ours}" if ours else "an Image column 'image'"
+            raise SourceError(f"{origin.where}: looks like a spatial-tasks generated SpatialTunnel dataset ({why}) "
+                              f"but lacks column(s) {missing}; found columns {sorted(features)}")
+        require_columns(dataset, GENERATED_KINDS, origin, "a generated SpatialTunnel dataset", SourceError)
+        return GENERATED
+    cols = _resolve_columns(features)
+    per_question = {"question", "answer"} <= cols.keys()
+    per_image = {"obj1", "obj2"} <= cols.keys()
+    if "image" in cols and (per_question or per_image):
+        kind = getattr(features[cols["image"]], "dtype", None)
+        if kind not in ("string", "large_string"):
+            raise SourceError(f"{origin.where}: column {cols['image']!r} holds {kind or type(features[cols['image']]).__name__} "
+                              "values; the official TSV stores each image as base64 text")
+        return OFFICIAL
+    missing = sorted(({"image"} - cols.keys()) | ({"question", "answer"} - cols.keys()))
+    raise SourceError(
+        f"{origin.where}: not a SpatialTunnel dataset in a known format: neither our generator's columns "
+        f"({', '.join(sorted(IMAGE_FEATURES)[:6])}, ...) nor the official TSV's (missing column(s) {missing}, "
+        f"or obj1 + obj2 instead of question + answer); found columns {sorted(features)}"
+    )
 
 
 def _base(image_source: str, row: int) -> dict:
@@ -85,104 +147,235 @@ def _finish(doc: dict, template_id: int) -> dict:
     return doc
 
 
-def _docs_from_generated(dataset: datasets.Dataset, label: str) -> Iterable[dict]:
-    key = images.register(images.ImageTable(dataset, "image", label, images.decode_pil))
-    meta = dataset.remove_columns(["image"])  # iterate without decoding images
-    for row, rec in enumerate(meta):
-        for q in _transpose(rec["questions"]):
+# ------------------------------------------------------------------------------------------
+# Our generator's datasets
+
+
+_COPIED = ("image_id", "variant", "grid", "theta1_index", "theta2_index", "theta1", "theta2", "depth1", "depth2",
+           "size1", "size2", "size1_nominal", "obj1", "obj2", "radius1_px", "radius2_px", "width", "height")
+
+
+def _docs_from_generated(dataset: datasets.Dataset, origin: Origin, check: bool) -> Iterable[dict]:
+    table = images.ImageTable(dataset, "image", origin)
+    meta = columns(dataset, [c for c in IMAGE_FEATURES if c != "image"])
+    for row in range(len(dataset)):
+        _check_generated_row(meta, row, origin)
+    _check_unique(meta["image_id"], origin, "image_id")
+    if check:
+        table.check(description="SpatialTunnel: checking images")
+    key = images.register(table)
+    for row in range(len(dataset)):
+        for k, q in enumerate(meta["questions"][row]):
             doc = _base(key, row)
-            for field in ("image_id", "variant", "grid", "theta1_index", "theta2_index", "theta1", "theta2",
-                          "depth1", "depth2", "size1", "size2", "size1_nominal", "obj1", "obj2",
-                          "radius1_px", "radius2_px", "width", "height"):
-                doc[field] = rec[field]
-            doc["x1"], doc["y1"] = rec["pixel1"]
-            doc["x2"], doc["y2"] = rec["pixel2"]
-            doc.update(question=q["question"], answer=q["answer"], source="spatial-tasks generator")
+            for field in _COPIED:
+                doc[field] = meta[field][row]
+            doc["x1"], doc["y1"] = meta["pixel1"][row]
+            doc["x2"], doc["y2"] = meta["pixel2"][row]
+            doc.update(question=q["question"], answer=q["answer"], source=GENERATED)
             yield _finish(doc, int(q["template_id"]))
 
 
-def _transpose(questions) -> list[dict]:
-    """datasets returns a Sequence of structs as a dict of lists; accept both shapes."""
-    if isinstance(questions, dict):
-        keys = list(questions)
-        return [dict(zip(keys, values)) for values in zip(*(questions[k] for k in keys))]
-    return list(questions)
+def _check_generated_row(meta: Mapping[str, list], row: int, origin: Origin) -> None:
+    """Every value of one generated row that the docs and metrics rely on."""
+    def bad(field: str, problem: str) -> SourceError:
+        return SourceError(f"{origin.locate(row)}, field {field!r}: {problem}")
+
+    value = {name: values[row] for name, values in meta.items()}
+    if not isinstance(value["image_id"], str) or not value["image_id"].strip():
+        raise bad("image_id", f"empty image id {value['image_id']!r}")
+    if value["variant"] not in VARIANTS:
+        raise bad("variant", f"{value['variant']!r} is not one of {list(VARIANTS)}")
+    for field in ("width", "height"):
+        if not isinstance(value[field], int) or value[field] <= 0:
+            raise bad(field, f"image {field} must be a positive number of pixels, got {value[field]!r}")
+    grid = value["grid"]
+    if not isinstance(grid, int) or grid < 2:
+        raise bad("grid", f"must be an integer >= 2, got {grid!r}")
+    for field in ("theta1_index", "theta2_index"):
+        if not isinstance(value[field], int) or not 0 <= value[field] < grid:
+            raise bad(field, f"{value[field]!r} is not an angular position 0..{grid - 1}")
+    for field in ("theta1", "theta2", "size1_nominal", "size2_nominal", "radius1_px", "radius2_px"):
+        if not is_finite_number(value[field]):
+            raise bad(field, f"must be a finite number, got {value[field]!r}")
+    for field in ("depth1", "depth2", "size1", "size2"):
+        if not is_finite_number(value[field]) or value[field] <= 0:
+            raise bad(field, f"must be a positive finite number, got {value[field]!r}")
+    if value["depth1"] <= value["depth2"]:
+        raise bad("depth1", f"obj1 must be the farther object (depth1 {value['depth1']} <= depth2 {value['depth2']})")
+    for slot in ("1", "2"):
+        _check_pixel(value[f"pixel{slot}"], value["width"], value["height"], f"pixel{slot}", bad)
+    for field in ("obj1", "obj2"):
+        if not isinstance(value[field], str) or not value[field].strip():
+            raise bad(field, f"empty object name {value[field]!r}")
+    if value["obj1"] == value["obj2"]:
+        raise bad("obj2", f"both objects are called {value['obj1']!r}: the questions cannot tell them apart")
+    _check_questions(value["questions"], value["obj1"], value["obj2"], bad)
 
 
-def _resolve_columns(columns: Iterable[str]) -> dict[str, str]:
-    lower = {c.lower(): c for c in columns}
+def _check_pixel(pixel, width: int, height: int, field: str, bad) -> None:
+    if not isinstance(pixel, (list, tuple)) or len(pixel) != 2 or not all(is_finite_number(v) for v in pixel):
+        raise bad(field, f"must be two finite numbers (column, row), got {pixel!r}")
+    x, y = pixel
+    if not (0 <= x <= width and 0 <= y <= height):
+        raise bad(field, f"({x}, {y}) is outside the {width} x {height} image")
+
+
+def _check_questions(questions, obj1: str, obj2: str, bad) -> None:
+    if not isinstance(questions, list) or not questions:
+        raise bad("questions", "no questions for this image")
+    seen = set()
+    for k, q in enumerate(questions):
+        where = f"questions[{k}]"
+        if not isinstance(q, dict):
+            raise bad(where, f"not a question record: {q!r}")
+        template_id = q.get("template_id")
+        if template_id not in TEMPLATE_BY_ID:
+            raise bad(f"{where}.template_id", f"unknown template id {template_id!r} (the paper's are 1-4)")
+        if template_id in seen:
+            raise bad(f"{where}.template_id", f"template {template_id} appears twice for this image")
+        seen.add(template_id)
+        answer = q.get("answer")
+        if answer not in ("Yes", "No"):
+            raise bad(f"{where}.answer", f"{answer!r} is not Yes or No")
+        expected = TEMPLATE_BY_ID[template_id].answer
+        if answer != expected:
+            raise bad(f"{where}.answer", f"template {template_id} asks a question whose answer is {expected} "
+                                         f"(obj1 is the farther object), not {answer}")
+        text = render_question(template_id, obj1, obj2)
+        if q.get("question") != text:
+            raise bad(f"{where}.question", f"{q.get('question')!r} is not template {template_id} for these "
+                                           f"objects ({text!r})")
+
+
+def _check_unique(values: list, origin: Origin, field: str) -> None:
+    seen: dict[object, int] = {}
+    for row, value in enumerate(values):
+        if value in seen:
+            raise SourceError(f"{origin.locate(row)}, field {field!r}: duplicate {field} {value!r} "
+                              f"(also at {origin.locate(seen[value])})")
+        seen[value] = row
+
+
+# ------------------------------------------------------------------------------------------
+# The official TSV configs
+
+
+def _resolve_columns(names: Iterable[str]) -> dict[str, str]:
+    lower = {c.lower(): c for c in names}
     found = {}
-    for field, names in ALIASES.items():
-        for name in names:
+    for field, aliases in ALIASES.items():
+        for name in aliases:
             if name in lower:
                 found[field] = lower[name]
                 break
     return found
 
 
-def _docs_from_official(dataset: datasets.Dataset, label: str, variant: str | None) -> Iterable[dict]:
+def _docs_from_official(dataset: datasets.Dataset, origin: Origin, variant: str | None,
+                        check: bool) -> Iterable[dict]:
     cols = _resolve_columns(dataset.column_names)
     per_question = {"question", "answer"} <= cols.keys()
-    per_image = {"obj1", "obj2"} <= cols.keys()
-    if "image" not in cols or not (per_question or per_image):
-        missing = sorted(({"image"} - cols.keys()) | ({"question", "answer"} - cols.keys()))
-        raise SourceError(
-            f"{label}: cannot map onto the SpatialTunnel schema: missing column(s) {missing} "
-            f"(or obj1 + obj2 instead of question + answer); found columns {sorted(dataset.column_names)}"
-        )
-    variant = variant or ("size" if "size" in label else "phase")
-    key = images.register(images.ImageTable(dataset, cols["image"], label, images.decode_base64))
-    meta = dataset.remove_columns([cols["image"]])
-    for row, rec in enumerate(meta):
-        get = {field: rec[col] for field, col in cols.items() if field != "image"}
-        image_id = str(get.get("image_id", row))
-        if per_question:
-            answer = _yes_no(get["answer"])
-            resolved = resolve_template(str(get["question"]), answer) if answer else None
-            if resolved is None:
-                raise SourceError(
-                    f"{label}: row {row}: question {get['question']!r} / answer {get['answer']!r} is not in "
-                    "the paper's four-template wording"
-                )
-            template_id, obj1, obj2 = resolved
-            items = [(template_id, str(get["question"]), answer)]
-        else:
-            obj1, obj2 = str(get["obj1"]), str(get["obj2"])
-            items = [(q["template_id"], q["question"], q["answer"]) for q in questions_for(obj1, obj2)]
-        geo = _official_geometry(get, variant)
-        for template_id, question, answer in items:
+    variant = variant or ("size" if "size" in origin.label else "phase")
+    table = images.ImageTable(dataset, cols["image"], origin, encoding="base64")
+    meta = columns(dataset, [c for f, c in cols.items() if f != "image"])
+    rows = []
+    for row in range(len(dataset)):
+        get = {field: meta[col][row] for field, col in cols.items() if field != "image"}
+        rows.append(_official_row(get, row, origin, per_question, variant))
+    keys = [(r["image_id"], t[0]) for r in rows for t in r["items"]]
+    if len(set(keys)) != len(keys):
+        seen: dict = {}
+        for row, r in enumerate(rows):
+            for t in r["items"]:
+                if (r["image_id"], t[0]) in seen:
+                    raise SourceError(f"{origin.locate(row)}: question {t[0]} of image {r['image_id']!r} appears twice "
+                                      f"(also at {origin.locate(seen[(r['image_id'], t[0])])})")
+                seen[(r["image_id"], t[0])] = row
+    if check:
+        table.check(description="SpatialTunnel: checking images")
+    key = images.register(table)
+    for row, r in enumerate(rows):
+        for template_id, question, answer in r["items"]:
             doc = _base(key, row)
-            doc.update(geo)
-            doc.update(image_id=image_id, variant=variant, obj1=obj1, obj2=obj2, question=question,
-                       answer=answer, source=f"official TSV ({label})")
+            doc.update(r["geometry"])
+            doc.update(image_id=r["image_id"], variant=variant, obj1=r["obj1"], obj2=r["obj2"], question=question,
+                       answer=answer, source=f"{OFFICIAL} ({origin.label})")
             yield _finish(doc, template_id)
 
 
+def _official_row(get: dict, row: int, origin: Origin, per_question: bool, variant: str) -> dict:
+    def bad(field: str, problem: str) -> SourceError:
+        return SourceError(f"{origin.locate(row)}, field {field!r}: {problem}")
+
+    image_id = get.get("image_id", row)
+    image_id = str(row if image_id is None else image_id)
+    if per_question:
+        answer = _yes_no(get["answer"])
+        if answer is None:
+            raise bad("answer", f"{get['answer']!r} is not Yes or No")
+        question = get["question"]
+        resolved = resolve_template(question, answer) if isinstance(question, str) else None
+        if resolved is None:
+            raise bad("question", f"{question!r} (answer {answer}) is not in the paper's four-template wording")
+        template_id, obj1, obj2 = resolved
+        items = [(template_id, question.strip(), answer)]
+    else:
+        obj1, obj2 = get["obj1"], get["obj2"]
+        for field, name in (("obj1", obj1), ("obj2", obj2)):
+            if not isinstance(name, str) or not name.strip():
+                raise bad(field, f"empty object name {name!r}")
+        items = [(q["template_id"], q["question"], q["answer"]) for q in questions_for(obj1, obj2)]
+    return {"image_id": image_id, "obj1": obj1, "obj2": obj2, "items": items,
+            "geometry": _official_geometry(get, variant, bad)}
+
+
 def _yes_no(value: object) -> str | None:
-    text = str(value).strip().lower()
-    return {"yes": "Yes", "no": "No"}.get(text)
-
-
-def _num(value: object) -> float | None:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
+    if not isinstance(value, str):
         return None
-    return None if math.isnan(out) else out
+    return {"yes": "Yes", "no": "No"}.get(value.strip().lower())
 
 
-def _official_geometry(get: dict, variant: str) -> dict:
+def _number(get: dict, field: str, bad) -> float | None:
+    """A numeric cell: None when the column is absent; an error when the column is there but the
+    cell is empty (a NaN in a TSV reads as empty) or not a finite number."""
+    if field not in get:
+        return None
+    value = get[field]
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise bad(field, "empty value (blank or NaN) in a column the geometry is read from")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise bad(field, f"{value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise bad(field, f"{value!r} is not a finite number")
+    return number
+
+
+def _official_geometry(get: dict, variant: str, bad) -> dict:
     """Geometry fields derivable from an official row: pixel centres if given, else from angles."""
-    geo = {f: _num(get.get(f)) for f in ("theta1", "theta2", "depth1", "depth2", "size1", "size2",
-                                          "x1", "y1", "x2", "y2", "width", "height")}
-    geo["radius1_px"] = geo["radius2_px"] = None
+    geo = {f: _number(get, f, bad) for f in NUMERIC_FIELDS}
+    for field in ("width", "height"):
+        if geo[field] is not None and (geo[field] <= 0 or geo[field] != int(geo[field])):
+            raise bad(field, f"image {field} must be a positive number of pixels, got {get[field]!r}")
     grid = geometry.DEFAULT_GRID
     for i in ("1", "2"):
-        index = _num(get.get(f"theta{i}_index"))
+        index = geo.pop(f"theta{i}_index")
+        if index is not None and not (index == int(index) and 0 <= index < grid):
+            raise bad(f"theta{i}_index", f"{index!r} is not an angular position 0..{grid - 1}")
         if geo[f"theta{i}"] is None and index is not None:
             geo[f"theta{i}"] = geometry.theta_degrees(int(index), grid)
-        if geo[f"theta{i}"] is not None:
-            geo[f"theta{i}_index"] = int(round(geo[f"theta{i}"] / (360.0 / grid))) % grid
+        geo[f"theta{i}_index"] = (None if geo[f"theta{i}"] is None
+                                  else int(round(geo[f"theta{i}"] / (360.0 / grid))) % grid)
+    for i in ("1", "2"):
+        x, y = geo[f"x{i}"], geo[f"y{i}"]
+        if (x is None) != (y is None):
+            raise bad(f"x{i}" if x is None else f"y{i}", "a pixel position needs both x and y")
+        width, height = geo["width"], geo["height"]
+        if x is not None and (x < 0 or y < 0 or (width and x > width) or (height and y > height)):
+            raise bad(f"x{i}", f"({x}, {y}) is outside the image"
+                      + (f" of {int(width)} x {int(height)} px" if width and height else ""))
+    geo["radius1_px"] = geo["radius2_px"] = None
     geo["grid"] = grid
     geo["size1_nominal"] = geo["size1"] if variant == "size" else None
     if geo["y1"] is None and geo["theta1"] is not None and geo["theta2"] is not None:

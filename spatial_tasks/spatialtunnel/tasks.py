@@ -14,6 +14,7 @@ import datasets
 from PIL import Image
 
 from spatial_tasks.common import images, prompts
+from spatial_tasks.common.origin import origin_of
 from spatial_tasks.common.yesno import UNPARSEABLE, decode_payload, parse_yes_no
 from spatial_tasks.spatialtunnel import load, metrics
 
@@ -27,12 +28,8 @@ class LogitsMissingError(RuntimeError):
 
 
 def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
-    return load.to_docs(dataset, label=_label(dataset))
-
-
-def _label(dataset: datasets.Dataset) -> str:
-    info = dataset.info
-    return " ".join(x for x in (info.dataset_name, info.config_name) if x) or "spatialtunnel"
+    """lmms-eval ``process_docs``: the loaded split, checked and mapped onto canonical docs."""
+    return load.to_docs(dataset, origin_of(dataset, "spatialtunnel"))
 
 
 def doc_to_visual(doc: dict) -> list[Image.Image]:

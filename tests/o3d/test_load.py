@@ -333,31 +333,7 @@ def test_unregistered_memory_source_is_a_clear_error(o3d_docs):
         load.image_for(doc)
 
 
-# ---- errors that name what is wrong -----------------------------------------------------------
-
-
-def test_missing_question_column(o3d_memory):
-    questions, subsets = o3d_memory
-    with pytest.raises(SchemaError, match=r"visual_questions lacks column\(s\) \['ques_clarity'\]"):
-        load.build_docs(questions.remove_columns("ques_clarity"), subsets)
-
-
-def test_unknown_subset_names_row_and_subset(o3d_memory):
-    questions, subsets = o3d_memory
-    del subsets["kb-2cue"]
-    first = questions["subset_name"].index("kb-2cue")
-    with pytest.raises(KeyError, match=rf"visual_questions row {first} refers to subset 'kb-2cue'"):
-        load.build_docs(questions, subsets)
-
-
-def test_unknown_image_names_row_image_and_subset(o3d_memory):
-    questions, subsets = o3d_memory
-    subsets["real-mcue"] = subsets["real-mcue"].select(range(1, len(subsets["real-mcue"])))
-    missing = _first(questions, subset_name="real-mcue")["image_name"]
-    row = questions["image_name"].index(missing)
-    with pytest.raises(SchemaError, match=rf"visual_questions row {row}: image_name '{missing}' not found "
-                                          r"in subset 'real-mcue'"):
-        load.build_docs(questions, subsets)
+# ---- what each task needs (bad inputs: tests/hardening/test_o3d_data.py) -----------------------
 
 
 def test_missing_mask_column_for_markers(o3d_memory):
@@ -367,39 +343,6 @@ def test_missing_mask_column_for_markers(o3d_memory):
         load.build_docs(questions, subsets)
     docs = load.build_docs(questions, subsets, marked=False)  # unmarked questions need no masks
     assert "kb-1cue" in set(docs["subset_name"])
-
-
-def test_missing_ground_truth_column(o3d_memory):
-    questions, subsets = o3d_memory
-    subsets["real-012cue"] = subsets["real-012cue"].remove_columns("odd_position")
-    with pytest.raises(SchemaError, match=r"subset 'real-012cue'.*lacks column 'odd_position'"):
-        load.build_docs(questions, subsets)
-
-
-def test_bad_metadata_value_names_subset_and_image(o3d_memory):
-    questions, subsets = o3d_memory
-    name0 = subsets["kb-0cue"][0]["image_name"]
-    subsets["kb-0cue"] = subsets["kb-0cue"].map(
-        lambda r, i: {"odd_position": "sideways" if i == 0 else r["odd_position"]}, with_indices=True)
-    with pytest.raises(SchemaError, match=rf"subset 'kb-0cue', image_name '{name0}': odd_position 'sideways'"):
-        load.build_docs(questions, subsets)
-
-
-def test_stale_row_is_detected(o3d_docs):
-    doc = dict(_first(o3d_docs, subset_name="kb-1cue", is_marked=False))
-    doc["subset_row"] += 1
-    with pytest.raises(SchemaError, match=r"subset 'kb-1cue' row \d+ holds image_name"):
-        load.image_for(doc)
-
-
-def test_undecodable_image_names_subset_row_and_column(o3d_memory):
-    questions, subsets = o3d_memory
-    raw = subsets["kb-no-lp"].cast_column("image", datasets.Image(decode=False))
-    broken = raw.map(lambda r: {"image": {"bytes": b"not an image", "path": None}}).cast_column("image", datasets.Image())
-    subsets["kb-no-lp"] = broken
-    docs = load.build_docs(questions, subsets, subset_names=["kb-no-lp"], marked=False)
-    with pytest.raises(SchemaError, match=r"subset 'kb-no-lp' row 0 \(image_name '.+'\): column 'image' does not decode"):
-        load.image_for(_first(docs, subset_row=0))
 
 
 def test_cropped_subset_without_odd_position_uses_the_tag(o3d_memory, o3d_docs):
@@ -417,9 +360,6 @@ def test_is_marked_stored_as_text(o3d_memory):
     assert set(as_text["is_marked"]) == {"true", "false"}
     docs = load.build_docs(as_text, subsets, marked=True)
     assert len(docs) == sum(questions["is_marked"]) and all(docs["is_marked"])
-    bad = as_text.map(lambda r, i: {"is_marked": "maybe" if i == 3 else r["is_marked"]}, with_indices=True)
-    with pytest.raises(SchemaError, match=r"visual_questions row 3: is_marked 'maybe'"):
-        load.build_docs(bad, subsets)
 
 
 def test_filters_that_keep_nothing_give_an_empty_docs_dataset(o3d_memory):
@@ -434,10 +374,3 @@ def test_image_and_question_fields_partition_the_schema():
     assert tuple(schema.normalise_image_row("kb-1cue", row, ("image_name",))) == schema.IMAGE_FIELDS
     assert (set(schema.IMAGE_FIELDS) | set(schema.QUESTION_FIELDS)
             | {"source", "subset_name", "image_name", "question"}) == set(schema.DOC_FIELDS)
-
-
-def test_empty_question_text_names_the_row(o3d_memory):
-    questions, subsets = o3d_memory
-    bad = questions.map(lambda r, i: {"question": "" if i == 5 else r["question"]}, with_indices=True)
-    with pytest.raises(SchemaError, match=r"visual_questions row 5 .* has no question text"):
-        load.build_docs(bad, subsets)

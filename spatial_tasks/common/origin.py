@@ -1,0 +1,159 @@
+"""Where a loaded split came from, so that errors name the file and row a user can open.
+
+lmms-eval hands ``process_docs`` a bare ``datasets.Dataset``: the path it was loaded from is not
+on it (``info`` keeps only snake-cased names, ``cache_files`` point into the datasets cache). The
+lmms-eval task that is calling ``process_docs`` does know (``DATASET_PATH``, ``DATASET_NAME``,
+``config.dataset_kwargs``), so ``origin_of`` finds that task on the call stack -- checking that it
+holds this very dataset -- and asks ``datasets`` which data files it read, in order
+(``load_dataset_builder(...).config.data_files``). Row counts come from the parquet footers, so
+"row 1234 of the split" becomes "FILE, row 17" (0-based, as pandas and pyarrow count).
+
+Where the files cannot be known (a Hub id, an in-memory dataset, a split of several non-parquet
+files) the row is the split's row and the label says which split. Nothing here reads images.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import datasets
+
+LOCAL_BUILDERS = frozenset({"parquet", "arrow", "json", "csv", "text"})
+_BUILDER_KWARGS = ("data_files", "data_dir")  # what decides which files a builder reads
+
+
+@dataclass(frozen=True)
+class Origin:
+    """A loaded split: its label, its data files (in load order, with row counts) and the local
+    folder it lives in (``root``; None for a Hub id or an in-memory dataset)."""
+
+    label: str
+    files: tuple[tuple[str, int], ...] = ()
+    root: Path | None = None
+    path: str | None = None  # dataset_path as given to datasets.load_dataset
+    name: str | None = None  # config
+    split: str | None = None
+    load_kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def locate(self, row: int) -> str:
+        """Where row ``row`` of the split is: "FILE, row K" (K counted within that file, 0-based;
+        text files add the line number), else "LABEL, row K"."""
+        start = 0
+        for path, count in self.files:
+            if row < start + count:
+                local = row - start
+                line = f" (line {local + 2})" if path.endswith((".csv", ".tsv")) else ""
+                line = f" (line {local + 1})" if path.endswith(".jsonl") else line
+                return f"{path}, row {local}{line}"
+            start += count
+        return f"{self.label}, row {row}"
+
+    def file_of(self, row: int) -> Path | None:
+        """The data file holding ``row`` (None when the files are not known)."""
+        start = 0
+        for path, count in self.files:
+            if row < start + count:
+                return Path(path)
+            start += count
+        return None
+
+    @property
+    def where(self) -> str:
+        """The file (one file) or the label (several, or unknown) for messages about the whole split."""
+        return self.files[0][0] if len(self.files) == 1 else self.label
+
+
+def in_memory(label: str) -> Origin:
+    return Origin(label=label)
+
+
+def origin_of(dataset: datasets.Dataset, default_label: str | None = None) -> Origin:
+    """The origin of a split that lmms-eval loaded (see the module docstring), or, outside
+    lmms-eval, a label from ``dataset.info`` (``default_label`` if given)."""
+    task = calling_task(dataset)
+    if task is not None:
+        return origin_for(dataset, task["path"], task["name"], task["split"], task["kwargs"])
+    info = dataset.info
+    label = default_label or " ".join(x for x in (info.dataset_name, info.config_name) if x) or "dataset"
+    return Origin(label=label)
+
+
+def calling_task(dataset: datasets.Dataset, depth: int = 40) -> dict | None:
+    """``{path, name, split, kwargs}`` of the lmms-eval task on the call stack that holds
+    ``dataset`` as one of its loaded splits; None outside lmms-eval."""
+    frame = sys._getframe(1)
+    for _ in range(depth):
+        frame = frame.f_back
+        if frame is None:
+            return None
+        task = frame.f_locals.get("self")
+        if task is None or not hasattr(task, "DATASET_PATH") or not hasattr(task, "config"):
+            continue
+        loaded = getattr(task, "dataset", None)
+        if not isinstance(loaded, Mapping):
+            continue
+        split = next((name for name, value in loaded.items() if value is dataset), None)
+        if split is None:
+            continue
+        return {"path": str(task.DATASET_PATH), "name": getattr(task, "DATASET_NAME", None), "split": split,
+                "kwargs": dict(getattr(task.config, "dataset_kwargs", None) or {})}
+    return None
+
+
+def origin_for(dataset: datasets.Dataset | None, path: str, name: str | None, split: str | None,
+               kwargs: Mapping[str, Any] | None = None) -> Origin:
+    """The origin of ``load_dataset(path, name, split=split, **kwargs)`` (``dataset`` is what it
+    returned: its length checks the file row counts)."""
+    kwargs = dict(kwargs or {})
+    label = f"{path}" + (f" [{name}]" if name else "") + (f" split {split}" if split else "")
+    local = os.path.isdir(path) or path in LOCAL_BUILDERS
+    if not local or kwargs.get("load_from_disk"):
+        return Origin(label=label, path=path, name=name, split=split, load_kwargs=kwargs)
+    files = _data_files(path, name, split, kwargs)
+    counted = _row_counts(files, None if dataset is None else len(dataset))
+    root = Path(path).resolve() if os.path.isdir(path) else _common_folder(files)
+    return Origin(label=label, files=counted, root=root, path=path, name=name, split=split, load_kwargs=kwargs)
+
+
+def _data_files(path: str, name: str | None, split: str | None, kwargs: Mapping[str, Any]) -> list[str]:
+    builder_kwargs = {k: kwargs[k] for k in _BUILDER_KWARGS if k in kwargs}
+    try:
+        builder = datasets.load_dataset_builder(path, name, **builder_kwargs)
+        data_files = builder.config.data_files or {}
+    except Exception:  # noqa: BLE001 - locating files is best effort; the load itself already worked
+        return []
+    if split is None:
+        return [str(f) for files in data_files.values() for f in files] if len(data_files) == 1 else []
+    return [str(f) for f in data_files.get(split, [])]
+
+
+def _row_counts(files: Sequence[str], expected: int | None) -> tuple[tuple[str, int], ...]:
+    """(file, rows) for every file, when the counts are known and add up to the split's length."""
+    if not files:
+        return ()
+    if len(files) == 1 and expected is not None:
+        return ((files[0], expected),)
+    counts = []
+    for file in files:
+        if not file.endswith(".parquet"):
+            return ()
+        try:
+            import pyarrow.parquet as pq
+
+            counts.append((file, pq.ParquetFile(file).metadata.num_rows))
+        except Exception:  # noqa: BLE001 - an unreadable footer: fall back to split rows
+            return ()
+    if expected is not None and sum(n for _, n in counts) != expected:
+        return ()
+    return tuple(counts)
+
+
+def _common_folder(files: Sequence[str]) -> Path | None:
+    if not files:
+        return None
+    return Path(os.path.commonpath([str(Path(f).resolve().parent) for f in files]))
