@@ -1,13 +1,27 @@
-"""Our task catalogue, read from the task YAMLs themselves (lmms-eval's own YAML loader)."""
+"""Our task catalogue, read from the task YAMLs themselves (lmms-eval's own YAML loader), and
+``custom-task``: a tiny YAML that runs one of our tasks on other data or prompt parameters.
+
+A custom task is written safely: its name is a plain identifier, every value goes through a YAML
+emitter (nothing is pasted into the text), the file stays inside ``--out``, an existing file is
+replaced only if custom-task wrote it (or with ``force``), and a local ``--data`` is checked to
+exist and to hold the config and split the task will read before anything is written.
+"""
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from spatial_tasks.paths import tasks_dir
+
+TASK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,99}$")
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
+PROMPT_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+HEADER = "# Made by `spatial-tasks custom-task`; safe to edit. Run it with: lmms-eval --include_path <this folder>\n"
 
 
 @dataclass(frozen=True)
@@ -50,49 +64,100 @@ def find_task(name: str) -> TaskEntry:
     raise KeyError(f"no spatial-tasks task named {name!r}; see `spatial-tasks list`")
 
 
-def write_custom_task(base_task: str, data: str, out: Path, name: str | None = None,
-                      config: str | None = None, split: str | None = None) -> Path:
-    """Write ``<out>/<name>.yaml`` that includes ``base_task`` and points it at ``data``.
+def parse_prompt_options(items: list[str]) -> dict[str, str]:
+    """``["key=value", ...]`` from ``--prompt`` -> {key: value} (values are text, may be empty)."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not PROMPT_KEY.match(key.strip()):
+            raise ValueError(f"--prompt {item!r}: expected KEY=VALUE with KEY a plain name (e.g. answer_instruction=Answer:)")
+        out[key.strip()] = value
+    return out
 
-    ``data`` is a Hub dataset id or a local dataset directory (e.g. one written by
-    ``spatial-tasks generate``). Run it with ``lmms-eval --include_path OUT --tasks NAME``.
+
+def write_custom_task(base_task: str, data: str | None, out: Path, name: str | None = None,
+                      config: str | None = None, split: str | None = None, prompt: dict[str, str] | None = None,
+                      force: bool = False) -> Path:
+    """Write ``<out>/<name>.yaml`` that includes ``base_task`` and points it at ``data`` (a Hub id
+    or a local dataset folder, e.g. one written by ``spatial-tasks generate``; None keeps the base
+    task's data) with the prompt parameters ``prompt`` changed. Run it with
+    ``lmms-eval --include_path OUT --tasks NAME``. See the module docstring for the checks.
     """
     entry = find_task(base_task)
     base_cfg = _config(entry.path)
     name = name or f"{base_task}_custom"
-    local = Path(data).expanduser()
-    if local.exists() and not local.is_dir():
-        raise ValueError(f"--data {data}: a local dataset must be a directory")
-    note = ""
-    if entry.path.parent.name == "o3d":
-        note = _o3d_check(local if local.exists() else None, data)
-    dataset_path = str(local.resolve()) if local.exists() else data
+    if not TASK_NAME.match(name):
+        raise ValueError(f"--name {name!r}: a task name is a letter then letters, digits or '_' (at most 100)")
+    if any(e.name == name for e in task_catalog()):
+        raise ValueError(f"--name {name!r} is already one of our tasks; pick another name")
+    spec: dict = {"include": str(entry.path), "task": name}
+    if data is not None:
+        spec.update(_data_spec(entry, base_cfg, data, config, split))
+    elif config is not None or split is not None:
+        raise ValueError("--config and --split need --data (they choose what to read from it)")
+    if prompt:
+        spec["lmms_eval_specific_kwargs"] = _prompt_spec(base_task, base_cfg, prompt)
+    if data is None and not prompt:
+        raise ValueError("nothing to change: pass --data and/or --prompt KEY=VALUE")
+    return _write_yaml(Path(out), name, spec, force)
+
+
+def _data_spec(entry: TaskEntry, base_cfg: dict, data: str, config: str | None, split: str | None) -> dict:
+    local = _local_folder(data)
+    benchmark = entry.path.parent.name
     dataset_name = config or (base_cfg.get("dataset_name") if base_cfg.get("dataset_path") != "parquet"
                               else _config_for_sample(base_cfg))
-    split = _choose_split(split, local if local.exists() else None, dataset_name, base_cfg)
-    spec = {"include": str(entry.path), "task": name, "dataset_path": dataset_path,
-            "test_split": split, "dataset_kwargs": {}}
-    if dataset_name:
-        spec["dataset_name"] = dataset_name
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{name}.yaml"
-    path.write_text(f"# Runs {base_task} on {data}. Made by `spatial-tasks custom-task`.\n" + note
-                    + yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
-    return path
-
-
-def _choose_split(split: str | None, local: Path | None, dataset_name: str | None, base_cfg: dict) -> str:
-    """The split to evaluate: the one asked for, checked against what a local dataset declares;
-    by default the local dataset's own split (our generators write "test" for SpatialTunnel and
-    the official layout's "train" for O3-D), else the base task's split (a Hub id)."""
+    if benchmark == "o3d":
+        dataset_name = config or "visual_questions"
     if local is None:
-        return split or str(base_cfg.get("test_split"))
+        return {"dataset_path": data, "dataset_name": dataset_name, "test_split": split or str(base_cfg["test_split"]),
+                "dataset_kwargs": {}}
+    if benchmark == "o3d":
+        _check_o3d_folder(local, base_cfg)
+    chosen = _choose_split(split, local, dataset_name, base_cfg)
+    return {"dataset_path": str(local), "dataset_name": dataset_name, "test_split": chosen, "dataset_kwargs": {}}
+
+
+def _local_folder(data: str) -> Path | None:
+    """The local dataset folder ``data`` names, None for a Hub id, an error for anything else
+    (a missing folder is never silently taken for a Hub repo)."""
+    path = Path(data).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise ValueError(f"--data {data}: a local dataset must be a folder (one config per sub-folder)")
+        return path.resolve()
+    looks_local = data.startswith((".", "/", "~")) or os.sep + os.sep in data or data.count("/") != 1
+    if looks_local or not HUB_ID.match(data) or (path.parent != Path(".") and path.parent.is_dir()):
+        raise FileNotFoundError(f"--data {data}: no such dataset folder (a Hub dataset is given as ORG/NAME)")
+    return None
+
+
+def _prompt_spec(base_task: str, base_cfg: dict, prompt: dict[str, str]) -> dict:
+    """The base task's prompt parameters with ``prompt`` applied (the whole block: an including
+    YAML replaces it)."""
+    current = dict((base_cfg.get("lmms_eval_specific_kwargs") or {}).get("default") or {})
+    unknown = sorted(set(prompt) - set(current))
+    if unknown:
+        raise ValueError(f"--prompt {unknown[0]}: {base_task} has no such prompt parameter "
+                         f"(it has: {', '.join(sorted(current)) or 'none'})")
+    return {"default": {**current, **prompt}}
+
+
+def _choose_split(split: str | None, local: Path, dataset_name: str | None, base_cfg: dict) -> str:
+    """The split to evaluate: the one asked for, checked against what the local dataset declares;
+    by default the base task's split if the data has it, else the data's first."""
     import datasets
 
     try:
-        names = datasets.get_dataset_split_names(str(local), dataset_name)
+        configs = datasets.get_dataset_config_names(str(local))
     except Exception as err:  # noqa: BLE001 - datasets raises many kinds here; report them all alike
-        raise ValueError(f"--data {local}: cannot read its splits for config {dataset_name!r} ({err})") from err
+        raise ValueError(f"--data {local}: not a dataset folder datasets can read ({_first_line(err)})") from None
+    if dataset_name is not None and configs != ["default"] and dataset_name not in configs:
+        raise ValueError(f"--data {local}: has no config {dataset_name!r} (it has: {configs}); pass --config")
+    try:
+        names = datasets.get_dataset_split_names(str(local), dataset_name)
+    except Exception as err:  # noqa: BLE001
+        raise ValueError(f"--data {local}: cannot read the splits of config {dataset_name!r} ({_first_line(err)})") from None
     if split is not None:
         if split not in names:
             raise ValueError(f"--split {split}: {local} [{dataset_name}] declares only the split(s) {names}")
@@ -100,13 +165,44 @@ def _choose_split(split: str | None, local: Path | None, dataset_name: str | Non
     return str(base_cfg.get("test_split")) if base_cfg.get("test_split") in names else names[0]
 
 
-def _o3d_check(local: Path | None, data: str) -> str:
-    """A local O3-D folder must be in the official layout; the tasks find its image subsets there."""
-    if local is not None and not (local / "visual_questions").is_dir() and not (local / "README.md").is_file():
-        raise ValueError(f"--data {data}: not an O3-D dataset folder in the official layout (expected "
+def _check_o3d_folder(local: Path, base_cfg: dict) -> None:
+    """A local O3-D folder must be in the official layout with the subsets the task reads."""
+    import datasets
+
+    from spatial_tasks.o3d.tasks import subsets_of_task
+
+    if not (local / "visual_questions").is_dir() and not (local / "README.md").is_file():
+        raise ValueError(f"--data {local}: not an O3-D dataset folder in the official layout (expected "
                          "visual_questions/ and one folder per image subset, or a README.md declaring configs)")
-    return ("# O3-D: the task reads visual_questions from this source and joins its image subsets from\n"
-            "# the same place (spatial_tasks/o3d/tasks.py: infer_source).\n")
+    try:
+        configs = set(datasets.get_dataset_config_names(str(local)))
+    except Exception as err:  # noqa: BLE001
+        raise ValueError(f"--data {local}: not a dataset folder datasets can read ({_first_line(err)})") from None
+    needed = ["visual_questions", *subsets_of_task(getattr(base_cfg.get("process_docs"), "value", ""))]
+    missing = [c for c in needed if c not in configs]
+    if missing:
+        raise ValueError(f"--data {local}: lacks the config(s) {missing} this task reads (it has: {sorted(configs)})")
+
+
+def _write_yaml(out: Path, name: str, spec: dict, force: bool) -> Path:
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"--out {out}: is a file, expected a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    path = (out / f"{name}.yaml").resolve()
+    if path.parent != out.resolve():  # the name is an identifier; this guards the rule itself
+        raise ValueError(f"--name {name!r} would write outside --out {out}")
+    if path.exists() and not force and not path.read_text(encoding="utf-8", errors="replace").startswith(HEADER):
+        raise FileExistsError(f"{path}: already exists and was not written by custom-task; pass --force to replace it")
+    text = HEADER + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def _config_for_sample(cfg: dict) -> str | None:

@@ -1,24 +1,49 @@
 """spatial-tasks: spatial-reasoning benchmarks for lmms-eval. Generate, publish, rescore, report.
 
-Heavy imports stay inside the commands so --help is instant.
+Every error a user can cause (a missing file, a malformed row, a bad flag, a refused upload)
+prints ONE line on stderr and exits 2; ``--debug`` (anywhere on the command line, or
+SPATIAL_TASKS_DEBUG=1) shows the traceback too. Heavy imports stay inside the commands so
+--help is instant.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import sys
+import traceback
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False,
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help=__doc__.split("\n")[0])
 generate_app = typer.Typer(no_args_is_help=True, help="Render a synthetic dataset (Blender).")
 rescore_app = typer.Typer(no_args_is_help=True, help="Recompute metrics from saved model outputs.")
 app.add_typer(generate_app, name="generate")
 app.add_typer(rescore_app, name="rescore")
+
+DEBUG_ENV = "SPATIAL_TASKS_DEBUG"
+MAX_MESSAGE = 1200
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"spatial-tasks {version('spatial-tasks')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of an error.")] = False,
+    show_version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                               help="Print the version and exit.")] = False,
+) -> None:
+    """spatial-tasks: spatial-reasoning benchmarks for lmms-eval. Generate, publish, rescore, report."""
 
 
 def _json_safe(value):
@@ -34,6 +59,18 @@ def _json_safe(value):
 
 def _print_json(data) -> None:
     typer.echo(json.dumps(_json_safe(data), indent=2))
+
+
+def _one_of(flag: str, value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ValueError(f"{flag} must be one of {', '.join(choices)}, not {value!r}")
+    return value
+
+
+def _figures(values: dict) -> str:
+    from spatial_tasks.common.formatting import number
+
+    return "  ".join(f"{k}={number(v, 4)}" for k, v in values.items() if isinstance(v, (int, float)) or v is None)
 
 
 @app.command("tasks-dir")
@@ -55,23 +92,28 @@ def list_command() -> None:
 
 @app.command("custom-task")
 def custom_task_command(
-    base_task: Annotated[str, typer.Argument(help="One of our tasks, e.g. spatialtunnel_phase.")],
-    data: Annotated[str, typer.Option(help="Hub dataset id or local dataset directory.")],
+    base_task: Annotated[str, typer.Argument(help="One of our tasks, e.g. spatialtunnel_phase (see `list`).")],
     out: Annotated[Path, typer.Option(help="Folder to write the YAML into (pass it to --include_path).")],
-    name: Annotated[str | None, typer.Option(help="New task name (default: <base_task>_custom).")] = None,
+    data: Annotated[str | None, typer.Option(help="Hub dataset id or local dataset folder "
+                                                  "(default: the base task's data).")] = None,
+    name: Annotated[str | None, typer.Option(help="New task name, letters/digits/_ (default: <base_task>_custom).")] = None,
     config: Annotated[str | None, typer.Option(help="Dataset config (default: the base task's).")] = None,
     split: Annotated[str | None, typer.Option(help="Split to evaluate (default: the one the data declares).")] = None,
+    prompt: Annotated[list[str] | None, typer.Option(
+        help="KEY=VALUE prompt parameter, repeatable (e.g. o3d: answer_instruction='Answer:').")] = None,
+    force: Annotated[bool, typer.Option(help="Replace an existing YAML that custom-task did not write.")] = False,
 ) -> None:
-    """Write a tiny YAML that runs one of our tasks on other data (Hub repo or local dir)."""
-    from spatial_tasks.catalog import write_custom_task
+    """Write a tiny YAML that runs one of our tasks on other data or with other prompt parameters."""
+    from spatial_tasks.catalog import parse_prompt_options, write_custom_task
 
-    path = write_custom_task(base_task, data, out, name=name, config=config, split=split)
+    path = write_custom_task(base_task, data, out, name=name, config=config, split=split,
+                             prompt=parse_prompt_options(prompt or []), force=force)
     typer.echo(str(path))
 
 
 @generate_app.command("spatialtunnel")
 def generate_spatialtunnel(
-    out: Annotated[Path, typer.Option(help="Dataset directory to write (resumes if it exists).")],
+    out: Annotated[Path, typer.Option(help="Dataset folder to write (an interrupted run resumes there).")],
     variant: Annotated[str, typer.Option(help="phase, size or all.")] = "all",
     grid: Annotated[int, typer.Option(help="Angular positions per object.")] = 16,
     per_cell: Annotated[int | None, typer.Option(help="Images per grid cell (phase) or per s1 value (size).")] = None,
@@ -80,76 +122,82 @@ def generate_spatialtunnel(
     seed: Annotated[int, typer.Option(help="Run seed; per-image seeds derive from it and the image id.")] = 0,
     shard: Annotated[str, typer.Option(help="K/N: render only shard K of N.")] = "1/1",
     workers: Annotated[int, typer.Option(help="Parallel Blender processes.")] = 1,
+    overwrite: Annotated[bool, typer.Option(help="Replace a dataset made with other flags in --out.")] = False,
 ) -> None:
     """Render the SpatialTunnel dataset (needs the [render] extra: bpy)."""
     from spatial_tasks.generators.spatialtunnel.generate import generate
 
-    variants = ["phase", "size"] if variant == "all" else [variant]
-    for v in variants:
-        path = generate(v, out, grid=grid, per_cell=per_cell, resolution=resolution, samples=samples,
-                        seed=seed, shard=shard, workers=workers)
+    path = generate(variant, out, grid=grid, per_cell=per_cell, resolution=resolution, samples=samples,
+                    seed=seed, shard=shard, workers=workers, overwrite=overwrite)
     typer.echo(str(path))
 
 
 @app.command("publish")
 def publish_command(
-    path: Annotated[Path, typer.Argument(help="Dataset directory written by `generate`.")],
+    path: Annotated[Path, typer.Argument(help="Dataset folder written by `generate` (card + parquet shards).")],
     repo: Annotated[str, typer.Option(help="Hub dataset repo, ORG/NAME.")],
     private: Annotated[bool, typer.Option(help="Create the repo private.")] = False,
+    dry_run: Annotated[bool, typer.Option(help="List what would be uploaded; upload nothing.")] = False,
 ) -> None:
-    """Upload a generated dataset directory to the Hugging Face Hub."""
-    from spatial_tasks.generators.common.publish import publish
+    """Upload the card and the data files its configs declare (nothing else) to the Hub."""
+    from spatial_tasks.generators.common.publish import publish, upload_list
 
-    typer.echo(publish(path, repo, private=private))
+    files = upload_list(path)
+    for file in files:
+        typer.echo(f"  {file}")
+    if dry_run:
+        typer.echo(f"dry run: {len(files)} file(s) would go to {repo}; nothing uploaded")
+        return
+    typer.echo(publish(path, repo, private=private, files=files))
 
 
 @rescore_app.command("spatialtunnel")
 def rescore_spatialtunnel(
-    samples: Annotated[Path, typer.Argument(help="lmms-eval --log_samples JSONL file or output folder.")],
+    samples: Annotated[Path, typer.Argument(help="lmms-eval --output_path folder or one *_samples_*.jsonl.")],
     protocol: Annotated[str, typer.Option(help="auto, exact or logit.")] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """SpatialTunnel metrics (v, v_cons, v_ctr, delta, grid, size sweep) from saved samples."""
+    """SpatialTunnel metrics (v, v_cons, v_ctr, delta, grid, size sweep) per run and task."""
     from spatial_tasks.spatialtunnel.rescore import rescore
 
-    result = rescore(samples, protocol)
+    result = rescore(samples, _one_of("--protocol", protocol, ("auto", "exact", "logit")))
     if as_json:
         _print_json(result)
         return
-    for subset, figures in result.items():
-        scalars = {k: v for k, v in figures.items() if isinstance(v, (int, float))}
-        typer.echo(f"[{subset}] " + "  ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
-                                              for k, v in scalars.items()))
+    for label, run in result["runs"].items():
+        typer.echo(label)
+        for kind in ("tasks", "groups"):
+            for task, figures in run[kind].items():
+                typer.echo(f"  {task}: {_figures(figures)}")
 
 
 @rescore_app.command("o3d")
 def rescore_o3d(
-    file: Annotated[Path, typer.Argument(help="Released outputs (jsonl[.gz]) or lmms-eval samples.")],
-    format: Annotated[str, typer.Option(help="o3d-released or lmms-samples.")] = "o3d-released",
+    file: Annotated[Path, typer.Argument(help="The authors' released outputs (jsonl[.gz]) or lmms-eval output.")],
+    format: Annotated[str, typer.Option(help="auto, o3d-released or lmms-samples.")] = "auto",
+    ddof: Annotated[int, typer.Option(help="SDGM standard deviation: 0 = the paper's, 1 = the authors' pandas.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """O3-D metrics (Table 12 columns, near-far bias, SDGM) from saved outputs."""
     from spatial_tasks.o3d import rescore
 
-    if format == "o3d-released":
-        result = rescore.rescore_released(file)
-    elif format == "lmms-samples":
-        result = rescore.rescore_samples(file)
-    else:
-        raise typer.BadParameter(f"unknown format {format!r}: choose o3d-released or lmms-samples")
+    format = _one_of("--format", format, ("auto", "o3d-released", "lmms-samples"))
+    if ddof not in (0, 1):
+        raise ValueError(f"--ddof must be 0 (the paper's population std) or 1 (the authors' sample std), not {ddof}")
+    if format == "auto":
+        format = rescore.detect_format(file)
+    result = rescore.rescore_released(file, ddof) if format == "o3d-released" else rescore.rescore_samples(file, ddof)
     if as_json:
         _print_json(result)
         return
     for model, figures in result["models"].items():
-        scalars = {k: v for k, v in figures.items() if isinstance(v, float)}
-        typer.echo(f"{model}: " + "  ".join(f"{k}={v:.4f}" for k, v in scalars.items()))
+        typer.echo(f"{model}: {_figures(figures)}")
 
 
 @app.command("prompts")
 def prompts_command(benchmark: Annotated[str, typer.Argument(help="o3d")]) -> None:
     """Print a benchmark's prompt space as JSON lines ({"prompt", "tags"})."""
-    if benchmark != "o3d":
-        raise typer.BadParameter("only o3d has a prompt space")
+    _one_of("BENCHMARK", benchmark, ("o3d",))
     from spatial_tasks.o3d.prompts import prompt_space
 
     for prompt in prompt_space():
@@ -158,10 +206,10 @@ def prompts_command(benchmark: Annotated[str, typer.Argument(help="o3d")]) -> No
 
 @app.command("report")
 def report_command(
-    results_dir: Annotated[Path, typer.Argument(help="lmms-eval --output_path folder.")],
-    out: Annotated[Path, typer.Option(help="Folder for the PNGs.")],
+    results_dir: Annotated[Path, typer.Argument(help="lmms-eval --output_path folder (run with --log_samples).")],
+    out: Annotated[Path, typer.Option(help="Folder for report.md and the PNGs (a report there is replaced).")],
 ) -> None:
-    """Turn lmms-eval results (and logged samples) into plots."""
+    """Turn lmms-eval results (and logged samples) into report.md and plots."""
     from spatial_tasks.report import write_report
 
     for path in write_report(results_dir, out):
@@ -178,7 +226,8 @@ def tiny_model_command(out: Annotated[Path, typer.Option(help="Folder to write t
 
 @app.command("demo")
 def demo_command(
-    out: Annotated[Path, typer.Option(help="Folder for lmms-eval outputs and the report.")] = Path("demo-out"),
+    out: Annotated[Path, typer.Option(help="Folder for lmms-eval outputs and the report (replaced on a rerun).")]
+    = Path("demo-out"),
 ) -> None:
     """The main job offline: baselines and a tiny Qwen2.5-VL on the bundled samples, then the report."""
     from spatial_tasks.demo import run_demo
@@ -186,19 +235,74 @@ def demo_command(
     run_demo(out)
 
 
-def main() -> None:
-    """Console entry: bad input (a missing file, a malformed row, a bad flag) prints one clear
-    line naming it and exits 2; anything else is a bug and keeps its traceback."""
+# ------------------------------------------------------------------------------------------
+# Errors: one line, exit 2
+
+
+def _usage_errors() -> tuple[type[BaseException], ...]:
+    """Usage-error classes of the typer that is installed (it may bundle its own click)."""
+    from typer.exceptions import TyperException
+
+    classes: list[type[BaseException]] = [TyperException]
     try:
-        app(standalone_mode=False)
-    except (ValueError, KeyError, FileNotFoundError) as err:
-        typer.echo(f"error: {err}", err=True)
+        import click
+
+        classes.append(click.exceptions.ClickException)
+    except ImportError:  # pragma: no cover - typer without click
+        pass
+    return tuple(classes)
+
+
+_EXPECTED = (ValueError, LookupError, OSError, EOFError, ImportError, UnicodeError)
+
+
+def describe(err: BaseException) -> str:
+    """One line saying what went wrong, for any exception."""
+    if isinstance(err, OSError) and err.filename is not None and not _custom_message(err):
+        reason = {FileNotFoundError: "no such file or folder", PermissionError: "permission denied",
+                  IsADirectoryError: "is a folder, expected a file", NotADirectoryError: "is not a folder",
+                  FileExistsError: "already exists"}.get(type(err), err.strerror or str(err))
+        text = f"{err.filename}: {reason}"
+    elif isinstance(err, KeyError) and len(err.args) == 1 and isinstance(err.args[0], str):
+        text = err.args[0]
+    else:
+        text = str(err) or type(err).__name__
+    if not isinstance(err, _EXPECTED):
+        text = f"internal error ({type(err).__name__}: {text}); rerun with --debug and report the traceback"
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
+
+
+def _custom_message(err: OSError) -> bool:
+    """An OSError raised by our code with its own message (not errno + filename)."""
+    return err.errno is None and bool(err.args) and isinstance(err.args[0], str)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry (see the module docstring)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or os.environ.get(DEBUG_ENV) == "1"
+    args = [a for a in args if a != "--debug"]
+    usage_errors = _usage_errors()
+    try:
+        app(args=args, prog_name="spatial-tasks", standalone_mode=False)
+    except KeyboardInterrupt:
+        print("spatial-tasks: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+    except usage_errors as err:
+        if type(err).__name__ == "NoArgsIsHelpError":  # a group called without its command
+            typer.echo(err.format_message())
+            raise SystemExit(0 if not args else 2) from None
+        ctx = getattr(err, "ctx", None)
+        hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+        message = err.format_message() if hasattr(err, "format_message") else str(err)
+        print(f"error: {' '.join(str(message).split())}{hint}", file=sys.stderr)
         raise SystemExit(2) from None
-    except click.exceptions.ClickException as err:
-        err.show()
-        raise SystemExit(err.exit_code) from None
-    except click.exceptions.Abort:
-        raise SystemExit(1) from None
+    except Exception as err:  # noqa: BLE001 - every error becomes one line (--debug: the traceback)
+        if debug:
+            traceback.print_exc()
+        print(f"error: {describe(err)}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -8,47 +8,10 @@ the ``benchmark`` field of the logged docs.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from spatial_tasks.common.samples import iter_samples, load_results, results_files, task_of_samples_file
-
-
-@dataclass
-class Run:
-    """One lmms-eval invocation: its label (model + args) and its samples per task."""
-
-    label: str
-    results_path: Path
-    samples: dict[str, Path] = field(default_factory=dict)
-
-
-def _label(results: dict) -> str:
-    cfg = results.get("config") or {}
-    model = cfg.get("model", "model")
-    args = cfg.get("model_args") or ""
-    keep = [a for a in str(args).split(",") if a and not a.startswith(("device", "min_pixels", "max_pixels"))]
-    keep = [re.sub(r"pretrained=.*/", "pretrained=", a) for a in keep]
-    return model + (f"({','.join(keep)})" if keep else "")
-
-
-def find_runs(root: Path) -> list[Run]:
-    runs = []
-    for path in results_files(root):
-        stamp = path.name.split("_results")[0]
-        run = Run(_label(load_results(path)), path)
-        for samples in sorted(path.parent.glob(f"{stamp}_samples_*.jsonl")):
-            run.samples[task_of_samples_file(samples)] = samples
-        runs.append(run)
-    if not runs:
-        raise FileNotFoundError(f"{root}: no lmms-eval *_results.json found")
-    labels = [r.label for r in runs]  # disambiguate repeated labels (same model, several runs)
-    for run in runs:
-        if labels.count(run.label) > 1:
-            run.label += f" [{run.results_path.name.split('_results')[0]}]"
-    return runs
+from spatial_tasks.common.samples import Run, find_runs, iter_samples
 
 
 def _benchmark(samples_path: Path) -> str | None:

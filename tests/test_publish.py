@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
+import sys
 import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,17 +29,19 @@ import huggingface_hub.constants
 import pytest
 import yaml
 from spatial_tasks.generators.common import dataset as ds
-from spatial_tasks.generators.common.publish import publish
+from spatial_tasks.generators.common.publish import PublishError, publish, upload_list
 
 TOKEN = "hf_localtesttoken0123456789"
 
 
 class FakeHub:
-    """Records requests; answers like the Hub for create / preupload / commit."""
+    """Records requests; answers like the Hub for create / preupload / commit. ``fail_with``
+    answers every request with that HTTP status instead (401, 403, 404 ...)."""
 
-    def __init__(self, repo_exists: bool = False) -> None:
+    def __init__(self, repo_exists: bool = False, fail_with: int | None = None) -> None:
         self.requests: list[dict] = []
         self.repo_exists = repo_exists
+        self.fail_with = fail_with
         hub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -47,6 +52,8 @@ class FakeHub:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 hub.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
                 path = self.path.split("?")[0]
+                if hub.fail_with is not None:
+                    return self._json(hub.fail_with, {"error": f"status {hub.fail_with}"})
                 if path == "/api/repos/create":
                     payload = json.loads(body)
                     url = f"{hub.url}/datasets/{payload['organization']}/{payload['name']}"
@@ -178,10 +185,79 @@ def test_bad_repo_id(dataset_dir, repo):
         publish(dataset_dir, repo)
 
 
-def test_refuses_a_folder_without_card_or_shards(tmp_path):
-    (tmp_path / "empty").mkdir()
-    with pytest.raises(FileNotFoundError, match="README.md"):
-        publish(tmp_path / "empty", "org/name")
-    (tmp_path / "empty" / "README.md").write_text("# card\n")
-    with pytest.raises(FileNotFoundError, match="parquet"):
-        publish(tmp_path / "empty", "org/name")
+def test_only_the_card_and_the_declared_data_files_are_uploaded(online, dataset_dir):
+    """An allowlist: files the card does not declare stay local, whatever they are called."""
+    (dataset_dir / "phase_variation" / "notes.parquet").write_bytes(b"not declared")  # no test-* name
+    (dataset_dir / "secrets.env").write_text("HF_TOKEN=hf_x\n")
+    (dataset_dir / "phase_variation" / "test-99999-of-00001.parquet").symlink_to("/etc/hostname")
+    assert upload_list(dataset_dir) == ["README.md", "phase_variation/test-00000-of-00001.parquet"]
+    with FakeHub() as hub:
+        publish(dataset_dir, "my-org/st", endpoint=hub.url, token=TOKEN)
+    assert sorted(hub.committed_files()) == ["README.md", "phase_variation/test-00000-of-00001.parquet"]
+
+
+CARD_CASES = [
+    ("no card", None, r"README\.md: missing"),
+    ("no YAML header", "# just text\n", r"README\.md: no YAML header"),
+    ("header that does not parse", "---\nconfigs: [\n---\n", r"the YAML header does not parse"),
+    ("no configs", "---\nlicense: mit\n---\n", r"declares no configs"),
+    ("a config without data files", "---\nconfigs:\n- config_name: a\n---\n", r"config 'a' declares no data_files"),
+    ("a pattern that matches nothing", "---\nconfigs:\n- config_name: a\n  data_files:\n  - split: test\n"
+     "    path: a/*.parquet\n---\n", r"config 'a' declares 'a/\*\.parquet', which matches no file"),
+    ("a path leaving the folder", "---\nconfigs:\n- config_name: a\n  data_files: ../other/x.parquet\n---\n",
+     r"data file path '\.\./other/x\.parquet' points outside the dataset folder"),
+]
+
+
+@pytest.mark.parametrize(("case", "card", "message"), CARD_CASES, ids=[c[0] for c in CARD_CASES])
+def test_a_card_that_declares_nothing_usable_is_refused(tmp_path, case, card, message):
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    if card is not None:
+        (folder / "README.md").write_text(card)
+    with pytest.raises(PublishError, match=message):
+        upload_list(folder)
+
+
+HUB_FAILURES = [
+    (401, r"refused the credentials for my-org/st: run `hf auth login`, or set HF_TOKEN"),
+    (403, r"the token may not write to my-org/st: check its write scope"),
+    (404, r"my-org/st was not found on http://127\.0\.0\.1:\d+: check the name"),
+]
+
+
+@pytest.mark.parametrize(("status", "message"), HUB_FAILURES, ids=[str(s) for s, _ in HUB_FAILURES])
+def test_hub_failures_say_what_to_do(online, dataset_dir, status, message):
+    with FakeHub(fail_with=status) as hub, pytest.raises(PublishError, match=message) as err:
+        publish(dataset_dir, "my-org/st", endpoint=hub.url, token=TOKEN)
+    assert "\n" not in str(err.value) and TOKEN not in str(err.value)
+
+
+def test_an_unreachable_hub_says_so(online, dataset_dir):
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(PublishError, match=rf"cannot reach the Hub at http://127\.0\.0\.1:{port}"):
+        publish(dataset_dir, "my-org/st", endpoint=f"http://127.0.0.1:{port}", token=TOKEN)
+
+
+def test_cli_dry_run_lists_the_files_and_sends_nothing(dataset_dir):
+    cli = Path(sys.executable).with_name("spatial-tasks")
+    out = subprocess.run([str(cli), "publish", str(dataset_dir), "--repo", "my-org/st", "--dry-run"],
+                         capture_output=True, text=True, env={**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["  README.md", "  phase_variation/test-00000-of-00001.parquet",
+                                       "dry run: 2 file(s) would go to my-org/st; nothing uploaded"]
+
+
+def test_cli_failure_is_one_line(dataset_dir):
+    cli = Path(sys.executable).with_name("spatial-tasks")
+    env = {**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "0", "HF_TOKEN": TOKEN,
+           "NO_PROXY": "127.0.0.1"}
+    out = subprocess.run([str(cli), "publish", str(dataset_dir), "--repo", "my-org/st"], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert out.returncode == 2
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "cannot reach the Hub" in errors[0] and "Traceback" not in out.stderr

@@ -125,16 +125,6 @@ def temporary_sibling(path: Path) -> Path:
     return Path(tmp)
 
 
-def remove_stale_temporaries(folder: Path) -> int:
-    """Delete ``.*.tmp`` files an interrupted run left behind; returns how many."""
-    count = 0
-    if Path(folder).is_dir():
-        for tmp in Path(folder).glob(".*.tmp"):
-            _unlink_quietly(tmp)
-            count += 1
-    return count
-
-
 def _unlink_quietly(path: Path) -> None:
     try:
         path.unlink()

@@ -1,64 +1,150 @@
 """Publishing a generated dataset folder to the Hugging Face Hub.
 
-    spatial-tasks publish DIR --repo ORG/NAME [--private]
+    spatial-tasks publish DIR --repo ORG/NAME [--private] [--dry-run]
 
-creates the dataset repository if needed (``exist_ok``) and uploads the card and the parquet
-shards with ``huggingface_hub``. Render work files (``_work/``), logs and temporary files stay
-local. The token comes from huggingface_hub's usual places (``HF_TOKEN``, ``hf auth login``)
-and is never printed or logged.
+Uploads exactly what the dataset declares -- an allowlist, not a denylist: the card
+(``README.md``) and the data files its YAML header's ``configs:`` name (paths or globs, inside
+the folder). Render work files, logs, locks, stray files and anything outside the folder stay
+local whatever their names. The list is printed before anything is sent; ``--dry-run`` stops
+there. The token comes from huggingface_hub's usual places (``HF_TOKEN``, ``hf auth login``) and
+is never printed or logged. Authentication, permission, not-found and network failures become
+one line saying what to do (``PublishError``).
 """
 
 from __future__ import annotations
 
+import glob
 import logging
 import re
 from pathlib import Path
 
+import yaml
+
 log = logging.getLogger(__name__)
 
-# Never uploaded: render work files, generation logs, temporary and lock files, caches.
-IGNORE_PATTERNS = [
-    "_work/**", "**/_work/**",
-    "*.log", "**/*.log",
-    "*.tmp", "**/*.tmp", ".*.tmp", "**/.*.tmp",
-    "*.lock", "**/*.lock",
-    ".cache/**", "**/.cache/**",
-    "__pycache__/**", "**/__pycache__/**",
-]
+CARD = "README.md"
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-def check_dataset_dir(path: Path) -> list[Path]:
-    """The parquet files under ``path``; raises if it is not a dataset folder we can publish."""
-    path = Path(path)
-    if not path.is_dir():
-        raise FileNotFoundError(f"dataset folder {path} does not exist")
-    if not (path / "README.md").is_file():
-        raise FileNotFoundError(f"{path / 'README.md'} is missing: publish a folder written by "
-                                "'spatial-tasks generate' (it writes the dataset card)")
-    shards = sorted(p for p in path.rglob("*.parquet") if "_work" not in p.relative_to(path).parts)
-    if not shards:
-        raise FileNotFoundError(f"no parquet shards under {path} (outside _work/)")
-    return shards
+class PublishError(ValueError):
+    """An upload that cannot go ahead; the message says what to do."""
 
 
-def publish(path: Path, repo: str, private: bool = False, *, endpoint: str | None = None,
-            token: str | None = None, commit_message: str | None = None) -> str:
-    """Upload the dataset folder ``path`` to the Hub dataset repo ``repo``; returns its URL.
+def card_header(path: Path) -> dict:
+    """The YAML header of a dataset card (between the first two '---' lines)."""
+    card = Path(path) / CARD
+    if not card.is_file():
+        raise PublishError(f"{card}: missing; publish a folder written by `spatial-tasks generate` (it writes the card)")
+    text = card.read_text(encoding="utf-8")
+    parts = text.split("---", 2)
+    if not text.startswith("---") or len(parts) < 3:
+        raise PublishError(f"{card}: no YAML header ('---' ... '---') declaring the dataset's configs")
+    try:
+        header = yaml.safe_load(parts[1])
+    except yaml.YAMLError as err:
+        raise PublishError(f"{card}: the YAML header does not parse ({str(err).splitlines()[0]})") from None
+    if not isinstance(header, dict):
+        raise PublishError(f"{card}: the YAML header is not a mapping")
+    return header
+
+
+def _data_file_patterns(config: dict, card: Path) -> list[str]:
+    files = config.get("data_files")
+    if isinstance(files, str):
+        return [files]
+    patterns: list[str] = []
+    for item in files if isinstance(files, list) else []:
+        paths = item.get("path") if isinstance(item, dict) else item
+        patterns += [paths] if isinstance(paths, str) else list(paths or [])
+    if not patterns or not all(isinstance(p, str) and p for p in patterns):
+        raise PublishError(f"{card}: config {config.get('config_name')!r} declares no data_files paths")
+    return patterns
+
+
+def upload_list(path: Path) -> list[str]:
+    """The files ``publish`` uploads, relative to ``path``: the card, then every data file the
+    card's configs declare, sorted. A pattern matching nothing, or a path leaving the folder, is
+    an error."""
+    root = Path(path)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: no such dataset folder")
+    card = root / CARD
+    configs = card_header(root).get("configs")
+    if not isinstance(configs, list) or not configs:
+        raise PublishError(f"{card}: the YAML header declares no configs (configs: - config_name: ... data_files: ...)")
+    files: set[str] = set()
+    resolved_root = root.resolve()
+    for config in configs:
+        if not isinstance(config, dict):
+            raise PublishError(f"{card}: a configs entry is not a mapping: {config!r}")
+        for pattern in _data_file_patterns(config, card):
+            if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+                raise PublishError(f"{card}: data file path {pattern!r} points outside the dataset folder")
+            matches = [Path(m) for m in glob.glob(str(root / pattern), recursive=True)]
+            matches = [m for m in matches if m.is_file() and m.resolve().is_relative_to(resolved_root)]
+            if not matches:
+                raise PublishError(f"{card}: config {config.get('config_name')!r} declares {pattern!r}, which matches "
+                                   f"no file in {root}")
+            files.update(m.relative_to(root).as_posix() for m in matches)
+    return [CARD, *sorted(files)]
+
+
+def publish(path: Path, repo: str, private: bool = False, *, files: list[str] | None = None,
+            endpoint: str | None = None, token: str | None = None, commit_message: str | None = None) -> str:
+    """Upload the allowlisted files of the dataset folder ``path`` (``upload_list``; or ``files``,
+    already computed) to the Hub dataset repo ``repo`` in one commit; returns the repo URL.
 
     ``endpoint`` and ``token`` default to huggingface_hub's own configuration (``HF_ENDPOINT``,
     ``HF_TOKEN`` or the saved login).
     """
-    from huggingface_hub import HfApi
+    from huggingface_hub import CommitOperationAdd, HfApi
 
     if not _REPO_ID.match(repo):
         raise ValueError(f"--repo must look like ORG/NAME, got {repo!r}")
-    path = Path(path)
-    shards = check_dataset_dir(path)
+    root = Path(path)
+    files = upload_list(root) if files is None else files
     api = HfApi(endpoint=endpoint, token=token)
-    url = api.create_repo(repo, repo_type="dataset", private=private, exist_ok=True)
-    log.info("uploading %s (%d parquet files) to %s", path, len(shards), repo)
-    api.upload_folder(repo_id=repo, repo_type="dataset", folder_path=str(path),
-                      ignore_patterns=list(IGNORE_PATTERNS),
-                      commit_message=commit_message or f"Upload {path.name} with spatial-tasks")
+    operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(root / name)) for name in files]
+    log.info("uploading %d file(s) of %s to %s", len(files), root, repo)
+    with hub_errors(repo, api.endpoint):
+        url = api.create_repo(repo, repo_type="dataset", private=private, exist_ok=True)
+        api.create_commit(repo_id=repo, repo_type="dataset", operations=operations,
+                          commit_message=commit_message or f"Upload {root.name} with spatial-tasks")
     return str(url)
+
+
+class hub_errors:
+    """Turns huggingface_hub / HTTP failures into a PublishError saying what to do."""
+
+    def __init__(self, repo: str, endpoint: str) -> None:
+        self.repo, self.endpoint = repo, endpoint
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, err, tb) -> bool:
+        if err is None or isinstance(err, PublishError):
+            return False
+        raise PublishError(self.explain(err)) from err
+
+    def explain(self, err: BaseException) -> str:
+        from huggingface_hub import errors
+
+        status = getattr(getattr(err, "response", None), "status_code", None)
+        name = type(err).__name__
+        login = "run `hf auth login`, or set HF_TOKEN to a token with write access"
+        if isinstance(err, errors.LocalTokenNotFoundError) or status == 401:
+            return f"the Hub refused the credentials for {self.repo}: {login}"
+        if status == 403:
+            return (f"the token may not write to {self.repo}: check its write scope and your membership of "
+                    f"'{self.repo.split('/')[0]}' ({login})")
+        if isinstance(err, errors.RepositoryNotFoundError) or status == 404:
+            return (f"{self.repo} was not found on {self.endpoint}: check the name; the organisation must exist and "
+                    f"you must belong to it ({login})")
+        if isinstance(err, errors.OfflineModeIsEnabled):
+            return "huggingface_hub is in offline mode (HF_HUB_OFFLINE=1): unset it to publish"
+        if status is None and ("Connect" in name or "Timeout" in name or isinstance(err, (OSError, ConnectionError))):
+            return (f"cannot reach the Hub at {self.endpoint} ({name}): check the network, a proxy (HTTPS_PROXY) "
+                    "or HF_ENDPOINT, then run the same command again")
+        first = str(err).strip().splitlines()[0] if str(err).strip() else name
+        return f"the upload to {self.repo} failed ({status or name}: {first})"

@@ -2,7 +2,7 @@
 
     spatial-tasks generate spatialtunnel --variant phase|size|all --out DIR \\
         [--grid 16] [--per-cell 12 (phase) / 100 (size)] [--resolution 512] [--samples 16] \\
-        [--seed 0] [--shard K/N] [--workers W]
+        [--seed 0] [--shard K/N] [--workers W] [--overwrite]
 
     python -m spatial_tasks.generators.spatialtunnel.generate ...   # same flags, plus --step
 
@@ -22,6 +22,10 @@ Two separate steps per variant (``generate`` runs both):
 
 ``--shard K/N`` renders and writes the images at positions i (in sampling.plan order) with
 i % N == K - 1. The same flags and seed give the same rows on any machine.
+
+Nothing finished is lost (generators/common/folder.py): one run per folder at a time (a lock),
+a folder keeps the flags it was made with (another --seed, --grid, --resolution, --samples or
+shard count is refused unless --overwrite), and what killed renders left is removed first.
 """
 
 from __future__ import annotations
@@ -37,13 +41,13 @@ from typing import Any
 
 from spatial_tasks.generators.common import dataset as ds
 from spatial_tasks.generators.common.blender import version_string
+from spatial_tasks.generators.common.folder import FolderBusyError, OutputFolder
 from spatial_tasks.generators.common.jobs import (
     Shard,
     atomic_write_json,
     atomic_write_text,
     available_cpus,
     git_commit,
-    remove_stale_temporaries,
     run_jobs,
     threads_per_worker,
 )
@@ -125,7 +129,6 @@ def render_variant(variant: str, out: Path, *, grid: int = 16, per_cell: int | N
     config = CONFIG_FOR_VARIANT[variant]
     work = Path(out) / WORK_DIR / config
     work.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(work)
     specs = shard_obj.select(sampling.plan(variant, grid=grid, per_cell=per_cell, seed=seed))
     todo = [s for s in specs if not _done(work / f"{s.image_id}.json", work / f"{s.image_id}.png", s,
                                           resolution, samples, scene.RENDERER_VERSION)]
@@ -275,21 +278,41 @@ def _size_category(n: int) -> str:
 # ------------------------------------------------------------------------------- generate
 
 
+def claim_variant(folder: OutputFolder, variant: str, *, grid: int, per_cell: int | None, resolution: int,
+                  samples: int, seed: int, shard: str, overwrite: bool) -> None:
+    """Check that ``folder`` may hold this variant with these flags (generators/common/folder.py)
+    and remove what killed renders left there."""
+    config = CONFIG_FOR_VARIANT[variant]
+    identity = {"generator": GENERATOR, "variant": variant, "grid": grid,
+                "per_cell": sampling.DEFAULT_PER_CELL[variant] if per_cell is None else per_cell,
+                "resolution": resolution, "samples": samples, "seed": seed, "shards": Shard.parse(shard).count,
+                "renderer_version": scene.RENDERER_VERSION}
+    folder.claim(config, identity, ds.parquet_files(folder.root / config, SPLIT), overwrite)
+    removed = folder.clean_scratch([folder.work / config, folder.root / config])
+    if removed:
+        log.info("%s: removed %d file(s) left by an interrupted run", config, removed)
+
+
 def generate(variant: str, out: Path, grid: int = 16, per_cell: int | None = None, resolution: int = 512,
-             samples: int = 16, seed: int = 0, shard: str = "1/1", workers: int = 1) -> Path:
+             samples: int = 16, seed: int = 0, shard: str = "1/1", workers: int = 1,
+             overwrite: bool = False, steps: Sequence[str] = ("render", "build")) -> Path:
     """Render and build ``variant`` ("phase", "size" or "all") into ``out``; returns ``out``.
 
-    Resumable: rerunning the same command skips finished images. See the module docstring.
+    Resumable: rerunning the same command skips finished images. One run per folder at a time;
+    other image-defining flags on a finished folder need ``overwrite``. See the module docstring.
     """
     variants, _ = check_flags(variant, grid=grid, per_cell=per_cell, resolution=resolution, samples=samples,
                               seed=seed, shard=shard, workers=workers)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in variants:
-        render_variant(name, out, grid=grid, per_cell=per_cell, resolution=resolution, samples=samples,
-                       seed=seed, shard=shard, workers=workers)
-        build_variant(name, out, grid=grid, per_cell=per_cell, seed=seed, shard=shard)
-    return out
+    with OutputFolder(Path(out), WORK_DIR) as folder:
+        for name in variants:
+            claim_variant(folder, name, grid=grid, per_cell=per_cell, resolution=resolution, samples=samples,
+                          seed=seed, shard=shard, overwrite=overwrite)
+            if "render" in steps:
+                render_variant(name, folder.root, grid=grid, per_cell=per_cell, resolution=resolution,
+                               samples=samples, seed=seed, shard=shard, workers=workers)
+            if "build" in steps:
+                build_variant(name, folder.root, grid=grid, per_cell=per_cell, seed=seed, shard=shard)
+    return Path(out)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -308,19 +331,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=1, help="Blender worker processes")
     parser.add_argument("--step", choices=["all", "render", "build"], default="all",
                         help="run only the render or only the dataset-building step")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace a dataset made with other image-defining flags in --out")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        variants, _ = check_flags(args.variant, grid=args.grid, per_cell=args.per_cell, resolution=args.resolution,
-                                  samples=args.samples, seed=args.seed, shard=args.shard, workers=args.workers)
+        check_flags(args.variant, grid=args.grid, per_cell=args.per_cell, resolution=args.resolution,
+                    samples=args.samples, seed=args.seed, shard=args.shard, workers=args.workers)
     except ValueError as err:
         parser.error(str(err))
-    for name in variants:
-        if args.step in ("all", "render"):
-            render_variant(name, args.out, grid=args.grid, per_cell=args.per_cell, resolution=args.resolution,
-                           samples=args.samples, seed=args.seed, shard=args.shard, workers=args.workers)
-        if args.step in ("all", "build"):
-            build_variant(name, args.out, grid=args.grid, per_cell=args.per_cell, seed=args.seed, shard=args.shard)
+    steps = ("render", "build") if args.step == "all" else (args.step,)
+    try:
+        generate(args.variant, args.out, grid=args.grid, per_cell=args.per_cell, resolution=args.resolution,
+                 samples=args.samples, seed=args.seed, shard=args.shard, workers=args.workers,
+                 overwrite=args.overwrite, steps=steps)
+    except (FolderBusyError, FileExistsError, ValueError) as err:
+        parser.exit(2, f"error: {err}\n")
 
 
 if __name__ == "__main__":

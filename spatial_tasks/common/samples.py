@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -49,10 +51,18 @@ def iter_json_lines(path: Path, error: type[ValueError] = SamplesError) -> Itera
 
 
 def iter_samples(path: Path) -> Iterator[dict]:
-    """Logged samples from one JSONL file; a bad line raises naming the file and line."""
+    """Logged samples from one JSONL file; a bad line, or a doc logged twice, raises naming the
+    file and line(s)."""
+    seen: dict[object, int] = {}
     for number, sample in iter_json_lines(path):
         if "doc_id" not in sample or "filtered_resps" not in sample:
             raise SamplesError(f"{path}:{number}: not an lmms-eval logged sample (needs 'doc_id' and 'filtered_resps')")
+        doc_id = sample["doc_id"]
+        key = json.dumps(doc_id, sort_keys=True) if isinstance(doc_id, (dict, list)) else doc_id
+        if key in seen:
+            raise SamplesError(f"{path}:{number}: doc_id {doc_id!r} is logged twice (also on line {seen[key]}); "
+                               "a samples file holds one entry per doc -- were two runs concatenated?")
+        seen[key] = number
         yield sample
 
 
@@ -63,15 +73,6 @@ def first_response(sample: dict) -> str:
     while isinstance(first, list):  # a list of responses, sometimes nested one level deeper
         first = first[0] if first else ""
     return first if isinstance(first, str) else str(first)
-
-
-def sample_files(root: Path) -> list[Path]:
-    """``*_samples_<task>.jsonl`` files under ``root`` (or ``root`` itself if it is a file)."""
-    if root.is_file():
-        return [root]
-    if not root.exists():
-        raise FileNotFoundError(f"{root}: no such file or folder")
-    return sorted(root.rglob("*_samples_*.jsonl"))
 
 
 def logged_record(sample: dict, metric: str, benchmark: str) -> dict | None:
@@ -87,12 +88,104 @@ def task_of_samples_file(path: Path) -> str:
     return path.stem.split("_samples_", 1)[-1]
 
 
-def results_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*results*.json"))
-
-
 def load_results(path: Path) -> dict:
+    """An lmms-eval ``*_results.json``; any reading problem names the file."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise SamplesError(f"{path}: not UTF-8 text") from None
     except json.JSONDecodeError as err:
-        raise SamplesError(f"{path}: not valid JSON ({err.msg})") from err
+        raise SamplesError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+    except RecursionError:
+        raise SamplesError(f"{path}: JSON nested too deeply to read") from None
+    if not isinstance(data, dict):
+        raise SamplesError(f"{path}: not an lmms-eval results file (expected a JSON object)")
+    return data
+
+
+# ------------------------------------------------------------------------------------------
+# Runs: one lmms-eval invocation = one folder + one timestamp
+
+
+@dataclass
+class Run:
+    """One lmms-eval invocation: the files it wrote into one folder under one timestamp.
+
+    lmms-eval writes ``<output_path>/<model>/<stamp>_results.json`` and
+    ``<stamp>_samples_<task>.jsonl`` per task; several runs (other models, other model_args, the
+    same command twice) can share a folder, and their samples must never be scored together.
+    """
+
+    label: str
+    folder: Path
+    stamp: str
+    results_path: Path | None = None
+    samples: dict[str, Path] = field(default_factory=dict)
+
+    def results(self) -> dict:
+        return load_results(self.results_path) if self.results_path is not None else {}
+
+
+_STAMP = re.compile(r"^(?P<stamp>.+?)_(?:results\.json|samples_(?P<task>.+)\.jsonl)$")
+LABEL_DROPS = ("device", "device_map", "min_pixels", "max_pixels", "attn_implementation", "max_num_frames",
+               "batch_size", "dtype", "torch_dtype", "api_key", "base_url", "num_concurrent", "max_retries",
+               "retry_backoff_s", "httpx_trust_env", "trust_remote_code")
+MAX_LABEL = 48
+
+
+def run_label(results: dict, fallback: str) -> str:
+    """"model(arg=value, ...)" from a results file's config: the model args that tell runs apart,
+    a checkpoint path shortened to its last component, the whole at most MAX_LABEL characters."""
+    cfg = results.get("config") if isinstance(results.get("config"), dict) else {}
+    model = str(cfg.get("model") or fallback)
+    args = cfg.get("model_args") or ""
+    if isinstance(args, dict):
+        args = ",".join(f"{k}={v}" for k, v in args.items())
+    keep = []
+    for arg in str(args).split(","):
+        key, _, value = arg.partition("=")
+        if not arg or key.strip() in LABEL_DROPS:
+            continue
+        if key.strip() == "pretrained":
+            arg = f"{key}={Path(value.rstrip('/')).name or value}"
+        keep.append(arg.strip())
+    label = model + (f"({','.join(keep)})" if keep else "")
+    return label if len(label) <= MAX_LABEL else label[: MAX_LABEL - 1] + "…"
+
+
+def find_runs(root: Path) -> list[Run]:
+    """Every lmms-eval run under ``root`` (a folder, or one samples/results file), in a stable
+    order; runs with the same label get their timestamp appended, so no two share a label."""
+    root = Path(root)
+    if not root.exists():
+        raise FileNotFoundError(f"{root}: no such file or folder")
+    if root.is_file():
+        m = _STAMP.match(root.name)
+        if m is None:
+            raise SamplesError(f"{root}: not an lmms-eval output file (expected <stamp>_samples_<task>.jsonl "
+                               "or <stamp>_results.json)")
+        files = [root]
+        sibling = root.with_name(f"{m['stamp']}_results.json")
+        if m["task"] is not None and sibling.is_file():
+            files.append(sibling)
+    else:
+        files = sorted([*root.rglob("*_samples_*.jsonl"), *root.rglob("*_results.json")])
+    runs: dict[tuple[Path, str], Run] = {}
+    for path in files:
+        m = _STAMP.match(path.name)
+        if m is None:
+            continue
+        key = (path.parent, m["stamp"])
+        run = runs.setdefault(key, Run(label="", folder=path.parent, stamp=m["stamp"]))
+        if m["task"] is None:
+            run.results_path = path
+        else:
+            run.samples[m["task"]] = path
+    out = sorted(runs.values(), key=lambda r: (str(r.folder), r.stamp))
+    for run in out:
+        run.label = run_label(run.results(), fallback=run.folder.name)
+    labels = [r.label for r in out]
+    for run in out:
+        if labels.count(run.label) > 1:
+            run.label += f" [{run.stamp}]"
+    return out

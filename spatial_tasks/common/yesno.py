@@ -24,15 +24,27 @@ class YesNoLogits:
 
     @property
     def p_yes(self) -> float:
-        """p = sigma(l_Yes - l_No) (SpatialTunnel paper §4, first-token protocol)."""
+        """p = sigma(l_Yes - l_No) (SpatialTunnel paper §4, first-token protocol); NaN when the
+        logits are NaN (or both infinite alike)."""
         return sigmoid(self.logit_yes - self.logit_no)
 
     @property
+    def finite(self) -> bool:
+        """Whether the logits say anything: p is a number (an infinite logit against a finite one
+        is a certain answer; NaN, or +inf against +inf, is none)."""
+        return not math.isnan(self.p_yes)
+
+    @property
     def answer(self) -> str:
+        """Yes, No, or UNPARSEABLE when the logits are not numbers (never a silent "No")."""
+        if not self.finite:
+            return UNPARSEABLE
         return "Yes" if self.logit_yes >= self.logit_no else "No"
 
 
 def sigmoid(x: float) -> float:
+    if math.isnan(x):
+        return math.nan
     if x >= 0:
         return 1.0 / (1.0 + math.exp(-x))
     e = math.exp(x)
@@ -46,14 +58,25 @@ def encode_payload(logits: YesNoLogits) -> str:
     )
 
 
-def decode_payload(response: str) -> YesNoLogits | None:
-    """The logits in a *_yesno model's response, or None if the response is plain text."""
-    if not isinstance(response, str) or PAYLOAD_KEY not in response:
+def is_payload(response: object) -> bool:
+    """Whether a response claims to be a logit payload (it may still be malformed)."""
+    return isinstance(response, str) and PAYLOAD_KEY in response
+
+
+def decode_payload(response: object) -> YesNoLogits | None:
+    """The logits in a *_yesno model's response; None for plain text and for a malformed payload
+    (tell them apart with ``is_payload``). Never raises, whatever the stored text holds."""
+    if not is_payload(response):
         return None
     try:
         data = json.loads(response)
-        return YesNoLogits(float(data["logit_yes"]), float(data["logit_no"]), str(data.get("text", "")))
-    except (ValueError, KeyError, TypeError):
+        if not isinstance(data, dict):
+            return None
+        logit_yes, logit_no = data["logit_yes"], data["logit_no"]
+        if isinstance(logit_yes, bool) or isinstance(logit_no, bool):
+            return None
+        return YesNoLogits(float(logit_yes), float(logit_no), str(data.get("text", ""))[:200])
+    except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
         return None
 
 
@@ -63,14 +86,15 @@ _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 def parse_yes_no(response: object) -> str:
     """'Yes', 'No' or UNPARSEABLE for any model output; never raises.
 
-    A logit payload yields its argmax answer. Otherwise the first standalone yes/no word wins
+    A logit payload yields its argmax answer (UNPARSEABLE for NaN logits or a malformed payload,
+    whose text is never searched for words). Otherwise the first standalone yes/no word wins
     ("No, the red cube is ..." -> No); text with neither is unparseable and scored wrong.
     """
     if not isinstance(response, str):
         return UNPARSEABLE
-    payload = decode_payload(response)
-    if payload is not None:
-        return payload.answer
+    if is_payload(response):
+        payload = decode_payload(response)
+        return UNPARSEABLE if payload is None else payload.answer
     m = _YES_NO.search(response)
     if m is None:
         return UNPARSEABLE

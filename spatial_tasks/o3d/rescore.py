@@ -39,6 +39,7 @@ so their vision SDGM has 9 groups (8 single cues + FS+OC), not 36: ``n["sdgm_vis
 from __future__ import annotations
 
 import ast
+import math
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,8 +48,10 @@ from spatial_tasks.common.samples import iter_json_lines
 from spatial_tasks.o3d import metrics
 from spatial_tasks.o3d.parse import UNPARSEABLE, is_correct, parse_answer
 from spatial_tasks.o3d.prompts import parse_prompt
+from spatial_tasks.o3d.schema import CLARITY_LEVELS, CUE_CODES
 
 RELEASED_FORMAT = "o3d-released"
+SAMPLES_FORMAT = "lmms-samples"
 
 CUE_COLUMNS = metrics.VISION_CUES
 NUM_CUE_COLUMNS = ("sim0", "sim1", "sim2", "real0", "real1", "real2")
@@ -62,6 +65,7 @@ SDGM_FAMILIES = frozenset({"kb-1cue", "kb-2cue", "kb-2cue-fsoc"})
 INFERRED_STRENGTH_SOURCES = frozenset({"inferred", "inferred-timestamp-pair-parity"})
 SINGLE_STRENGTH_SOURCES = frozenset({"single-strength-set"})
 REQUIRED_FIELDS = ("model", "image_family", "ques", "answer", "gt_position", "cues", "ques_clarity")
+CLARITY_VALUES = frozenset(CLARITY_LEVELS)
 
 # Paper Table 12 (accuracy). sim2 and overall are not reproducible from the release: its 2-cue
 # marked result files are missing (our sim2 has only the FS+OC pair) and the paper's real half of
@@ -104,18 +108,60 @@ class ReleasedFormatError(ValueError):
 # ---------------------------------------------------------------------------------------------
 
 
-def iter_released(path: str | Path) -> Iterator[dict]:
-    """The raw records of a released-outputs file (gzip or plain JSON lines), streamed."""
+def detect_format(path: str | Path) -> str:
+    """RELEASED_FORMAT or "lmms-samples" for a file or folder, from its name or first record."""
     path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    if path.is_dir() or "_samples_" in path.name or path.name.endswith("_results.json"):
+        return SAMPLES_FORMAT
+    for _, row in iter_json_lines(path, ReleasedFormatError):
+        if "doc_id" in row:
+            return SAMPLES_FORMAT
+        if {"ques", "answer"} <= row.keys():
+            return RELEASED_FORMAT
+        break
+    raise ReleasedFormatError(f"{path}: neither the O3-D released-outputs schema (model, ques, answer, ...) nor "
+                              "lmms-eval samples (doc_id, ...); pass --format")
+
+
+def iter_released(path: str | Path) -> Iterator[dict]:
+    """The raw records of a released-outputs file (gzip or plain JSON lines), streamed; every
+    field the scoring reads is checked (an error names the file, line and field)."""
+    path = Path(path)
+    if path.is_dir():
+        raise ReleasedFormatError(f"{path}: is a folder; O3-D released outputs are one JSON-lines file "
+                                  "(for lmms-eval output use --format lmms-samples)")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file (expected O3-D released outputs, JSON lines)")
     for lineno, row in iter_json_lines(path, ReleasedFormatError):
+        where = f"{path}:{lineno}"
         missing = [f for f in REQUIRED_FIELDS if f not in row]
         if missing:
-            raise ReleasedFormatError(
-                f"{path}:{lineno}: missing field(s) {missing} of the {RELEASED_FORMAT} schema")
-        row["cues"] = _cue_list(row["cues"], f"{path}:{lineno}")
+            raise ReleasedFormatError(f"{where}: missing field(s) {missing} of the {RELEASED_FORMAT} schema")
+        row["cues"] = _cue_list(row["cues"], where)
+        _check_released_row(row, where)
         yield row
+
+
+def _check_released_row(row: dict, where: str) -> None:
+    for field in ("model", "image_family"):
+        if not isinstance(row[field], str) or not row[field]:
+            raise ReleasedFormatError(f"{where}: field {field!r} must be a non-empty string, got {row[field]!r}")
+    if row["gt_position"] not in ("near", "far", "none"):
+        raise ReleasedFormatError(f"{where}: field 'gt_position' must be near, far or none, got {row['gt_position']!r}")
+    unknown = [c for c in row["cues"] if c not in CUE_CODES]
+    if unknown:
+        raise ReleasedFormatError(f"{where}: field 'cues': unknown cue code(s) {unknown}")
+    clarity = row["ques_clarity"]
+    if clarity is not None and (isinstance(clarity, bool) or not isinstance(clarity, (int, float))
+                                or float(clarity) not in CLARITY_VALUES):
+        raise ReleasedFormatError(f"{where}: field 'ques_clarity' must be one of {sorted(CLARITY_VALUES)}, "
+                                  f"got {clarity!r}")
+    strength = row.get("cue_strength")
+    if strength is not None and (isinstance(strength, bool) or not isinstance(strength, (int, float))
+                                 or not math.isfinite(strength) or strength < 0):
+        raise ReleasedFormatError(f"{where}: field 'cue_strength' must be a finite number >= 0, got {strength!r}")
 
 
 def _cue_list(value: object, where: str) -> list[str]:
@@ -302,8 +348,6 @@ def compare_to_paper(result: dict, decimals: int = 4) -> list[dict]:
 # lmms-eval --log_samples output
 # ---------------------------------------------------------------------------------------------
 
-SAMPLES_FORMAT = "lmms-samples"
-_REF_PREFIX = "<o3d record: see "
 
 
 def records_from_samples_file(path: Path) -> tuple[list[dict], tuple[str, ...]]:
@@ -312,6 +356,7 @@ def records_from_samples_file(path: Path) -> tuple[list[dict], tuple[str, ...]]:
     The record is logged under the task's first metric; the other metric keys hold a pointer
     string (``tasks.RecordRef``); both mark a key as one of the task's metrics.
     """
+    from spatial_tasks.common.pooling import is_record_ref
     from spatial_tasks.common.samples import iter_samples
     from spatial_tasks.o3d.tasks import BENCHMARK, rescored
 
@@ -323,7 +368,7 @@ def records_from_samples_file(path: Path) -> tuple[list[dict], tuple[str, ...]]:
             if isinstance(value, dict) and value.get("benchmark") == BENCHMARK:
                 rec = rec or value
                 names.setdefault(key)
-            elif isinstance(value, str) and value.startswith(_REF_PREFIX):
+            elif is_record_ref(value):
                 names.setdefault(key)
         if rec is not None:
             records.append(rescored(rec))
@@ -337,28 +382,17 @@ def task_metrics(records: list[dict], names: tuple[str, ...]) -> dict:
     return {**{m: METRICS[m](records) for m in names if m in METRICS}, "n": len(records)}
 
 
-def _runs_of(path: Path) -> list[tuple[str, dict, list[Path]]]:
-    """(label, results JSON or {}, samples files) per lmms-eval run found at ``path``."""
-    from spatial_tasks.common.samples import load_results, sample_files
-    from spatial_tasks.report import find_runs
-
-    path = Path(path)
-    files = sample_files(path)
-    root = path.parent if path.is_file() else path
-    try:
-        runs = find_runs(root)
-    except FileNotFoundError:
-        runs = []
-    out, claimed = [], set()
-    for run in runs:
-        mine = [f for f in run.samples.values() if f in files]
-        if mine:
-            out.append((run.label, load_results(run.results_path), sorted(mine)))
-            claimed.update(mine)
-    orphans = [f for f in files if f not in claimed]
-    if orphans:
-        out.append(("model", {}, orphans))
-    return out
+def _check_no_doc_twice(per_task: dict[str, tuple[list[dict], tuple[str, ...]]], run) -> None:
+    """One run must not hold a question twice (an ICL and a plain answer are two questions): two
+    tasks of one run over the same data would be counted twice in the pooled figures."""
+    seen: dict[tuple, str] = {}
+    for task, (records, _) in sorted(per_task.items()):
+        for rec in records:
+            key = (rec.get("question_id"), bool(rec.get("icl")))
+            if key in seen and seen[key] != task:
+                raise ValueError(f"{run.samples[task]}: question {key[0]!r} is also in {run.samples[seen[key]]} of "
+                                 "the same run; its figures would count it twice -- rescore the files apart")
+            seen[key] = task
 
 
 def rescore_samples(path: str | Path, ddof: int = 0) -> dict:
@@ -378,20 +412,22 @@ def rescore_samples(path: str | Path, ddof: int = 0) -> dict:
     ``ddof`` applies to the ``summarise_model`` part; task and group metrics are the live ones
     (the paper's population standard deviation).
     """
-    from spatial_tasks.common.samples import task_of_samples_file
+    from spatial_tasks.common.samples import find_runs
     from spatial_tasks.o3d.tasks import METRICS
 
     if ddof not in (0, 1):
         raise ValueError(f"ddof must be 0 (paper) or 1 (authors' pandas), not {ddof!r}")
     models: dict[str, dict] = {}
-    for label, results, files in _runs_of(Path(path)):
+    for run in find_runs(Path(path)):
+        label, results = run.label, run.results()
         per_task: dict[str, tuple[list[dict], tuple[str, ...]]] = {}
-        for file in files:
+        for task, file in sorted(run.samples.items()):
             records, names = records_from_samples_file(file)
             if records:
-                per_task[task_of_samples_file(file)] = (records, names)
+                per_task[task] = (records, names)
         if not per_task:
             continue
+        _check_no_doc_twice(per_task, run)
         tasks = {task: task_metrics(recs, names) for task, (recs, names) in sorted(per_task.items())}
         groups = {}
         for group, subtasks in sorted((results.get("group_subtasks") or {}).items()):

@@ -20,14 +20,9 @@ the task; each aggregation (``agg_<metric>``) is a thin wrapper over a pure func
 ``spatial-tasks rescore o3d --format lmms-samples`` need (question, response, ground truth, cues,
 strength, clarity, the question's language tags), so saved samples can be re-scored.
 
-Group metrics (``o3d``): lmms-eval 0.7.3 hands a group's ``aggregate_metric_list`` aggregation
-only the subtasks' final values and sizes (``evaluator_utils.consolidate_group_results``), so a
-weighted mean is all it can do with plain floats -- wrong for an SDGM, a bias or a per-cue
-accuracy. Our aggregations therefore return a ``PooledValue``: a float (what lmms-eval prints
-and writes) that also holds the task's records and the metric function, in this process only.
-``pool_subtasks`` (the group's aggregation) applies that function to the union of the subtasks'
-records: the group figure is the metric of the pooled records, exactly what
-``spatial-tasks rescore o3d --format lmms-samples`` recomputes from the saved samples.
+Group metrics (``o3d``) are the metrics of the subtasks' pooled records, never means of means
+(``spatial_tasks.common.pooling``): exactly what ``spatial-tasks rescore o3d`` recomputes from
+the saved samples.
 
 Data source: ``process_docs`` receives only the loaded ``visual_questions`` split, yet the image
 subsets must come from the same place as the task's ``dataset_path``; ``infer_source`` explains
@@ -36,12 +31,11 @@ how it finds that place.
 
 from __future__ import annotations
 
-import math
 import os
 import random
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +46,7 @@ from PIL import Image
 
 from spatial_tasks.common import prompts as templates
 from spatial_tasks.common.origin import calling_task, origin_of
+from spatial_tasks.common.pooling import PooledValue, RecordRef, aggregation, fan_out, pool_subtasks  # noqa: F401
 from spatial_tasks.o3d import load, metrics, schema
 from spatial_tasks.o3d.parse import is_correct, parse_answer
 from spatial_tasks.o3d.prompts import correct_letter, cot_answer, parse_prompt, stable_seed, with_answer_instruction
@@ -162,91 +157,13 @@ METRIC_SETS = {"basic": BASIC_METRICS, "language": LANGUAGE_METRICS, "markers": 
                "real": REAL_METRICS, "icl": ICL_METRICS}
 
 
-class PooledValue(float):
-    """A metric value that also remembers the records it was computed from and the function.
-
-    Behaves as a float everywhere (printing, JSON, arithmetic). Copying or pickling gives a plain
-    float, so the records never leave the process that evaluated them; only ``pool_subtasks``,
-    which lmms-eval calls right after the subtasks' aggregations, reads them.
-    """
-
-    records: list
-    metric: str
-
-    def __new__(cls, value: float | None, records: list, metric: str):
-        obj = super().__new__(cls, math.nan if value is None else float(value))
-        obj.records = records
-        obj.metric = metric
-        return obj
-
-    def __reduce__(self):
-        return float, (float(self),)
-
-    def __copy__(self):
-        return float(self)
-
-    def __deepcopy__(self, memo):
-        return float(self)
-
-
-class RecordRef:
-    """Stands for the per-doc record under another metric key of the same doc.
-
-    lmms-eval logs every metric key's value in ``--log_samples``; fanning the full record out to
-    ~25 keys would repeat it 25 times per doc (about 1 GB for o3d_markers on the full release).
-    The record is therefore logged once, under the task's first metric ("acc"); the other keys
-    hold this reference, written as a short pointer string.
-    """
-
-    __slots__ = ("key", "record")
-
-    def __init__(self, record: dict, key: str):
-        self.record = record
-        self.key = key
-
-    def __str__(self) -> str:  # what lmms-eval's JSON fallback writes into the samples file
-        return f"<o3d record: see {self.key!r}>"
-
-    __repr__ = __str__
-
-
-def _unwrap(items: Iterable[Any]) -> list:
-    return [item.record if isinstance(item, RecordRef) else item for item in items]
-
-
 def aggregate(name: str, items: list) -> PooledValue:
     """The metric ``name`` of the records (NaN when undefined), carrying the records for pooling."""
-    records = _unwrap(items)
-    return PooledValue(METRICS[name](records), records, name)
-
-
-def pool_subtasks(values: list, sizes: list, weight_by_size: bool = True) -> float:
-    """Group aggregation (``aggregate_metric_list: aggregation: !function utils.pool_subtasks``):
-    the metric recomputed on the union of the subtasks' records -- never a mean of means.
-
-    lmms-eval passes the subtasks' values of one metric (``PooledValue``s made by our
-    aggregations), their sizes and the weight flag; sizes and weights are not needed.
-    """
-    pooled = [v for v in values if isinstance(v, PooledValue)]
-    if len(pooled) != len(values) or not pooled:
-        log.warning("o3d group: a subtask value carries no records (not made by spatial_tasks.o3d.tasks); "
-                    "reporting NaN. `spatial-tasks rescore o3d --format lmms-samples` recomputes it.")
-        return math.nan
-    names = {v.metric for v in pooled}
-    if len(names) != 1:
-        log.warning(f"o3d group: subtask values of different metrics {sorted(names)}; reporting NaN")
-        return math.nan
-    records = [r for v in pooled for r in v.records]
-    return aggregate(names.pop(), records)
+    return aggregation(name, METRICS[name])(items)
 
 
 def _aggregation(name: str) -> Callable[[list], PooledValue]:
-    def agg(items: list) -> PooledValue:
-        return aggregate(name, items)
-
-    agg.__name__ = agg.__qualname__ = f"agg_{name}"
-    agg.__doc__ = METRICS[name].__doc__
-    return agg
+    return aggregation(name, METRICS[name])
 
 
 agg_acc = _aggregation("acc")
@@ -437,6 +354,14 @@ def _render_order_strengths(source: str, subset: str, cues: tuple, position: str
     group = sorted({n for n, c, p in zip(meta["image_name"], meta["cues"], meta["odd_position"])
                     if tuple(schema.parse_cues(c)) == cues and str(p).strip().lower() == position})
     return {name: 1.0 if k % 2 == 0 else 2.0 for k, name in enumerate(group)}
+
+
+def subsets_of_task(process_docs: str) -> tuple[str, ...]:
+    """The image subsets a task reads, by the name of its process_docs hook ("utils.process_docs_real")."""
+    name = process_docs.rsplit(".", 1)[-1]
+    return {"process_docs_markers": SYNTHETIC_TASK_SUBSETS, "process_docs_clarity_low": SYNTHETIC_TASK_SUBSETS,
+            "process_docs_clarity_med": SYNTHETIC_TASK_SUBSETS, "process_docs_clarity_high": SYNTHETIC_TASK_SUBSETS,
+            "process_docs_real": REAL_TASK_SUBSETS, "process_docs_icl_cot": ICL_SUBSETS}.get(name, ())
 
 
 def process_docs_markers(dataset: datasets.Dataset) -> datasets.Dataset:
@@ -651,29 +576,24 @@ def _first(results: Sequence[Any]) -> str:
     return first if isinstance(first, str) else ("" if first is None else str(first))
 
 
-def _fan_out(rec: dict, names: Sequence[str]) -> dict:
-    """The record under the first metric key, a ``RecordRef`` to it under every other key."""
-    return {name: rec if k == 0 else RecordRef(rec, names[0]) for k, name in enumerate(names)}
-
-
 def process_results_basic(doc, results):
-    return _fan_out(record(doc, _first(results)), BASIC_METRICS)
+    return fan_out(record(doc, _first(results)), BASIC_METRICS)
 
 
 def process_results_language(doc, results):
-    return _fan_out(record(doc, _first(results)), LANGUAGE_METRICS)
+    return fan_out(record(doc, _first(results)), LANGUAGE_METRICS)
 
 
 def process_results_markers(doc, results):
-    return _fan_out(record(doc, _first(results)), MARKERS_METRICS)
+    return fan_out(record(doc, _first(results)), MARKERS_METRICS)
 
 
 def process_results_real(doc, results):
-    return _fan_out(record(doc, _first(results)), REAL_METRICS)
+    return fan_out(record(doc, _first(results)), REAL_METRICS)
 
 
 def process_results_icl(doc, results):
-    return _fan_out(record(doc, _first(results), icl=True), ICL_METRICS)
+    return fan_out(record(doc, _first(results), icl=True), ICL_METRICS)
 
 
 # ---------------------------------------------------------------------------------------------

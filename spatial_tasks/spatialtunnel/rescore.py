@@ -1,42 +1,71 @@
-"""Recompute SpatialTunnel metrics from lmms-eval ``--log_samples`` output."""
+"""Recompute SpatialTunnel metrics from lmms-eval ``--log_samples`` output.
+
+Every run (``common.samples.find_runs``: one folder + one timestamp) and every task is scored on
+its own -- samples of different models, model_args, runs, protocols or variants are never
+pooled. Groups (``spatialtunnel``, ``spatialtunnel_logit``, ...) are recomputed from the pooled
+records of their subtasks, as the live run reports them.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from spatial_tasks.common.samples import first_response, iter_samples, logged_record, sample_files
-from spatial_tasks.common.yesno import decode_payload
+from spatial_tasks.common.samples import SamplesError, find_runs, first_response, iter_samples, logged_record
+from spatial_tasks.common.yesno import is_payload
 from spatial_tasks.spatialtunnel import metrics
 from spatial_tasks.spatialtunnel.tasks import exact_match_record, logit_record
 
+BENCHMARK = "spatialtunnel"
+PROTOCOLS = ("auto", "exact", "logit")
+
 
 def records_from_samples(path: Path, protocol: str = "auto") -> list[dict]:
-    """Per-question records re-scored from the logged doc and response.
+    """Per-question records of ONE samples file, re-scored from the logged record and response.
 
     protocol: "exact" (parse Yes/No text), "logit" (first-token payload required) or "auto"
-    (each record's logged protocol; for records without one, logit when every response
-    carries logits, else exact).
+    (each record's logged protocol; for records without one, logit when every response is a
+    logit payload, else exact).
     """
-    if protocol not in ("auto", "exact", "logit"):
-        raise ValueError(f"protocol must be auto, exact or logit, not {protocol!r}")
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"--protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
     pairs = []
-    for file in sample_files(path):
-        for sample in iter_samples(file):
-            record = logged_record(sample, "v", "spatialtunnel")
-            if record is not None:
-                pairs.append((record, record.get("response", first_response(sample))))
-    if not pairs:
-        raise ValueError(f"{path}: no SpatialTunnel samples found (expected lmms-eval --log_samples *_samples_*.jsonl)")
+    for sample in iter_samples(path):
+        record = logged_record(sample, "v", BENCHMARK)
+        if record is not None:
+            pairs.append((record, record.get("response", first_response(sample))))
     scorers = {"logit": logit_record, "exact": exact_match_record}
-    fallback = "logit" if all(decode_payload(r) is not None for _, r in pairs) else "exact"
-    return [scorers[protocol if protocol != "auto" else record.get("protocol", fallback)](record, [response])
-            for record, response in pairs]
+    fallback = "logit" if pairs and all(is_payload(r) for _, r in pairs) else "exact"
+    out = []
+    for record, response in pairs:
+        chosen = protocol if protocol != "auto" else record.get("protocol", fallback)
+        if chosen not in scorers:
+            raise SamplesError(f"{path}: record {record.get('question_id')!r} has unknown protocol {chosen!r}")
+        out.append(scorers[chosen](record, [response]))
+    return out
 
 
 def rescore(path: Path, protocol: str = "auto") -> dict:
-    """Metrics per variant (and overall) from saved samples, as plain JSON-ready dicts."""
-    records = records_from_samples(path, protocol)
-    out = {"all": metrics.summary(records)}
-    for variant in sorted({r["variant"] for r in records}):
-        out[variant] = metrics.summary([r for r in records if r["variant"] == variant])
-    return out
+    """Metrics per run, per task and per group from saved samples, as plain JSON-ready dicts:
+
+    ``{"runs": {label: {"tasks": {task: summary}, "groups": {group: summary}}}}`` where a summary
+    is ``metrics.summary`` (v, v_cons, v_ctr, delta, v_amb, n per subset, cell_grid, the size
+    sweep, unparseable).
+    """
+    runs = {}
+    for run in find_runs(Path(path)):
+        per_task = {}
+        for task, file in sorted(run.samples.items()):
+            records = records_from_samples(file, protocol)
+            if records:
+                per_task[task] = records
+        if not per_task:
+            continue
+        groups = {}
+        for group, subtasks in sorted((run.results().get("group_subtasks") or {}).items()):
+            if subtasks and all(t in per_task for t in subtasks):
+                groups[group] = metrics.summary([r for t in subtasks for r in per_task[t]])
+        runs[run.label] = {"tasks": {t: metrics.summary(r) for t, r in per_task.items()}, "groups": groups}
+    if not runs:
+        raise SamplesError(f"{path}: no SpatialTunnel samples found (expected lmms-eval --log_samples "
+                           "output: <stamp>_samples_spatialtunnel*.jsonl)")
+    return {"format": "lmms-samples", "source": str(path), "runs": runs}

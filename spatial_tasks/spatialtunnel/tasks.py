@@ -8,14 +8,14 @@ Two protocols share docs and metrics:
 
 from __future__ import annotations
 
-import math
 
 import datasets
 from PIL import Image
 
 from spatial_tasks.common import images, prompts
 from spatial_tasks.common.origin import origin_of
-from spatial_tasks.common.yesno import UNPARSEABLE, decode_payload, parse_yes_no
+from spatial_tasks.common.pooling import aggregation, fan_out, pool_subtasks  # noqa: F401
+from spatial_tasks.common.yesno import UNPARSEABLE, decode_payload, is_payload, parse_yes_no
 from spatial_tasks.spatialtunnel import load, metrics
 
 DEFAULT_PROMPT_KWARGS = {"pre_prompt": "", "answer_suffix": " Answer with yes or no."}
@@ -57,81 +57,78 @@ def exact_match_record(doc: dict, results: list[str]) -> dict:
 
 
 def logit_record(doc: dict, results: list[str]) -> dict:
+    """The first-token record: score = p (answer Yes) or 1 - p (answer No). A payload whose logits
+    are NaN, or that is malformed, is unparseable and scores 0 (wrong), like unparseable text."""
     response = results[0] if results else ""
-    payload = decode_payload(response)
-    if payload is None:
+    if not is_payload(response):
         raise LogitsMissingError(
             "spatialtunnel_logit scores first-token Yes/No logits, but the model returned plain text "
-            f"({response[:60]!r}). Run it with a model that returns logits, e.g. --model qwen2_5_vl_yesno "
+            f"({str(response)[:60]!r}). Run it with a model that returns logits, e.g. --model qwen2_5_vl_yesno "
             "(or spatial_baseline); use the exact-match task 'spatialtunnel' for any other model."
         )
+    payload = decode_payload(response)
+    if payload is None or not payload.finite:
+        return {**_record(doc, response), "protocol": "logit", "parsed": UNPARSEABLE, "p_yes": None, "score": 0.0}
     p = payload.p_yes
     score = p if doc["answer"] == "Yes" else 1.0 - p
-    parsed = payload.answer if math.isfinite(p) else UNPARSEABLE
-    return {**_record(doc, response), "protocol": "logit", "parsed": parsed, "p_yes": p, "score": score}
+    return {**_record(doc, response), "protocol": "logit", "parsed": payload.answer, "p_yes": p, "score": score}
 
 
-# lmms-eval calls process_results once per doc and passes the same record to every metric.
-PHASE_METRICS = ("v", "v_cons", "v_ctr", "delta", "v_amb", "cell_grid")
-SIZE_METRICS = ("v", "v_cons", "v_ctr", "delta", "v_s010", "v_s030", "delta_s")
-
-
-def _fan_out(record: dict, names: tuple[str, ...]) -> dict:
-    return {name: record for name in names}
+# lmms-eval calls process_results once per doc; the record is logged once (under "v") and every
+# metric gets it (spatial_tasks.common.pooling). Per-cell grids are not metrics (they would fill
+# lmms-eval's table): the records carry the cells, and `rescore` / `report` draw the grid.
+PHASE_METRICS = ("v", "v_cons", "v_ctr", "delta", "v_amb", "unparseable")
+SIZE_METRICS = ("v", "v_cons", "v_ctr", "delta", "v_s010", "v_s030", "delta_s", "unparseable")
 
 
 def process_results_phase(doc, results):
-    return _fan_out(exact_match_record(doc, results), PHASE_METRICS + ("unparseable",))
+    return fan_out(exact_match_record(doc, results), PHASE_METRICS)
 
 
 def process_results_size(doc, results):
-    return _fan_out(exact_match_record(doc, results), SIZE_METRICS + ("unparseable",))
+    return fan_out(exact_match_record(doc, results), SIZE_METRICS)
 
 
 def process_results_logit_phase(doc, results):
-    return _fan_out(logit_record(doc, results), PHASE_METRICS)
+    return fan_out(logit_record(doc, results), PHASE_METRICS)
 
 
 def process_results_logit_size(doc, results):
-    return _fan_out(logit_record(doc, results), SIZE_METRICS)
+    return fan_out(logit_record(doc, results), SIZE_METRICS)
 
 
-# Aggregations: thin wrappers over spatial_tasks.spatialtunnel.metrics.
-def agg_v(records):
-    return metrics.mean_score(records)
-
-
-def agg_v_cons(records):
+def _v_cons(records):
+    """v_cons (Table 3) / Acc_con (Table 8): consistent pairs (the farther object higher)."""
     return metrics.mean_by_relation(records, "consistent")
 
 
-def agg_v_ctr(records):
+def _v_ctr(records):
+    """v_ctr (Table 3) / Acc_ctr (Table 8): counter pairs (the farther object lower)."""
     return metrics.mean_by_relation(records, "counter")
 
 
-def agg_delta(records):
-    return metrics.consistency_gap(records)
-
-
-def agg_v_amb(records):
+def _v_amb(records):
+    """v over the ambiguous pairs (|dy| < 5% of the image height), reported separately."""
     return metrics.mean_by_relation(records, "ambiguous", two_way=False)
 
 
-def agg_cell_grid(records):
-    return [[None if v is None else round(v, 4) for v in row] for row in metrics.cell_grid(records)]
-
-
-def agg_v_s010(records):
+def _v_s010(records):
+    """v(s1 = 0.1) (Table 9): the far object small, size consistent with depth."""
     return metrics.mean_at_size(records, metrics.SIZE_SMALL_FAR)
 
 
-def agg_v_s030(records):
+def _v_s030(records):
+    """v(s1 = 0.3) (Table 9): the far object large, size conflicting with depth."""
     return metrics.mean_at_size(records, metrics.SIZE_LARGE_FAR)
 
 
-def agg_delta_s(records):
-    return metrics.size_gap(records)
-
-
-def agg_unparseable(records):
-    return metrics.unparseable_share(records)
+# Aggregations: thin wrappers over spatial_tasks.spatialtunnel.metrics (groups pool the records).
+agg_v = aggregation("v", metrics.mean_score)
+agg_v_cons = aggregation("v_cons", _v_cons)
+agg_v_ctr = aggregation("v_ctr", _v_ctr)
+agg_delta = aggregation("delta", metrics.consistency_gap)
+agg_v_amb = aggregation("v_amb", _v_amb)
+agg_v_s010 = aggregation("v_s010", _v_s010)
+agg_v_s030 = aggregation("v_s030", _v_s030)
+agg_delta_s = aggregation("delta_s", metrics.size_gap)
+agg_unparseable = aggregation("unparseable", metrics.unparseable_share)

@@ -1,7 +1,6 @@
 """Thin lmms-eval hooks: everything lives in spatial_tasks.spatialtunnel.tasks (nothing runs here)."""
 
 from spatial_tasks.spatialtunnel.tasks import (  # noqa: F401
-    agg_cell_grid,
     agg_delta,
     agg_delta_s,
     agg_unparseable,
@@ -19,4 +18,5 @@ from spatial_tasks.spatialtunnel.tasks import (  # noqa: F401
     process_results_logit_size,
     process_results_phase,
     process_results_size,
+    pool_subtasks,
 )

@@ -1,0 +1,33 @@
+"""Numbers as a person reads them: fixed decimals, no "-0.000", undefined shown as undefined.
+
+A metric that cannot be computed (no rows, one group, no parseable answer) is None or NaN; it is
+printed as "n/a" -- never as 0.000 or 1.000, which would read as a result.
+"""
+
+from __future__ import annotations
+
+import math
+
+UNDEFINED = "n/a"
+
+
+def is_defined(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def number(value: object, digits: int = 3, signed: bool = False) -> str:
+    """``value`` with ``digits`` decimals ("+0.120" when ``signed``); UNDEFINED for None/NaN/inf.
+
+    Rounding happens first, so float noise (0.30000000000000004) and a tiny negative (-0.0001
+    at 3 decimals) print as 0.300 and 0.000, never -0.000. Integers print as integers.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return UNDEFINED if value is None else str(value)
+    if isinstance(value, int):
+        return f"{value:+d}" if signed else str(value)
+    if not math.isfinite(value):
+        return UNDEFINED
+    rounded = round(value, digits) + 0.0  # + 0.0 turns -0.0 into 0.0
+    if rounded == 0:
+        rounded = 0.0
+    return f"{rounded:+.{digits}f}" if signed else f"{rounded:.{digits}f}"
