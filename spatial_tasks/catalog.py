@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from spatial_tasks.paths import tasks_dir
+from spatial_tasks.paths import output_folder, tasks_dir
 
 TASK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,99}$")
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
@@ -185,9 +185,7 @@ def _check_o3d_folder(local: Path, base_cfg: dict) -> None:
 
 
 def _write_yaml(out: Path, name: str, spec: dict, force: bool) -> Path:
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"--out {out}: is a file, expected a folder")
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_folder(out)
     path = (out / f"{name}.yaml").resolve()
     if path.parent != out.resolve():  # the name is an identifier; this guards the rule itself
         raise ValueError(f"--name {name!r} would write outside --out {out}")

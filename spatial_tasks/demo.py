@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from spatial_tasks.paths import output_folder
 from spatial_tasks.report import write_report
 
 console = Console()
@@ -62,7 +63,7 @@ def _run(label: str, command: list[str], log: Path) -> tuple[str, int]:
 def run_demo(out: Path, workers: int = 2) -> Path:
     from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
 
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_folder(out)
     model_dir = out / "tiny-qwen2_5_vl"
     if not (model_dir / "config.json").exists():
         console.print(f"[bold]Building a tiny random Qwen2.5-VL[/] -> {model_dir}")

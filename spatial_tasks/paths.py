@@ -21,3 +21,13 @@ def benchmark_tasks_dir(benchmark: str) -> Path:
     if not path.is_dir():
         raise FileNotFoundError(f"no task folder for benchmark {benchmark!r} under {tasks_dir()}")
     return path
+
+
+def output_folder(path: Path, flag: str = "--out") -> Path:
+    """``path`` as a folder to write into (created with its parents); a file there is an error
+    naming the flag, not a confusing "already exists"."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise FileExistsError(f"{flag} {path}: is a file, expected a folder")
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from spatial_tasks.common.samples import Run, find_runs, iter_samples
+from spatial_tasks.paths import output_folder
 
 
 def _benchmark(samples_path: Path) -> str | None:
@@ -36,7 +37,7 @@ def write_report(root: Path, out: Path) -> list[Path]:
     else:
         figure_makers["o3d"] = o3d_figures
 
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_folder(out)
     by_benchmark: dict[str, list[tuple[Run, str, Path]]] = defaultdict(list)
     for run in find_runs(root):
         for task, samples in run.samples.items():

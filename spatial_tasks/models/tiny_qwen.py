@@ -23,6 +23,8 @@ import argparse
 import json
 from pathlib import Path
 
+from spatial_tasks.paths import output_folder
+
 # Qwen2.5-VL's special tokens, in the order (and therefore relative id order) of the real
 # checkpoints, where they follow the BPE vocabulary.
 SPECIAL_TOKENS: tuple[str, ...] = (
@@ -269,7 +271,7 @@ def build_tiny_qwen2_5_vl(out_dir: Path, seed: int = 0) -> Path:
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
 
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = output_folder(Path(out_dir))
 
     tokenizer = _train_tokenizer(vocab_size=1024)
     _check_tokenizer(tokenizer)

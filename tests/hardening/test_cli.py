@@ -1,0 +1,141 @@
+"""The command line on bad input: a table of argument lists -> exit code and the ONE line on
+stderr (never a traceback, unless --debug). Runs ``spatial_tasks.cli.main`` in-process with the
+typer that installs, and the real console script for the first-use mistakes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spatial_tasks import cli
+
+CONSOLE = str(Path(sys.executable).with_name("spatial-tasks"))
+
+
+def run_main(argv: list[str], capsys) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+        raise SystemExit(0)  # main returned normally
+    out = capsys.readouterr()
+    return exit_info.value.code or 0, out.out, out.err
+
+
+@pytest.fixture
+def files(tmp_path) -> dict[str, Path]:
+    """Bad inputs a user could point a command at."""
+    released = [{"model": "m", "image_family": "kb-1cue", "ques": "q", "answer": "A", "gt_position": "near",
+                 "cues": ["HP"], "ques_clarity": 4}] * 50
+    good = "\n".join(json.dumps(r) for r in released) + "\n"
+    paths = {}
+    paths["truncated_gz"] = tmp_path / "outputs.jsonl.gz"
+    paths["truncated_gz"].write_bytes(gzip.compress(good.encode())[:-30])
+    paths["not_gzip"] = tmp_path / "fake.jsonl.gz"
+    paths["not_gzip"].write_bytes(b"\x1f\x8b" + b"garbage" * 10)
+    paths["latin1"] = tmp_path / "latin1.jsonl"
+    paths["latin1"].write_bytes('{"model": "caf\u00e9"}\n'.encode("latin-1"))
+    paths["not_json"] = tmp_path / "outputs.jsonl"
+    paths["not_json"].write_text(json.dumps(released[0]) + "\n{oops\n")
+    paths["nested"] = tmp_path / "nested.jsonl"
+    paths["nested"].write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    paths["bad_row"] = tmp_path / "bad_row.jsonl"
+    paths["bad_row"].write_text(json.dumps({**released[0], "gt_position": "maybe"}) + "\n")
+    paths["dup"] = tmp_path / "run" / "20260101_120000_samples_spatialtunnel_sample_phase.jsonl"
+    paths["dup"].parent.mkdir()
+    sample = {"doc_id": 3, "filtered_resps": [["Yes"]], "v": {"benchmark": "spatialtunnel"}}
+    paths["dup"].write_text(json.dumps(sample) + "\n" + json.dumps(sample) + "\n")
+    paths["a_file"] = tmp_path / "plain.txt"
+    paths["a_file"].write_text("x")
+    paths["empty_dir"] = tmp_path / "empty"
+    paths["empty_dir"].mkdir()
+    return paths
+
+
+CASES = [
+    # (case, argv with {name} placeholders for ``files``, exit code, the one stderr line)
+    ("unknown command", ["no-such-command"], 2, r"^error: No such command 'no-such-command'\."),
+    ("missing argument", ["rescore", "o3d"], 2, r"^error: Missing argument '(FILE|file)'\. \(see: spatial-tasks rescore o3d --help\)$"),
+    ("missing option", ["publish", "x"], 2, r"^error: Missing option '--repo'"),
+    ("bad integer", ["generate", "spatialtunnel", "--resolution", "banana", "--out", "/nonexistent/x"], 2,
+     r"^error: Invalid value for '--resolution'"),
+    ("unknown option", ["publish", "x", "--repo", "a/b", "--drry-run"], 2, r"^error: No such option: --drry-run"),
+    ("bad choice", ["rescore", "o3d", "{a_file}", "--format", "xml"], 2,
+     r"^error: --format must be one of auto, o3d-released, lmms-samples, not 'xml'$"),
+    ("bad ddof", ["rescore", "o3d", "{a_file}", "--ddof", "3"], 2, r"^error: --ddof must be 0"),
+    ("bad protocol", ["rescore", "spatialtunnel", "{a_file}", "--protocol", "banana"], 2,
+     r"^error: --protocol must be one of auto, exact, logit"),
+    ("unknown benchmark", ["prompts", "vague"], 2, r"^error: BENCHMARK must be one of o3d, not 'vague'$"),
+    ("missing file", ["rescore", "o3d", "/nonexistent-folder"], 2, r"^error: /nonexistent-folder: no such file or folder$"),
+    ("missing folder", ["rescore", "spatialtunnel", "/nonexistent-folder"], 2,
+     r"^error: /nonexistent-folder: no such file or folder$"),
+    ("folder without samples", ["rescore", "spatialtunnel", "{empty_dir}"], 2, r"^error: .*empty: no SpatialTunnel samples found"),
+    ("truncated gzip", ["rescore", "o3d", "{truncated_gz}", "--format", "o3d-released"], 2,
+     r"^error: .*outputs\.jsonl\.gz: truncated gzip file \(stopped after line \d+"),
+    ("not gzip inside", ["rescore", "o3d", "{not_gzip}", "--format", "o3d-released"], 2,
+     r"^error: .*fake\.jsonl\.gz: (corrupt|truncated) gzip file"),
+    ("not UTF-8", ["rescore", "o3d", "{latin1}", "--format", "o3d-released"], 2,
+     r"^error: .*latin1\.jsonl:1: not UTF-8 text"),
+    ("not JSON", ["rescore", "o3d", "{not_json}", "--format", "o3d-released"], 2,
+     r"^error: .*outputs\.jsonl:2: not a JSON object \(invalid JSON"),
+    ("JSON nested too deep", ["rescore", "o3d", "{nested}", "--format", "o3d-released"], 2,
+     r"^error: .*nested\.jsonl:1: JSON nested too deeply to read$"),
+    ("a bad field", ["rescore", "o3d", "{bad_row}"], 2,
+     r"^error: .*bad_row\.jsonl:1: field 'gt_position' must be near, far or none, got 'maybe'$"),
+    ("a doc logged twice", ["rescore", "spatialtunnel", "{dup}"], 2, r"^error: .*phase\.jsonl:2: doc_id 3 is logged twice"),
+    ("permission denied", ["report", "{empty_dir}", "--out", "/sys/spatial-tasks-report"], 2,
+     r"^error: /sys/spatial-tasks-report: permission denied$"),
+    ("output is a file", ["report", "{empty_dir}", "--out", "{a_file}"], 2, r"^error: --out .*plain\.txt: is a file, expected a folder$"),
+    ("tiny model onto a file", ["tiny-model", "--out", "{a_file}"], 2, r"^error: --out .*plain\.txt: is a file, expected a folder$"),
+    ("publish a missing folder", ["publish", "/nonexistent", "--repo", "a/b", "--dry-run"], 2,
+     r"^error: /nonexistent: no such dataset folder$"),
+    ("publish a bad repo id", ["publish", "{empty_dir}", "--repo", "nope"], 2, r"^error: .*README\.md: missing"),
+    ("demo onto a file", ["demo", "--out", "{a_file}"], 2, r"^error: --out .*plain\.txt: is a file, expected a folder$"),
+]
+
+
+@pytest.mark.parametrize(("case", "argv", "code", "message"), CASES, ids=[c[0] for c in CASES])
+def test_errors_are_one_line(files, capsys, case, argv, code, message):
+    argv = [a.format(**files) for a in argv]
+    got, out, err = run_main(argv, capsys)
+    assert got == code, (out, err)
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert re.search(message, lines[0]), lines[0]
+
+
+def test_debug_shows_the_traceback(capsys):
+    code, _, err = run_main(["--debug", "rescore", "o3d", "/nonexistent-folder"], capsys)
+    assert code == 2 and "Traceback (most recent call last)" in err
+    assert err.strip().splitlines()[-1] == "error: /nonexistent-folder: no such file or folder"
+
+
+def test_no_arguments_print_help_and_exit_0(capsys):
+    code, out, err = run_main([], capsys)
+    assert code == 0 and "Usage" in out and "rescore" in out and err == ""
+
+
+def test_a_group_without_its_command_prints_its_help(capsys):
+    code, out, err = run_main(["rescore"], capsys)
+    assert code == 2 and "spatialtunnel" in out and "o3d" in out and "Traceback" not in err
+
+
+def test_version(capsys):
+    code, out, _ = run_main(["--version"], capsys)
+    assert code == 0 and re.match(r"^spatial-tasks \d+\.\d+", out)
+
+
+@pytest.mark.parametrize("argv", [[], ["no-such-command"], ["rescore"], ["rescore", "o3d"],
+                                  ["generate", "spatialtunnel", "--resolution", "banana", "--out", "/nonexistent/x"],
+                                  ["publish", "/nonexistent", "--repo", "a/b", "--dry-run"]])
+def test_the_console_script_never_prints_a_traceback(argv):
+    run = subprocess.run([CONSOLE, *argv], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert "Traceback" not in run.stdout + run.stderr
+    assert run.returncode in ((0, 2) if argv in ([], ["rescore"]) else (2,))
+    if run.returncode == 2 and argv != ["rescore"]:
+        assert len(run.stderr.strip().splitlines()) == 1 and run.stderr.startswith("error: ")

@@ -1,0 +1,111 @@
+"""``spatial-tasks custom-task`` on bad and hostile input: a table of arguments -> the one-line
+error, and what a good call writes (values through a YAML emitter, the file inside --out)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from spatial_tasks.catalog import HEADER, parse_prompt_options, write_custom_task
+from spatial_tasks.paths import tasks_dir
+
+from spatialtunnel.fakes import write_generated
+
+O3D_SAMPLE = tasks_dir() / "o3d" / "sample"
+
+
+@pytest.fixture(scope="module")
+def st_data(tmp_path_factory) -> Path:
+    return write_generated(tmp_path_factory.mktemp("st") / "data", variants=("phase",), grid=2)
+
+
+BAD = [
+    # (case, kwargs (st_data / tmp placeholders), exception, message)
+    ("unknown base task", {"base_task": "spatialtunnel_nope", "data": "{st}"}, KeyError, r"no spatial-tasks task named"),
+    ("path traversal in the name", {"name": "../../evil"}, ValueError, r"--name '\.\./\.\./evil': a task name is"),
+    ("YAML in the name", {"name": "x\ninclude: /etc/passwd"}, ValueError, r"--name .*a task name is"),
+    ("a name that is one of ours", {"name": "spatialtunnel_size"}, ValueError, r"already one of our tasks"),
+    ("a local folder that does not exist", {"data": "{tmp}/nope"}, FileNotFoundError, r"--data .*nope: no such dataset folder"),
+    ("a relative path that looks local", {"data": "./nope"}, FileNotFoundError, r"--data \./nope: no such dataset folder"),
+    ("a typo next to a real folder", {"data": "{tmp_name}/dta"}, FileNotFoundError, r"no such dataset folder"),
+    ("data that is a file", {"data": "{file}"}, ValueError, r"a local dataset must be a folder"),
+    ("a config the data does not have", {"config": "size_variation"}, ValueError,
+     r"has no config 'size_variation' \(it has: \['phase_variation'\]\); pass --config"),
+    ("a split the data does not have", {"split": "validation"}, ValueError,
+     r"--split validation: .* declares only the split\(s\) \['test'\]"),
+    ("an unknown prompt parameter", {"data": None, "prompt": {"answer_instruction": "A:"}}, ValueError,
+     r"--prompt answer_instruction: spatialtunnel_phase has no such prompt parameter \(it has: answer_suffix, pre_prompt\)"),
+    ("nothing to change", {"data": None}, ValueError, r"nothing to change"),
+    ("--split without --data", {"data": None, "split": "test"}, ValueError, r"--config and --split need --data"),
+    ("an O3-D folder without visual_questions", {"base_task": "o3d_markers", "data": "{st}"}, ValueError,
+     r"lacks the config\(s\) \['visual_questions', 'kb-0cue', 'kb-1cue', 'kb-2cue'\]"),
+]
+
+
+def _resolve(value, st_data, tmp_path):
+    if not isinstance(value, str):
+        return value
+    (tmp_path / "a_file").write_text("x")
+    return value.format(st=st_data, tmp=tmp_path, file=tmp_path / "a_file", tmp_name=st_data.parent)
+
+
+@pytest.mark.parametrize(("case", "kwargs", "error", "message"), BAD, ids=[c[0] for c in BAD])
+def test_bad_custom_tasks_write_nothing(st_data, tmp_path, case, kwargs, error, message):
+    args = {"base_task": "spatialtunnel_phase", "data": "{st}", **kwargs}
+    args = {k: _resolve(v, st_data, tmp_path) for k, v in args.items()}
+    out = tmp_path / "tasks"
+    with pytest.raises(error, match=message) as err:
+        write_custom_task(out=out, **args)
+    assert "\n" not in str(err.value.args[0])
+    assert not any(out.glob("*.yaml")) if out.exists() else True
+
+
+def test_values_are_written_by_a_yaml_emitter(st_data, tmp_path):
+    hostile = 'Answer:\n"task": hijacked\ninclude: /etc/passwd #'
+    path = write_custom_task("o3d_sample_markers", None, tmp_path / "tasks", name="o3d_kosmos",
+                             prompt={"answer_instruction": hostile})
+    spec = yaml.safe_load(path.read_text())
+    assert spec["task"] == "o3d_kosmos" and spec["include"].endswith("o3d_sample_markers.yaml")
+    assert spec["lmms_eval_specific_kwargs"]["default"]["answer_instruction"] == hostile
+    assert path.parent == (tmp_path / "tasks").resolve() and path.read_text().startswith(HEADER)
+
+
+def test_a_yaml_custom_task_did_not_write_is_kept(st_data, tmp_path):
+    out = tmp_path / "tasks"
+    out.mkdir()
+    (out / "mine.yaml").write_text("task: mine\n")
+    with pytest.raises(FileExistsError, match=r"mine\.yaml: already exists and was not written by custom-task"):
+        write_custom_task("spatialtunnel_phase", str(st_data), out, name="mine")
+    assert (out / "mine.yaml").read_text() == "task: mine\n"
+    write_custom_task("spatialtunnel_phase", str(st_data), out, name="mine", force=True)
+    write_custom_task("spatialtunnel_phase", str(st_data), out, name="mine")  # ours now: replaced freely
+
+
+def test_a_local_folder_and_a_hub_id(st_data, tmp_path):
+    local = yaml.safe_load(write_custom_task("spatialtunnel_phase", str(st_data), tmp_path / "t").read_text())
+    assert (local["dataset_path"], local["dataset_name"], local["test_split"]) == (
+        str(st_data.resolve()), "phase_variation", "test")
+    hub = yaml.safe_load(write_custom_task("spatialtunnel_phase", "someone/tunnel", tmp_path / "h").read_text())
+    assert (hub["dataset_path"], hub["dataset_name"]) == ("someone/tunnel", "phase_variation")
+
+
+def test_the_kosmos2_prompt_for_o3d(tmp_path):
+    spec = yaml.safe_load(write_custom_task("o3d_markers", str(O3D_SAMPLE), tmp_path / "t", name="o3d_markers_kosmos2",
+                                            prompt={"answer_instruction": "Answer:"}).read_text())
+    assert spec["lmms_eval_specific_kwargs"] == {"default": {"pre_prompt": "", "post_prompt": "",
+                                                             "answer_instruction": "Answer:"}}
+    assert spec["dataset_name"] == "visual_questions" and spec["test_split"] == "train"
+
+
+@pytest.mark.parametrize(("items", "parsed"), [(["a=b"], {"a": "b"}), (["a="], {"a": ""}),
+                                               (["a=b=c"], {"a": "b=c"}), ([" a =x"], {"a": "x"})])
+def test_prompt_options(items, parsed):
+    assert parse_prompt_options(items) == parsed
+
+
+@pytest.mark.parametrize("item", ["novalue", "=x", "a b=c", "../x=1"])
+def test_bad_prompt_options(item):
+    with pytest.raises(ValueError, match="expected KEY=VALUE"):
+        parse_prompt_options([item])
