@@ -32,8 +32,10 @@ order, on the text exactly as the model wrote it (nothing is stripped unless a r
    an unresolved "yes", "c", a sentence -- is unparseable, scored wrong and counted.
 
 Differences from the notebook, where it would crash or cannot apply: a non-string answer or
-question is unparseable / empty (the notebook assumes strings), and a question with "A. " whose
-options the block regex cannot read keeps the lower-cased answer (the notebook raises).
+question is unparseable / empty (the notebook assumes strings), a question with "A. " whose
+options the block regex cannot read keeps the lower-cased answer (the notebook raises), and an
+option text longer than ``MAX_OPTION_TEXT`` characters is not read as an option (so that a
+hostile question cannot make the search quadratic; official options are at most 11 characters).
 
 ``parse_answer`` never raises, and runs in time linear in the answer's length.
 """
@@ -98,8 +100,11 @@ PHRASES: tuple[tuple[str, str], ...] = (
 )
 _PHRASES_LOWER = tuple((phrase.lower(), short) for phrase, short in PHRASES)
 
-# Rule 4: the option block: two to four "X. text. " items after a "?" or ".".
-_OPTION = r"([A-Z]\. [^\.]+\. )"
+# Rule 4: the option block: two to four "X. text. " items after a "?" or ".". An option's text is
+# bounded (500 characters; the official ones have at most 11) so the search stays linear in the
+# length of a hostile question.
+MAX_OPTION_TEXT = 500
+_OPTION = rf"([A-Z]\. [^\.]{{1,{MAX_OPTION_TEXT}}}\. )"
 _OPTION_BLOCK = re.compile(rf"(?:\?|\.) {_OPTION}{_OPTION}{_OPTION}?{_OPTION}?")
 
 # Rules 4-5: (relation word in the lower-cased question, answer) -> label, in the authors' order.
@@ -192,8 +197,9 @@ def trace_answer(answer: object, question: object) -> ParseTrace:
     short = short_answer(strip_cot(answer))
     rewritten = rewrite(short)
     option = rewritten
-    if "A. " in question:  # rule 4
-        option = question_options(question).get(rewritten.lower(), rewritten.lower())
+    if "A. " in question:  # rule 4 (only a one-character answer can be an option letter)
+        lowered = rewritten.lower()
+        option = question_options(question).get(lowered, lowered) if len(lowered) == 1 else lowered
         option = _resolve_yes_no(option, question.lower(), first_only=True)
     if "Yes" in question and "True" in question:  # rule 5
         option = _resolve_yes_no(option, question.lower(), first_only=False)

@@ -38,7 +38,6 @@ so their vision SDGM has 9 groups (8 single cues + FS+OC), not 36: ``n["sdgm_vis
 
 from __future__ import annotations
 
-import ast
 import math
 from collections import defaultdict
 from collections.abc import Iterator
@@ -48,7 +47,7 @@ from spatial_tasks.common.samples import iter_json_lines
 from spatial_tasks.o3d import metrics
 from spatial_tasks.o3d.parse import UNPARSEABLE, is_correct, parse_answer
 from spatial_tasks.o3d.prompts import parse_prompt
-from spatial_tasks.o3d.schema import CLARITY_LEVELS, CUE_CODES
+from spatial_tasks.o3d.schema import CLARITY_LEVELS, CUE_CODES, SchemaError, literal
 
 RELEASED_FORMAT = "o3d-released"
 SAMPLES_FORMAT = "lmms-samples"
@@ -170,9 +169,9 @@ def _cue_list(value: object, where: str) -> list[str]:
         return []
     if isinstance(value, str):
         try:
-            value = ast.literal_eval(value) if value.strip() else []
-        except (ValueError, SyntaxError):
-            raise ReleasedFormatError(f"{where}: cues {value!r} is not a list") from None
+            value = literal(value, "cues") if value.strip() else []
+        except SchemaError:
+            raise ReleasedFormatError(f"{where}: cues {value[:80]!r} is not a list") from None
     if not isinstance(value, (list, tuple)) or not all(isinstance(c, str) for c in value):
         raise ReleasedFormatError(f"{where}: cues {value!r} is not a list of cue codes")
     return sorted(value)

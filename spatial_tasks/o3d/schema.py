@@ -33,6 +33,7 @@ import ast
 import functools
 import math
 import re
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -177,18 +178,46 @@ def clarity_level(value: float | None) -> str:
     return CLARITY_LEVELS.get(float(value), "unknown")
 
 
+MAX_LITERAL = 2000  # characters: the release's cue lists and depth scales are a few dozen
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def literal(text: str, what: str) -> Any:
+    """A Python literal stored as text (the release writes lists and dicts with repr()), read
+    safely: too long, malformed or too deeply nested text is a SchemaError, never a crash."""
+    if len(text) > MAX_LITERAL:
+        raise SchemaError(f"{what} {_short(text)} is {len(text)} characters long, not a short literal")
+    try:
+        with warnings.catch_warnings():  # malformed text can make the parser warn before it fails
+            warnings.simplefilter("ignore", SyntaxWarning)
+            return ast.literal_eval(text.strip())
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise SchemaError(f"{what} {_short(text)} is not a Python literal") from None
+
+
 def parse_cues(value: Any) -> list[str]:
     """Sorted cue codes from the release's string reprs: "['HP', 'SA']", "('OC',)", "()", "[]".
 
-    Already-decoded lists/tuples and None/'' (no cue) are accepted too.
+    Already-decoded lists/tuples and None/'' (no cue) are accepted too; anything else is a
+    SchemaError (codes are checked against CUE_CODES where the row is normalised).
     """
     if value is None:
         return []
     if isinstance(value, str):
         return list(_cues_from_text(value))
     if not isinstance(value, (list, tuple)):
-        raise SchemaError(f"cues {value!r} is not a list")
-    return sorted(str(c).strip().upper() for c in value)
+        raise SchemaError(f"cues {_short(value)} is not a list")
+    return _codes(value, value)
+
+
+def _codes(items: list | tuple, shown: Any) -> list[str]:
+    if not all(isinstance(c, str) for c in items):
+        raise SchemaError(f"cues {_short(shown)} is not a list of cue codes")
+    return sorted(c.strip().upper() for c in items)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -197,14 +226,14 @@ def _cues_from_text(text: str) -> tuple[str, ...]:
     if stripped in ("", "None", "none"):
         return ()
     try:
-        value = ast.literal_eval(stripped)
-    except (ValueError, SyntaxError) as exc:
-        raise SchemaError(f"cues {text!r} is not a list/tuple literal") from exc
+        value = literal(stripped, "cues")
+    except SchemaError:
+        raise SchemaError(f"cues {_short(text)} is not a list/tuple literal") from None
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, (list, tuple)):
-        raise SchemaError(f"cues {text!r} is not a list")
-    return tuple(sorted(str(c).strip().upper() for c in value))
+        raise SchemaError(f"cues {_short(text)} is not a list")
+    return tuple(_codes(value, text))
 
 
 def parse_depth_scale(value: Any) -> tuple[float | None, float | None]:
@@ -213,20 +242,25 @@ def parse_depth_scale(value: Any) -> tuple[float | None, float | None]:
         return None, None
     if isinstance(value, str):
         return _depth_scale_from_text(value)
+    return _min_max(value, value)
+
+
+def _min_max(value: Any, shown: Any) -> tuple[float, float]:
     if not isinstance(value, Mapping) or "min" not in value or "max" not in value:
-        raise SchemaError(f"depth_scale {value!r} lacks 'min'/'max'")
-    return float(value["min"]), float(value["max"])
+        raise SchemaError(f"depth_scale {_short(shown)} lacks 'min'/'max'")
+    try:
+        return float(value["min"]), float(value["max"])
+    except (TypeError, ValueError, OverflowError):
+        raise SchemaError(f"depth_scale {_short(shown)}: 'min' and 'max' must be numbers") from None
 
 
 @functools.lru_cache(maxsize=65536)
 def _depth_scale_from_text(text: str) -> tuple[float, float]:
     try:
-        value = ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError) as exc:
-        raise SchemaError(f"depth_scale {text!r} is not a dict literal") from exc
-    if not isinstance(value, Mapping) or "min" not in value or "max" not in value:
-        raise SchemaError(f"depth_scale {text!r} lacks 'min'/'max'")
-    return float(value["min"]), float(value["max"])
+        value = literal(text, "depth_scale")
+    except SchemaError:
+        raise SchemaError(f"depth_scale {_short(text)} is not a dict literal") from None
+    return _min_max(value, text)
 
 
 def crop_tag(image_name: str) -> tuple[str, str] | None:
@@ -249,7 +283,7 @@ def as_bool(value: Any) -> bool:
             return True
         if text in ("false", "0", "no", ""):
             return False
-        raise SchemaError(f"is_marked {value!r} is not a boolean")
+        raise SchemaError(f"is_marked {_short(value)} is not a boolean")
     return bool(value)
 
 

@@ -1,0 +1,170 @@
+"""Every public parser and decoder never raises on model output or stored payloads, and stays
+linear: 20,000 hypothesis-generated inputs per parser (text with lone surrogates and control
+characters, answer-shaped fragments, deeply nested JSON, huge numbers, long strings), plus
+multi-megabyte inputs and a time bound (the curve itself: benchmarks/parsers.py).
+
+Validators (``schema.parse_cues`` ...) may refuse a value, but only with their one-line
+SchemaError, never another exception."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from spatial_tasks.common.samples import first_response
+from spatial_tasks.common.yesno import UNPARSEABLE, decode_payload, parse_yes_no
+from spatial_tasks.o3d import schema
+from spatial_tasks.o3d.parse import LABELS, parse_answer, trace_answer
+from spatial_tasks.o3d.prompts import parse_prompt
+from spatial_tasks.spatialtunnel.questions import resolve_template
+
+EXAMPLES = 20_000
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+QUESTION = ("Is the object marked with a red circle closer to or farther away from the viewer than the objects "
+            "marked with a blue square? A. Closer. B. Farther. Answer A or B.")
+
+ANY_CHAR = st.characters(exclude_categories=())  # lone surrogates, controls, unassigned included
+FRAGMENTS = st.sampled_from([
+    "A", "B", "C", "D", "a", ".", ". ", " ", "\n", "\n\n", ")", "(", "(Let's think step by step", "(Let me think step by step",
+    "Answer: ", "wer is: ", "swer is ", "d say:\n\n", "er is:\n\n", "ons is: ", "itioned ", "x comes ", "Yes", "no",
+    "True", "False", "in front of", "behind", "farther", "closer to the viewer", "nearer than", "Answer A",
+    "correct answer is B", "\ud800", "\udfff", "\x00", "é", "İ", "\u212a", "\u2028", "spatial_tasks_yesno", "{", "}",
+    '"', "1e999", "-0", "NaN", "[", "]"])
+TEXT = st.one_of(
+    st.text(ANY_CHAR, max_size=200),
+    st.lists(FRAGMENTS, max_size=40).map("".join),
+    st.builds(lambda s, n: s * n, st.text(ANY_CHAR, min_size=1, max_size=4), st.integers(200, 2000)),
+)
+JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(-(10**400), 10**400),
+                         st.floats(allow_nan=True, allow_infinity=True), st.text(ANY_CHAR, max_size=30))
+JSON_VALUES = st.recursive(JSON_SCALARS, lambda kids: st.one_of(st.lists(kids, max_size=4),
+                                                                st.dictionaries(st.text(max_size=8), kids, max_size=4)),
+                           max_leaves=20)
+
+
+def _dumps(value) -> str:
+    try:
+        return json.dumps(value)
+    except (ValueError, OverflowError):
+        return str(value)
+
+
+PAYLOADS = st.one_of(
+    TEXT,
+    st.builds(lambda yes, no, extra: _dumps({"spatial_tasks_yesno": 1, "logit_yes": yes, "logit_no": no, **extra}),
+              JSON_VALUES, JSON_VALUES, st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=3)),
+    st.integers(1, 50_000).map(lambda n: '{"spatial_tasks_yesno": 1, "logit_yes": ' + "[" * n + "]" * n + "}"),
+    st.integers(1, 5000).map(lambda n: '{"spatial_tasks_yesno": 1, "logit_yes": 1' + "0" * n + ', "logit_no": 0}'),
+    st.sampled_from(['{"spatial_tasks_yesno": 1, "logit_yes": NaN, "logit_no": 0}',
+                     '{"spatial_tasks_yesno": 1, "logit_yes": Infinity, "logit_no": Infinity}',
+                     '{"spatial_tasks_yesno": 1, "logit_yes": 1e999, "logit_no": -1e999}',
+                     '{"spatial_tasks_yesno": 1, "logit_yes": true, "logit_no": 0}',
+                     '["spatial_tasks_yesno"]', '"spatial_tasks_yesno"']),
+)
+ANYTHING = st.one_of(TEXT, JSON_VALUES, st.binary(max_size=20))
+
+
+@FUZZ
+@given(answer=st.one_of(TEXT, ANYTHING), question=st.one_of(TEXT, st.just(QUESTION), ANYTHING))
+def test_o3d_parse_answer(answer, question):
+    assert parse_answer(answer, question) in LABELS
+    assert trace_answer(answer, question).label in LABELS
+
+
+@FUZZ
+@given(text=st.one_of(TEXT, ANYTHING))
+def test_o3d_parse_prompt(text):
+    tags = parse_prompt(text)
+    assert tags is None or tags.body in range(1, 12)
+
+
+@FUZZ
+@given(response=st.one_of(PAYLOADS, ANYTHING))
+def test_yes_no_parser(response):
+    assert parse_yes_no(response) in ("Yes", "No", UNPARSEABLE)
+
+
+@FUZZ
+@given(response=st.one_of(PAYLOADS, ANYTHING))
+def test_payload_decoder(response):
+    payload = decode_payload(response)
+    if payload is not None:
+        assert payload.answer in ("Yes", "No", UNPARSEABLE)
+        assert payload.answer != "No" or payload.finite  # NaN logits never read as "No"
+
+
+@FUZZ
+@given(text=st.one_of(TEXT, ANYTHING), answer=st.one_of(st.sampled_from(["Yes", "No"]), ANYTHING))
+def test_spatialtunnel_template_resolver(text, answer):
+    resolved = resolve_template(text, answer) if isinstance(text, str) else None
+    assert resolved is None or resolved[0] in (1, 2, 3, 4)
+
+
+@FUZZ
+@given(value=st.one_of(JSON_VALUES, TEXT, st.integers(1, 20_000).map(lambda n: _nested(n))))
+def test_logged_response_reader(value):
+    assert isinstance(first_response({"filtered_resps": value}), str)
+
+
+@FUZZ
+@given(value=st.one_of(TEXT, JSON_VALUES))
+def test_o3d_stored_value_validators_fail_only_with_their_error(value):
+    for validate in (schema.parse_cues, schema.parse_depth_scale, schema.as_bool, schema.crop_tag, schema.question_side):
+        try:
+            validate(value)
+        except schema.SchemaError as err:
+            assert str(err) and "\n" not in str(err)
+        except (TypeError, AttributeError) as err:  # crop_tag / question_side take text only
+            assert validate in (schema.crop_tag, schema.question_side) and not isinstance(value, str), err
+
+
+def _nested(depth: int) -> list:
+    value: object = "B"
+    for _ in range(depth):
+        value = [value]
+    return value  # type: ignore[return-value]
+
+
+# ---- size and time -------------------------------------------------------------------------------
+
+MB = 1_000_000
+HOSTILE = {
+    "letters": "A" * MB,
+    "leading strings": "Answer: " * (MB // 8),
+    "newlines": "\n" * MB,
+    "phrase-like": "closer to th" * (MB // 12),
+    "surrogates": "\ud800" * MB,
+    "payload marker": '{"spatial_tasks_yesno": 1, "text": "' + "y" * MB + '"}',
+}
+PARSERS = {
+    "parse_answer": lambda text: parse_answer(text, QUESTION),
+    "parse_answer (as question)": lambda text: parse_answer("A", "? A. xx" * (len(text) // 7)),
+    "parse_prompt": parse_prompt,
+    "parse_yes_no": parse_yes_no,
+    "decode_payload": decode_payload,
+}
+
+
+@pytest.mark.parametrize("parser", list(PARSERS))
+@pytest.mark.parametrize("shape", list(HOSTILE))
+def test_a_megabyte_parses_within_half_a_second(parser, shape):
+    fn, text = PARSERS[parser], HOSTILE[shape]
+    fn(text)  # warm caches
+    start = time.perf_counter()
+    fn(text)
+    assert time.perf_counter() - start < 0.5
+
+
+@pytest.mark.parametrize("parser", list(PARSERS))
+def test_a_typical_answer_takes_well_under_a_millisecond(parser):
+    fn = PARSERS[parser]
+    texts = ["B", "A. Closer.", "The answer is B.", "(Let's think step by step. It is lower.) A.", "Yes"] * 200
+    start = time.perf_counter()
+    for text in texts:
+        fn(text)
+    assert (time.perf_counter() - start) / len(texts) < 2e-4  # 0.2 ms each on average
