@@ -253,7 +253,12 @@ def _usage_errors() -> tuple[type[BaseException], ...]:
     return tuple(classes)
 
 
-_EXPECTED = (ValueError, LookupError, OSError, EOFError, ImportError, UnicodeError)
+def _expected() -> tuple[type[BaseException], ...]:
+    """Errors a user can cause (bad input, a busy folder, a failed run): shown as they are."""
+    from spatial_tasks.common.samples import RunFailed
+    from spatial_tasks.generators.common.folder import FolderBusyError
+
+    return (ValueError, LookupError, OSError, EOFError, ImportError, UnicodeError, RunFailed, FolderBusyError)
 
 
 def describe(err: BaseException) -> str:
@@ -267,7 +272,7 @@ def describe(err: BaseException) -> str:
         text = err.args[0]
     else:
         text = str(err) or type(err).__name__
-    if not isinstance(err, _EXPECTED):
+    if not isinstance(err, _expected()):
         text = f"internal error ({type(err).__name__}: {text}); rerun with --debug and report the traceback"
     text = " ".join(text.split())
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"

@@ -2,17 +2,27 @@
 
 Figures come from the logged samples (run lmms-eval with ``--log_samples``), re-scored with the
 same functions as the live run, so they always agree with the results table. Each benchmark
-contributes a ``<benchmark>_figures(runs, out)`` function; runs are grouped per benchmark by
-the ``benchmark`` field of the logged docs.
+contributes a ``<benchmark>_figures(entries, out)`` function returning its files and markdown
+(tables with a legend under each); runs are grouped per benchmark by the ``benchmark`` field of
+the logged records.
+
+Writing into a folder that holds an earlier report replaces it: the files a report writes are
+listed in ``.spatial-tasks-report.json`` there, and the next report deletes them first (nothing
+else in the folder is touched).
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 from spatial_tasks.common.samples import Run, find_runs, iter_samples
 from spatial_tasks.paths import output_folder
+
+MANIFEST = ".spatial-tasks-report.json"
+TITLES = {"spatialtunnel": "SpatialTunnel", "o3d": "O3-D"}
 
 
 def _benchmark(samples_path: Path) -> str | None:
@@ -25,34 +35,56 @@ def _benchmark(samples_path: Path) -> str | None:
     return None
 
 
-def write_report(root: Path, out: Path) -> list[Path]:
-    """Write every benchmark's figures and report.md under ``out``; returns the files written."""
+def _figure_makers() -> dict:
+    from spatial_tasks.o3d.report import o3d_figures
     from spatial_tasks.spatialtunnel.report import spatialtunnel_figures
 
-    figure_makers = {"spatialtunnel": spatialtunnel_figures}
-    try:
-        from spatial_tasks.o3d.report import o3d_figures
-    except ImportError:  # O3-D report not available in this build
-        pass
-    else:
-        figure_makers["o3d"] = o3d_figures
+    return {"spatialtunnel": spatialtunnel_figures, "o3d": o3d_figures}
 
-    out = output_folder(out)
+
+def remove_previous_report(out: Path) -> int:
+    """Delete the files an earlier report listed in ``out``'s manifest; returns how many."""
+    manifest = out / MANIFEST
+    try:
+        names = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0
+    removed = 0
+    for name in names if isinstance(names, list) else []:
+        path = out / Path(str(name)).name  # only plain names inside ``out``
+        if path.is_file():
+            path.unlink()
+            removed += 1
+    manifest.unlink(missing_ok=True)
+    return removed
+
+
+def write_report(root: Path, out: Path, intro: Sequence[str] = ()) -> list[Path]:
+    """Write every benchmark's figures and report.md under ``out`` (an earlier report there is
+    replaced); ``intro`` lines go under the title. Returns the files written."""
+    makers = _figure_makers()
     by_benchmark: dict[str, list[tuple[Run, str, Path]]] = defaultdict(list)
-    for run in find_runs(root):
+    runs = find_runs(root)
+    for run in runs:
         for task, samples in run.samples.items():
             benchmark = _benchmark(samples)
-            if benchmark in figure_makers:
+            if benchmark in makers:
                 by_benchmark[benchmark].append((run, task, samples))
     if not by_benchmark:
         raise FileNotFoundError(f"{root}: no logged samples of our benchmarks; run lmms-eval with --log_samples")
+    out = output_folder(out)
+    remove_previous_report(out)
     written: list[Path] = []
-    sections = ["# spatial-tasks report", "", f"Source: `{root}`", ""]
-    for benchmark, entries in sorted(by_benchmark.items()):
-        files, lines = figure_makers[benchmark](entries, out)
+    sections = ["# spatial-tasks report", "", *intro, "" if intro else "",
+                f"Source: `{root}` ({len(runs)} lmms-eval run(s)). Every figure is recomputed from the logged "
+                "samples with the functions of the live run.", ""]
+    for benchmark, entries in sorted(by_benchmark.items(), key=lambda item: item[0] != "spatialtunnel"):
+        files, lines = makers[benchmark](entries, out)
         written += files
-        sections += [f"## {benchmark}", "", *lines, ""]
+        sections += [f"## {TITLES.get(benchmark, benchmark)}", "", *lines, ""]
         sections += [f"![{p.stem}]({p.name})" for p in files] + [""]
     index = out / "report.md"
     index.write_text("\n".join(sections), encoding="utf-8")
-    return [*written, index]
+    written.append(index)
+    (out / MANIFEST).write_text(json.dumps([p.name for p in written], indent=1), encoding="utf-8")
+    return written

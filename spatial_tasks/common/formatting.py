@@ -19,7 +19,7 @@ def number(value: object, digits: int = 3, signed: bool = False) -> str:
     """``value`` with ``digits`` decimals ("+0.120" when ``signed``); UNDEFINED for None/NaN/inf.
 
     Rounding happens first, so float noise (0.30000000000000004) and a tiny negative (-0.0001
-    at 3 decimals) print as 0.300 and 0.000, never -0.000. Integers print as integers.
+    at 3 decimals) print as 0.300 and 0.000, never -0.000 (or +0.000). Integers print as integers.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return UNDEFINED if value is None else str(value)
@@ -27,7 +27,7 @@ def number(value: object, digits: int = 3, signed: bool = False) -> str:
         return f"{value:+d}" if signed else str(value)
     if not math.isfinite(value):
         return UNDEFINED
-    rounded = round(value, digits) + 0.0  # + 0.0 turns -0.0 into 0.0
-    if rounded == 0:
-        rounded = 0.0
+    rounded = round(value, digits)
+    if rounded == 0:  # also -0.0: zero has no sign
+        return f"{0.0:.{digits}f}"
     return f"{rounded:+.{digits}f}" if signed else f"{rounded:.{digits}f}"

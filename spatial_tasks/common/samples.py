@@ -15,6 +15,10 @@ class SamplesError(ValueError):
     pass
 
 
+class RunFailed(RuntimeError):
+    """An lmms-eval run that did not produce results for every task it was given."""
+
+
 def iter_json_lines(path: Path, error: type[ValueError] = SamplesError) -> Iterator[tuple[int, dict]]:
     """(line number, object) of a JSON-lines file, plain or gzip; blank lines skipped.
 
@@ -189,3 +193,23 @@ def find_runs(root: Path) -> list[Run]:
         if labels.count(run.label) > 1:
             run.label += f" [{run.stamp}]"
     return out
+
+
+def check_run(output_path: Path, tasks: list[str], log: Path | None = None) -> Path:
+    """The results file an lmms-eval run wrote for ``tasks`` (tasks or groups) under
+    ``output_path``, checked: lmms-eval exits 0 even when a task crashed (unless
+    --verbosity DEBUG), so its exit code proves nothing. Raises RunFailed naming what is missing
+    and where the log is."""
+    where = f"; see {log}" if log is not None else ""
+    found = sorted(Path(output_path).rglob("*_results.json")) if Path(output_path).is_dir() else []
+    if not found:
+        raise RunFailed(f"lmms-eval wrote no results under {output_path} (it exits 0 even when a task crashes){where}")
+    results = load_results(found[-1]).get("results") or {}
+    missing = [t for t in tasks if t not in results]
+    if missing:
+        raise RunFailed(f"{found[-1]}: no results for {missing}{where}")
+    counts = load_results(found[-1]).get("n-samples") or {}
+    empty = [t for t in tasks if t in counts and not (counts[t] or {}).get("effective")]
+    if empty:
+        raise RunFailed(f"{found[-1]}: {empty} evaluated no documents{where}")
+    return found[-1]

@@ -136,13 +136,22 @@ def overall_accuracy(synthetic: Iterable[Record], real: Iterable[Record]) -> dic
     return {"acc": (s["acc"] + r["acc"]) / 2, "synthetic": s, "real": r}
 
 
+def answered(records: Iterable[Record]) -> bool:
+    """Whether any record has a parseable answer (records without a label count as answered).
+    A figure that compares accuracies (a bias, an SDGM) says nothing about a model none of whose
+    answers could be read: it is undefined (None), not a neutral 0 or a perfect 1."""
+    return any(r.get("label") != "unparseable" for r in records)
+
+
 def near_far_bias(records: Iterable[Record]) -> dict:
     """Near-far bias (paper Eq. 1): bias_NF = Acc_F - Acc_N; +1 when a model always answers
-    "farther", -1 when it always answers "closer", 0 when it treats both alike."""
+    "farther", -1 when it always answers "closer", 0 when it treats both alike. None without
+    near and far rows, or without any parseable answer."""
     rows = scored(records)
     far = accuracy([r for r in rows if r["gt_position"] == "far"])
     near = accuracy([r for r in rows if r["gt_position"] == "near"])
-    bias = None if far["acc"] is None or near["acc"] is None else far["acc"] - near["acc"]
+    bias = (None if far["acc"] is None or near["acc"] is None or not answered(rows)
+            else far["acc"] - near["acc"])
     return {"bias": bias, "acc_far": far["acc"], "acc_near": near["acc"],
             "n_far": far["n"], "n_near": near["n"]}
 
@@ -166,8 +175,10 @@ def std(values: Sequence[float], ddof: int = 0) -> float | None:
 
 def sdgm(group_means: Iterable[float], ddof: int = 0) -> float | None:
     """SDGM (paper Eq. 2): sigma_Omega(mu) = sqrt(1/|Omega| sum_g (mu_g - mu_bar)^2), the standard
-    deviation of the group means mu_g over the groups Omega. ``ddof=1``: the authors' notebook."""
-    return std(list(group_means), ddof)
+    deviation of the group means mu_g over the groups Omega. ``ddof=1``: the authors' notebook.
+    None for fewer than two groups (a spread across one group is not defined)."""
+    means = list(group_means)
+    return std(means, ddof) if len(means) >= 2 else None
 
 
 def sdgm_population(records: Iterable[Record]) -> list[Record]:
@@ -208,7 +219,8 @@ def _acc_n_groups(records: Iterable[Record], key: Callable[[Record], Hashable | 
 
 def _sdgm_result(groups: dict[Hashable, dict], ddof: int) -> dict:
     means = [g["acc"] for g in groups.values()]
-    return {"sdgm": sdgm(means, ddof), "ddof": ddof, "n_groups": len(groups),
+    readable = any(g["n_unparseable"] < g["n"] for g in groups.values())
+    return {"sdgm": sdgm(means, ddof) if readable else None, "ddof": ddof, "n_groups": len(groups),
             "n": sum(g["n"] for g in groups.values()),
             "groups": {_key_str(k): g["acc"] for k, g in groups.items()}}
 
@@ -244,21 +256,25 @@ def modified_sdgm(records: Iterable[Record], variation: str, ddof: int = 0, popu
     combination of all five tags, then for every combination of the other four the SDGM across
     q's levels, then the mean of those. Same as pandas
     ``groupby(five).mean().groupby(other four).std(ddof).mean()``: with ddof=0 a combination that
-    has a single level of q contributes 0; with ddof=1 it is skipped (NaN)."""
+    has a single level of q contributes 0; with ddof=1 it is skipped (NaN). None when no
+    combination has two levels of q (nothing varies q) or no answer is parseable."""
     if variation not in LANGUAGE_TAGS:
         raise ValueError(f"variation must be one of {LANGUAGE_TAGS}, not {variation!r}")
-    means = {k: g["acc"] for k, g in _acc_n_groups(records, question_group, population).items()}
-    return _modified_from_means(means, variation, ddof)
+    groups = _acc_n_groups(records, question_group, population)
+    return _modified_from_means(groups, variation, ddof)
 
 
-def _modified_from_means(means: Mapping[tuple, float], variation: str, ddof: int) -> dict:
+def _modified_from_means(groups: Mapping[tuple, dict], variation: str, ddof: int) -> dict:
     i = LANGUAGE_TAGS.index(variation)
     by_rest: dict[tuple, list[float]] = defaultdict(list)
-    for key, mean in means.items():
-        by_rest[key[:i] + key[i + 1:]].append(mean)
+    for key, group in groups.items():
+        by_rest[key[:i] + key[i + 1:]].append(group["acc"])
     spreads = [std(vals, ddof) for vals in by_rest.values()]
     used = [s for s in spreads if s is not None]
-    return {"sdgm": sum(used) / len(used) if used else None, "ddof": ddof, "variation": variation,
+    varied = any(len(v) >= 2 for v in by_rest.values())
+    readable = any(g["n_unparseable"] < g["n"] for g in groups.values())
+    value = sum(used) / len(used) if used and varied and readable else None
+    return {"sdgm": value, "ddof": ddof, "variation": variation,
             "n_groups": len(used), "n_single_level": sum(1 for v in by_rest.values() if len(v) == 1)}
 
 
@@ -267,5 +283,5 @@ def modified_sdgm_all(records: Iterable[Record], ddof: int = 0,
     """Eq. 3 for each of the five variation types (group means computed once)."""
     if ddof not in (0, 1):
         raise ValueError(f"ddof must be 0 (paper) or 1 (authors' pandas), not {ddof!r}")
-    means = {k: g["acc"] for k, g in _acc_n_groups(records, question_group, population).items()}
-    return {t: _modified_from_means(means, t, ddof)["sdgm"] for t in LANGUAGE_TAGS}
+    groups = _acc_n_groups(records, question_group, population)
+    return {t: _modified_from_means(groups, t, ddof)["sdgm"] for t in LANGUAGE_TAGS}

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib import colormaps
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.patches import Polygon, Rectangle
 
+from spatial_tasks.common.plots import grouped_hbars, save
 from spatial_tasks.o3d.metrics import VISION_CUES
 
 CMAP = "RdBu_r"  # blue below chance, red above; 0.5 (chance) is white
@@ -35,14 +35,6 @@ def _by_cues(values: Mapping | None) -> dict[frozenset[str], float]:
         if value is not None:
             out[_cue_key(key)] = float(value)
     return out
-
-
-def _save(fig: Figure, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    FigureCanvasAgg(fig)
-    fig.savefig(path, dpi=150, bbox_inches="tight")
-    return path
 
 
 def _text_colour(value: float) -> str:
@@ -103,66 +95,35 @@ def plot_cue_heatmap(lower: Mapping, upper: Mapping | None, path: str | Path, *,
                  + f"\nlower-left: {lower_name}   ·   upper-right: {upper_name}", fontsize=10)
     bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     bar.set_label("accuracy (0.5 = chance)")
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def plot_near_far_bias(biases: Mapping[str, float | None], path: str | Path, *, title: str | None = None,
                        n: Mapping[str, object] | None = None) -> Path:
     """Near-far bias (paper Eq. 1) per model: Acc_F - Acc_N in [-1, 1]; -1 = always "closer"
-    (near), +1 = always "farther". ``n`` (model -> rows) is printed under the model names."""
-    names = list(biases)
-    values = [np.nan if biases[m] is None else float(biases[m]) for m in names]
-    fig = Figure(figsize=(max(4.5, 1.1 * len(names) + 2), 4.2))
-    ax = fig.add_subplot()
-    colours = ["#b2182b" if (v > 0) else "#2166ac" for v in np.nan_to_num(values)]
-    bars = ax.bar(range(len(names)), np.nan_to_num(values), color=colours, width=0.6)
-    for bar, v in zip(bars, values):
-        label = "n/a" if np.isnan(v) else f"{v:+.2f}"
-        y = 0 if np.isnan(v) else v
-        ax.text(bar.get_x() + bar.get_width() / 2, y + (0.04 if y >= 0 else -0.04), label,
-                ha="center", va="bottom" if y >= 0 else "top", fontsize=9)
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_ylim(-1.18, 1.18)
-    labels = [f"{m}\n(n={n[m]})" if n and m in n else m for m in names]
-    ax.set_xticks(range(len(names)), labels=labels, fontsize=8)
-    ax.set_ylabel("bias$_{NF}$ = Acc$_F$ − Acc$_N$")
-    ax.text(1.01, 1.0, "always far", transform=ax.get_yaxis_transform(), fontsize=8, va="center")
-    ax.text(1.01, -1.0, "always near", transform=ax.get_yaxis_transform(), fontsize=8, va="center")
-    ax.set_title(title or "O3-D near–far bias (Eq. 1)", fontsize=10)
-    ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    (near), +1 = always "farther". ``n`` (model -> rows) is added to the model names."""
+    rows = {(f"{m} (n={n[m]})" if n and m in n else m): {"bias": b} for m, b in biases.items()}
+    return grouped_hbars(rows, ["bias"], path, title=title or "O3-D near–far bias (Eq. 1)",
+                         xlabel="bias_NF = Acc_F − Acc_N   (−1: always \"closer\" · 0: none · +1: always \"farther\")",
+                         xlim=(-1.0, 1.0), reference=0.0, key_labels={"bias": "bias_NF"}, signed=True,
+                         notes=["n/a: no near and far rows, or no parseable answer."])
 
 
 def plot_sdgm(sdgms: Mapping[str, Mapping[str, float | None]], path: str | Path, *, title: str | None = None,
               ddof: int = 0, groups: Mapping[str, Mapping[str, int]] | None = None) -> Path:
     """Vision vs language influence per model: SDGM of Acc_N over the cue groups and over the
     question groups (paper Eq. 2). ``sdgms``: model -> {"vision": s, "language": s};
-    ``groups`` (model -> {"vision": n, "language": n}) is printed under the model names."""
-    names = list(sdgms)
-    x = np.arange(len(names))
-    width = 0.38
-    fig = Figure(figsize=(max(4.5, 1.2 * len(names) + 2), 4.2))
-    ax = fig.add_subplot()
-    top = 0.0
-    for offset, kind, colour in ((-width / 2, "vision", "#4daf4a"), (width / 2, "language", "#984ea3")):
-        vals = [sdgms[m].get(kind) for m in names]
-        heights = [0.0 if v is None else float(v) for v in vals]
-        top = max([top, *heights])
-        over = "cue" if kind == "vision" else "question"
-        bars = ax.bar(x + offset, heights, width, label=f"{kind} (σ over {over} groups)", color=colour)
-        for bar, v in zip(bars, vals):
-            ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height() + 0.005,
-                    "n/a" if v is None else f"{v:.3f}", ha="center", va="bottom", fontsize=7.5)
-    labels = [f"{m}\n({groups[m].get('vision')} / {groups[m].get('language')} groups)"
-              if groups and m in groups else m for m in names]
-    ax.set_xticks(x, labels=labels, fontsize=8)
-    ax.set_ylim(0, max(0.05, top * 1.25))
-    std_name = "population std (paper)" if ddof == 0 else "sample std (authors' pandas)"
-    ax.set_ylabel(f"SDGM of Acc$_N$ ({std_name})")
-    ax.legend(fontsize=8, loc="upper left")
-    ax.set_title(title or "O3-D vision vs language influence (Eq. 2)", fontsize=10)
-    ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    ``groups`` (model -> {"vision": n, "language": n}) is added to the model names."""
+    rows = {(f"{m} ({groups[m].get('vision')} cue / {groups[m].get('language')} question groups)"
+             if groups and m in groups else m): dict(v) for m, v in sdgms.items()}
+    top = max([0.05, *(v for r in rows.values() for v in r.values() if v is not None and v == v)])
+    std_name = "population std, the paper's Eq. 2" if ddof == 0 else "sample std, the authors' pandas"
+    return grouped_hbars(rows, ["vision", "language"], path,
+                         title=title or "O3-D vision vs language influence (Eq. 2): spread of target-near accuracy",
+                         xlabel=f"SDGM of Acc_N ({std_name}); larger = more influence",
+                         xlim=(0.0, top * 1.15),
+                         key_labels={"vision": "vision: σ over cue groups", "language": "language: σ over question groups"},
+                         notes=["n/a: fewer than two groups, or no parseable answer."])
 
 
 def plots_from_rescore(result: Mapping, out_dir: str | Path, *, baseline: Mapping | None = None,

@@ -14,12 +14,11 @@ figures agree with the results table) and pooled over the run's O3-D tasks:
 
 from __future__ import annotations
 
-import math
 import re
-import textwrap
 from collections import defaultdict
 from pathlib import Path
 
+from spatial_tasks.common.formatting import number
 from spatial_tasks.o3d import plots
 from spatial_tasks.o3d.rescore import records_from_samples_file, summarise_model, task_metrics
 
@@ -28,17 +27,6 @@ BASELINE_PREFERENCE = ("rule=depth_model", "rule=depth_oracle")
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80]
-
-
-def _fmt(value) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "–"
-    return f"{value:+.3f}" if isinstance(value, float) and value < 0 else f"{value:.3f}"
-
-
-def _display(label: str) -> str:
-    """A run label wrapped for an axis tick ("spatial_baseline(rule=always_far)" is long)."""
-    return textwrap.fill(label.replace(",", ", ").replace("(", " ("), width=22, break_long_words=True)
 
 
 def _baseline_label(labels: list[str], exclude: str | None = None) -> str | None:
@@ -78,7 +66,7 @@ def o3d_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
             cells, upper, out / f"o3d_cue_heatmap_{_slug(label)}.png", lower_name=label,
             upper_name=base or "(no depth baseline run)",
             title="O3-D accuracy per cue and cue pair (Fig. 5; regular strength, clarity ≥ 3)"))
-    shown = {label: _display(label) for label in labels}
+    shown = {label: label for label in labels}
     files.append(plots.plot_near_far_bias(
         {shown[label]: s.get("bias_nf") for label, s in summaries.items()}, out / "o3d_near_far_bias.png",
         n={shown[label]: sum((s.get("n", {}).get("bias_nf") or {}).values()) for label, s in summaries.items()},
@@ -90,19 +78,36 @@ def o3d_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
         groups={shown[label]: {k: (s.get("n", {}).get(f"sdgm_{k}") or {}).get("groups") for k in ("vision", "language")}
                 for label, s in summaries.items()}))
 
-    lines = ["| run | task | n | acc | acc_near | acc_far | bias_nf | unparseable | sdgm_vision | sdgm_language | consistency |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    task_cols = ("acc", "acc_near", "acc_far", "bias_nf", "sdgm_vision", "sdgm_language", "consistency", "unparseable")
+    lines = ["| run | task | n | acc | acc_N | acc_F | bias_NF | SDGM_V | SDGM_L | C | unparseable |",
+             "|---|---|---:|" + "---:|" * len(task_cols)]
     for label, per_task in tasks.items():
         for task, m in sorted(per_task.items()):
-            lines.append(f"| {label} | {task} | {m.get('n')} | " + " | ".join(
-                _fmt(m.get(k)) for k in ("acc", "acc_near", "acc_far", "bias_nf", "unparseable", "sdgm_vision",
-                                         "sdgm_language", "consistency")) + " |")
+            lines.append(f"| {label} | {task} | {m.get('n_scored')} | " + " | ".join(
+                number(m.get(k), signed=k == "bias_nf") for k in task_cols) + " |")
     cols = ("HP", "OC", "RS", "TG", "SA", "LS", "FO", "FS", "sim0", "sim1", "sim2", "real0", "real1", "real2")
-    lines += ["", "Pooled over each run's O3-D tasks (Table 12 cells; bias and SDGM over the SDGM population):", "",
-              "| run | " + " | ".join(cols) + " | bias_nf | sdgm_vision | sdgm_language | C |",
-              "|---|" + "---:|" * (len(cols) + 4)]
+    pooled = ("bias_nf", "sdgm_vision", "sdgm_language", "language_consistency", "unparseable_share")
+    lines += ["", "Pooled over each run's O3-D tasks: Table 12's cells (accuracy), and bias and SDGMs over the "
+              "paper's SDGM population (synthetic, regular strength, no ICL, clarity ≥ 3):", "",
+              "| run | " + " | ".join(cols) + " | bias_NF | SDGM_V | SDGM_L | C | unparseable |",
+              "|---|" + "---:|" * (len(cols) + len(pooled))]
     for label, s in summaries.items():
-        lines.append(f"| {label} | " + " | ".join(_fmt(s.get(c)) for c in cols) + " | " + " | ".join(
-            _fmt(s.get(k)) for k in ("bias_nf", "sdgm_vision", "sdgm_language", "language_consistency")) + " |")
-    return files, lines
+        lines.append(f"| {label} | " + " | ".join(number(s.get(c)) for c in cols) + " | " + " | ".join(
+            number(s.get(k), signed=k == "bias_nf") for k in pooled) + " |")
+    return files, [*lines, "", *LEGEND]
 
+
+LEGEND = [
+    "- **n**: questions scored (images without an odd object are not scored). **acc**: accuracy; an unparseable "
+    "answer counts as wrong. **acc_N / acc_F**: accuracy when the target is nearer / farther than the others.",
+    "- **bias_NF** = acc_F − acc_N (Eq. 1): −1 = always answers \"closer\", +1 = always \"farther\", 0 = neither.",
+    "- **SDGM_V / SDGM_L** (Eq. 2): standard deviation of acc_N over the cue groups (vision influence) / over the "
+    "question groups (language influence), the paper's population std; **C** = 1 − SDGM_L (language consistency).",
+    "- Cue columns (Table 12, single-cue images, all strengths): **HP** height in the plane, **OC** occlusion, "
+    "**RS** relative size, **TG** texture gradient, **SA** aerial perspective, **LS** light and shadow, **FO** focus, "
+    "**FS** familiar size.",
+    "- **sim0 / sim1 / sim2**: synthetic images with 0 / 1 / 2 cues (1 and 2 at regular strength); "
+    "**real0 / real1 / real2**: the cropped real photos with 0 / 1 / 2 cues (marked).",
+    "- **unparseable**: share of answers the paper's parser cannot read. **n/a**: not defined for these rows "
+    "(no such images, fewer than two groups, or no parseable answer).",
+]

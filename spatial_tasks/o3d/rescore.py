@@ -378,7 +378,8 @@ def task_metrics(records: list[dict], names: tuple[str, ...]) -> dict:
     """The named lmms-eval metrics of one task's records (``tasks.METRICS``), plus ``n``."""
     from spatial_tasks.o3d.tasks import METRICS
 
-    return {**{m: METRICS[m](records) for m in names if m in METRICS}, "n": len(records)}
+    n_scored = sum(1 for r in records if r.get("gt_position") in ("near", "far"))
+    return {**{m: METRICS[m](records) for m in names if m in METRICS}, "n": len(records), "n_scored": n_scored}
 
 
 def _check_no_doc_twice(per_task: dict[str, tuple[list[dict], tuple[str, ...]]], run) -> None:

@@ -55,8 +55,18 @@ def mean_by_relation(records: Iterable[dict], relation: str, two_way: bool = Tru
     return mean_score(r for r in records if r[key] == relation)
 
 
+def answered(records: Iterable[dict]) -> bool:
+    """Whether any record has a readable answer (records without ``parsed`` count as answered).
+    A gap between two accuracies says nothing about a model none of whose answers could be read:
+    it is undefined (NaN), not a neutral 0."""
+    return any(r.get("parsed") != "unparseable" for r in records)
+
+
 def consistency_gap(records: Sequence[dict]) -> float:
-    """Delta = v_cons - v_ctr (Table 3, Table 8): how much the vertical shortcut helps."""
+    """Delta = v_cons - v_ctr (Table 3, Table 8): how much the vertical shortcut helps; NaN
+    without consistent or counter pairs, or without a readable answer."""
+    if not answered(records):
+        return math.nan
     return mean_by_relation(records, "consistent") - mean_by_relation(records, "counter")
 
 
@@ -102,7 +112,10 @@ def mean_at_size(records: Iterable[dict], s1: float) -> float:
 
 
 def size_gap(records: Sequence[dict]) -> float:
-    """Delta_s = v(s1=0.1) - v(s1=0.3) (Table 9): how much the size cue helps."""
+    """Delta_s = v(s1=0.1) - v(s1=0.3) (Table 9): how much the size cue helps; NaN without those
+    sizes or without a readable answer."""
+    if not answered(records):
+        return math.nan
     curve = size_curve(records)
     return curve.get(SIZE_SMALL_FAR, math.nan) - curve.get(SIZE_LARGE_FAR, math.nan)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import math
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -33,57 +33,49 @@ def heatmap(grid: list[list[float | None]], relations: list[list[str | None]] | 
     ax.set_yticks(ticks[::step], labels[::step])
     ax.set_xlabel("θ2 — angular position of the nearer object")
     ax.set_ylabel("θ1 — angular position of the farther object")
-    ax.set_title(title, fontsize=10)
+    ax.set_title("\n".join(textwrap.fill(line, 64) for line in title.splitlines()), fontsize=9.5)
     bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     bar.set_label("v (mean correctness over the 4 questions)")
     ax.legend(handles=[Patch(facecolor="white", edgecolor="black", hatch="///", label="counter cell"),
                        Patch(facecolor="white", edgecolor="grey", label="consistent cell")],
               loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, fontsize=8, frameon=False)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
-
-
-def size_curves(curves: dict[str, dict[float, float]], title: str, path: Path) -> Path:
-    """v against s1 (far object's size; s1 + s2 = 0.4) for each model."""
-    fig, ax = plt.subplots(figsize=(7.0, 4.4), dpi=120)
-    for label, curve in sorted(curves.items()):
-        xs = sorted(curve)
-        ys = [curve[x] for x in xs]
-        ax.plot(xs, ys, marker="o", label=label)
-    ax.axhline(0.5, color="grey", linestyle="--", linewidth=0.8, label="chance")
-    ax.axvline(0.2, color="grey", linestyle=":", linewidth=0.8)
-    ax.set_xlabel("s1 — size of the farther object (s2 = 0.4 − s1)")
-    ax.set_ylabel("v")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title(title, fontsize=10)
-    ax.text(0.11, 0.03, "far object smaller\n(size agrees with depth)", fontsize=7)
-    ax.text(0.235, 0.03, "far object larger\n(size conflicts)", fontsize=7)
-    # Outside the axes: with many runs an inside legend hides the curves.
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
     return path
 
 
-def summary_bars(rows: dict[str, dict[str, float]], title: str, path: Path) -> Path:
-    """v, v_cons and v_ctr side by side for each model (paper Table 3 as a chart)."""
-    keys = ("v", "v_cons", "v_ctr")
-    labels = sorted(rows)
-    x = np.arange(len(labels))
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(labels) + 3), 5.0), dpi=120)
-    for k, key in enumerate(keys):
-        vals = [rows[m].get(key) for m in labels]
-        vals = [np.nan if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in vals]
-        ax.bar(x + (k - 1) * 0.26, vals, width=0.26, label=key)
-    ax.axhline(0.5, color="grey", linestyle="--", linewidth=0.8)
-    ax.set_xticks(x, labels, rotation=20, ha="right", fontsize=8)
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("score")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+def size_curves(curves: dict[str, dict[str, dict[float, float]]], title: str, path: Path) -> Path:
+    """v against s1 (the farther object's size; s1 + s2 = 0.4), one panel per protocol
+    (``curves``: protocol -> run -> {s1: v}), one line per run with its own marker."""
+    protocols = [p for p in ("exact", "logit") if p in curves] + sorted(set(curves) - {"exact", "logit"})
+    fig, axes = plt.subplots(1, len(protocols), figsize=(5.2 * len(protocols), 4.4), dpi=120, squeeze=False,
+                             sharey=True)
+    markers = "osD^vP*Xh"
+    colours = plt.get_cmap("tab10").colors
+    labels = sorted({label for runs in curves.values() for label in runs})
+    style = {label: (colours[k % len(colours)], markers[k % len(markers)]) for k, label in enumerate(labels)}
+    handles = {}
+    for ax, protocol in zip(axes[0], protocols):
+        for label, curve in sorted(curves[protocol].items()):
+            xs = sorted(curve)
+            colour, marker = style[label]  # one run, one look, in every panel
+            (line,) = ax.plot(xs, [curve[x] for x in xs], marker=marker, markersize=4, color=colour,
+                              linewidth=1.2, alpha=0.85, label=label)
+            handles.setdefault(label, line)
+        ax.axhline(0.5, color="grey", linestyle="--", linewidth=0.8)
+        ax.axvline(0.2, color="grey", linestyle=":", linewidth=0.8)
+        ax.set_xlabel("s1 — size of the farther object (s2 = 0.4 − s1)", fontsize=9)
+        ax.set_ylim(-0.04, 1.04)
+        ax.set_title({"exact": "exact match (Table 8 protocol)", "logit": "first-token logits (Table 3 protocol)"}
+                     .get(protocol, protocol), fontsize=9)
+        ax.text(0.105, 0.06, "far object smaller:\nsize agrees with depth", fontsize=7, color="#444444")
+        ax.text(0.215, 0.06, "far object larger:\nsize conflicts", fontsize=7, color="#444444")
+    axes[0][0].set_ylabel("v (dashed: chance)")
+    fig.suptitle(title, fontsize=10)
+    fig.legend(list(handles.values()), list(handles), loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=2, fontsize=7.5, frameon=False)
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
     return path

@@ -1,45 +1,75 @@
-"""SpatialTunnel part of ``spatial-tasks report``: heatmaps, size curves, summary bars, table."""
+"""SpatialTunnel part of ``spatial-tasks report``: a table per run and task with a legend, per-cell
+heatmaps (paper Fig. 3), the size-sweep curves (Table 9) and the v / v_cons / v_ctr bars."""
 
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from pathlib import Path
 
+from spatial_tasks.common.formatting import number
+from spatial_tasks.common.plots import grouped_hbars
 from spatial_tasks.spatialtunnel import metrics, plots
 from spatial_tasks.spatialtunnel.rescore import records_from_samples
+
+COLUMNS = (("v", "v"), ("v_cons", "v_cons"), ("v_ctr", "v_ctr"), ("delta", "Δ"), ("v_amb", "v_amb"),
+           ("v_s010", "v(s1=.1)"), ("v_s030", "v(s1=.3)"), ("delta_s", "Δ_s"), ("unparseable", "unparseable"))
+SIGNED = ("delta", "delta_s")
+LEGEND = [
+    "- **v**: mean correctness over the questions -- accuracy under exact match (paper Table 8), "
+    "p = σ(ℓ_Yes − ℓ_No) or 1 − p from the first generated token's logits (Table 3).",
+    "- **v_cons / v_ctr**: v on consistent pairs (the farther object is higher in the image) / on counter pairs "
+    "(it is lower): the split of the paper's §3.",
+    "- **Δ** = v_cons − v_ctr: how much the \"higher ⇒ farther\" shortcut helps (0 = no reliance on it).",
+    "- **v_amb**: v on pairs less than 5 % of the image height apart vertically (reported apart; not in v_cons/v_ctr).",
+    "- **v(s1=.1) / v(s1=.3) / Δ_s**: the size variant (Table 9): v when the farther object is small (size agrees "
+    "with depth) / large (size conflicts), and their difference.",
+    "- **unparseable**: share of answers with neither yes nor no (or logits that are not numbers); they count as wrong.",
+    "- **n**: questions scored. **n/a**: not defined for these rows (no such pairs, no size rows, or no readable answer).",
+]
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80]
 
 
+def _short(task: str) -> str:
+    return task.removeprefix("spatialtunnel_") or task
+
+
 def spatialtunnel_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
     """entries: (run, task, samples_path) triples. Returns (files written, markdown lines)."""
     files: list[Path] = []
-    curves: dict[str, dict[float, float]] = {}
+    curves: dict[str, dict[str, dict[float, float]]] = defaultdict(dict)
     bars: dict[str, dict[str, float]] = {}
-    table = ["| run | task | protocol | n | v | v_cons | v_ctr | Δ | v(s1=.1) | v(s1=.3) | Δ_s |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for run, task, samples in entries:
+    header = "| run | task | protocol | n | " + " | ".join(name for _, name in COLUMNS) + " |"
+    table = [header, "|---|---|---|---:|" + "---:|" * len(COLUMNS)]
+    for run, task, samples in sorted(entries, key=lambda e: (e[0].label, e[1])):
         records = records_from_samples(samples)
+        if not records:
+            continue
         protocol = records[0]["protocol"]
         s = metrics.summary(records)
-        fmt = lambda key: "–" if s.get(key) is None or s[key] != s[key] else f"{s[key]:.3f}"  # noqa: E731
-        table.append(f"| {run.label} | {task} | {protocol} | {s['n']} | {fmt('v')} | {fmt('v_cons')} | "
-                     f"{fmt('v_ctr')} | {fmt('delta')} | {fmt('v_s010')} | {fmt('v_s030')} | {fmt('delta_s')} |")
-        name = f"{run.label} · {task}"
-        bars[name] = {k: s[k] for k in ("v", "v_cons", "v_ctr")}
+        s.setdefault("unparseable", metrics.unparseable_share(records))
+        cells = [number(s.get(key), signed=key in SIGNED) for key, _ in COLUMNS]
+        table.append(f"| {run.label} | {task} | {protocol} | {s['n']} | " + " | ".join(cells) + " |")
+        name = f"{run.label} · {_short(task)}"
         if "size_curve" in s:
-            curves[name] = s["size_curve"]
-        else:
-            files.append(plots.heatmap(
-                metrics.cell_grid(records), metrics.cell_relations(records),
-                f"SpatialTunnel per-cell v — {name}\nv={s['v']:.3f}  v_cons={s['v_cons']:.3f}  "
-                f"v_ctr={s['v_ctr']:.3f}  Δ={s['delta']:+.3f}",
-                out / f"spatialtunnel_heatmap_{_slug(run.label)}_{_slug(task)}.png"))
+            curves[protocol][run.label] = s["size_curve"]
+            continue
+        bars[name] = {k: s[k] for k in ("v", "v_cons", "v_ctr")}
+        files.append(plots.heatmap(
+            metrics.cell_grid(records), metrics.cell_relations(records),
+            f"SpatialTunnel per-cell v: {run.label}, {task}\nv={number(s['v'])}  v_cons={number(s['v_cons'])}  "
+            f"v_ctr={number(s['v_ctr'])}  Δ={number(s['delta'], signed=True)}",
+            out / f"spatialtunnel_heatmap_{_slug(run.label)}_{_slug(task)}.png"))
     if curves:
-        files.append(plots.size_curves(curves, "SpatialTunnel size sweep (v against s1)",
+        files.append(plots.size_curves(curves, "SpatialTunnel size sweep: v against the farther object's size (Table 9)",
                                        out / "spatialtunnel_size_curve.png"))
-    files.append(plots.summary_bars(bars, "SpatialTunnel: v, v_cons, v_ctr per run and task",
-                                    out / "spatialtunnel_summary.png"))
-    return files, table
+    if bars:
+        files.append(grouped_hbars(bars, ["v", "v_cons", "v_ctr"], out / "spatialtunnel_summary.png",
+                                   title="SpatialTunnel phase variant: v, v_cons, v_ctr per run and task "
+                                         "(Tables 3 and 8)",
+                                   xlabel="v (mean correctness)", reference=0.5, reference_label="chance (0.5)",
+                                   notes=["v_cons: the farther object is higher in the image; v_ctr: it is lower."]))
+    return files, [*table, "", *LEGEND]

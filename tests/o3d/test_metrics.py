@@ -116,7 +116,8 @@ def test_sdgm_population_vs_sample():
     vals = [0.2, 0.4, 0.6]
     assert M.sdgm(vals) == pytest.approx(math.sqrt(0.08 / 3))  # paper Eq. 2
     assert M.sdgm(vals, ddof=1) == pytest.approx(0.2)  # authors' pandas .std()
-    assert M.sdgm([0.3]) == 0.0 and M.sdgm([0.3], ddof=1) is None
+    # a spread over one group is undefined (not a perfectly consistent 0.0) under either std
+    assert M.sdgm([0.3]) is None and M.sdgm([0.3], ddof=1) is None
     assert M.sdgm([]) is None
     with pytest.raises(ValueError, match="ddof"):
         M.sdgm(vals, ddof=2)
@@ -192,11 +193,22 @@ def test_modified_sdgm_eq3_by_hand():
     assert (
         out["sdgm"] == pytest.approx(math.sqrt(0.125)) and out["n_groups"] == 1 and out["n_single_level"] == 1
     )
-    assert M.modified_sdgm(rows, "query")["sdgm"] == 0.0  # every group has one query level
+    assert M.modified_sdgm(rows, "query")["sdgm"] is None  # no group varies the query: undefined, not 0
     assert M.modified_sdgm(rows, "query", ddof=1)["sdgm"] is None
     assert set(M.modified_sdgm_all(rows)) == set(M.LANGUAGE_TAGS)
     with pytest.raises(ValueError, match="variation"):
         M.modified_sdgm(rows, "colour")
+
+
+def test_figures_of_unreadable_answers_are_undefined():
+    """A model none of whose answers parse has accuracy 0 (the paper's rule) but no bias, no SDGM
+    and no consistency: those would read as "unbiased" / "perfectly consistent"."""
+    rows = [{**r, "label": "unparseable", "correct": False} for r in _language_records()]
+    assert M.accuracy(rows)["acc"] == 0.0
+    assert M.near_far_bias(rows)["bias"] is None
+    assert M.sdgm_language(rows, population=False)["sdgm"] is None
+    assert M.language_consistency(rows, population=False) is None
+    assert all(v is None for v in M.modified_sdgm_all(rows, population=False).values())
 
 
 @pytest.mark.parametrize("ddof", [0, 1])

@@ -1,0 +1,152 @@
+"""Rescoring and reporting never blend runs, and the report reads right: a folder holding several
+lmms-eval runs (other models, the same model twice) is scored run by run; a report written twice
+into one folder replaces itself; undefined figures read "n/a", never 0.000 / 1.000 / -0.000.
+
+The runs are lmms-eval output files written here from real records (the bundled SpatialTunnel
+sample, scored by the task's own process_results), in lmms-eval's layout."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import datasets
+import pytest
+
+from spatial_tasks.common.formatting import number
+from spatial_tasks.common.samples import RunFailed, SamplesError, check_run, find_runs, run_label
+from spatial_tasks.common.yesno import YesNoLogits, encode_payload
+from spatial_tasks.paths import tasks_dir
+from spatial_tasks.report import MANIFEST, write_report
+from spatial_tasks.spatialtunnel import tasks
+from spatial_tasks.spatialtunnel.rescore import rescore
+
+TASK = "spatialtunnel_sample_phase"
+
+
+@pytest.fixture(scope="module")
+def docs():
+    path = tasks_dir() / "spatialtunnel" / "sample" / "phase_variation" / "test-00000-of-00001.parquet"
+    return tasks.process_docs(datasets.load_dataset("parquet", data_files=str(path), split="train"))
+
+
+def write_run(folder: Path, stamp: str, model: str, model_args: str, docs, answer, task: str = TASK) -> None:
+    """One lmms-eval run: <stamp>_results.json + <stamp>_samples_<task>.jsonl."""
+    folder.mkdir(parents=True, exist_ok=True)
+    process = tasks.process_results_phase if "logit" not in task else tasks.process_results_logit_phase
+    with open(folder / f"{stamp}_samples_{task}.jsonl", "w") as fh:
+        for i, doc in enumerate(docs):
+            response = answer(doc)
+            out = process(doc, [response])
+            fh.write(json.dumps({"doc_id": i, "filtered_resps": [response], "v": out["v"]}, default=str) + "\n")
+    (folder / f"{stamp}_results.json").write_text(json.dumps(
+        {"results": {task: {}}, "config": {"model": model, "model_args": model_args}, "group_subtasks": {}}))
+
+
+def truth(doc) -> str:
+    return doc["answer"]
+
+
+def yes(doc) -> str:
+    return "Yes"
+
+
+def test_runs_in_one_folder_are_scored_apart(docs, tmp_path):
+    root = tmp_path / "out"
+    write_run(root / "m", "20260101_000001", "a_model", "pretrained=/ckpt/a,device=cuda", docs, truth)
+    write_run(root / "m", "20260101_000002", "a_model", "pretrained=/ckpt/a,device=cuda", docs, yes)  # again
+    write_run(root / "m", "20260101_000003", "b_model", "pretrained=/ckpt/b", docs, yes)
+    result = rescore(root)["runs"]
+    assert set(result) == {"a_model(pretrained=a) [20260101_000001]", "a_model(pretrained=a) [20260101_000002]",
+                           "b_model(pretrained=b)"}
+    assert result["a_model(pretrained=a) [20260101_000001]"]["tasks"][TASK]["v"] == 1.0
+    assert result["a_model(pretrained=a) [20260101_000002]"]["tasks"][TASK]["v"] == pytest.approx(0.5)
+    assert all(run["tasks"][TASK]["n"] == len(docs) for run in result.values())  # nothing pooled
+
+
+def test_a_doc_logged_twice_is_an_error_naming_the_lines(docs, tmp_path):
+    write_run(tmp_path / "m", "20260101_000001", "a", "", docs, truth)
+    path = tmp_path / "m" / f"20260101_000001_samples_{TASK}.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([*lines, lines[3]]) + "\n")
+    with pytest.raises(SamplesError, match=rf"{path.name}:{len(lines) + 1}: doc_id 3 is logged twice \(also on line 4\)"):
+        rescore(tmp_path)
+
+
+def test_nan_logits_are_unparseable_not_no(docs, tmp_path):
+    nan = encode_payload(YesNoLogits(math.nan, 0.0, "?"))
+    write_run(tmp_path / "m", "20260101_000001", "y", "", docs, lambda d: nan, task="spatialtunnel_logit_sample_phase")
+    figures = rescore(tmp_path)["runs"]["y"]["tasks"]["spatialtunnel_logit_sample_phase"]
+    assert figures["unparseable"] == 1.0 and figures["v"] == 0.0  # scored wrong, counted
+    assert math.isnan(figures["delta"])  # a gap between nothing readable is undefined
+
+
+LABELS = [
+    ({"config": {"model": "qwen2_5_vl", "model_args": "pretrained=/very/long/path/Qwen2.5-VL-3B-Instruct,"
+                 "device=cuda,device_map=auto,max_pixels=1000000"}}, "qwen2_5_vl(pretrained=Qwen2.5-VL-3B-Instruct)"),
+    ({"config": {"model": "openai", "model_args": "model_version=gpt-4o,base_url=http://x,api_key=sk-secret"}},
+     "openai(model_version=gpt-4o)"),
+    ({}, "folder"),
+]
+
+
+@pytest.mark.parametrize(("results", "label"), LABELS)
+def test_run_labels_are_short_and_keep_what_tells_runs_apart(results, label):
+    assert run_label(results, "folder") == label
+    assert len(run_label({"config": {"model": "m", "model_args": ",".join(f"k{i}=v{i}" for i in range(40))}},
+                         "x")) <= 48
+
+
+def test_the_report_replaces_itself_and_reads_right(docs, tmp_path):
+    root = tmp_path / "out"
+    write_run(root / "a", "20260101_000001", "a_model", "", docs, truth)
+    write_run(root / "b", "20260101_000002", "b_model", "", docs, lambda d: "I cannot tell.")
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "my_notes.md").write_text("mine")
+    first = write_report(root, out)
+    second = write_report(root, out)
+    assert sorted(p.name for p in first) == sorted(p.name for p in second)
+    on_disk = sorted(p.name for p in out.iterdir())
+    assert on_disk == sorted([*(p.name for p in second), MANIFEST, "my_notes.md"])  # no pile-up, notes kept
+    report = (out / "report.md").read_text()
+    assert "-0.000" not in report and "+0.000" not in report
+    row = next(line for line in report.splitlines() if line.startswith("| b_model"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3:5] == [str(len(docs)), "0.000"]  # n scored, v: unparseable answers are wrong
+    assert cells[7] == "n/a"  # Δ of nothing readable: undefined, not a neutral 0.000
+    assert cells[-1] == "1.000"  # unparseable share
+    for term in ("**v**", "**v_cons / v_ctr**", "**Δ**", "Δ_s**", "**unparseable**", "**n/a**"):
+        assert term in report
+    # a run removed from the folder disappears from the next report too
+    for file in (root / "b").iterdir():
+        file.unlink()
+    third = write_report(root, out)
+    assert not any("b_model" in p.name for p in third) and not any("b_model" in p.name for p in out.iterdir())
+
+
+@pytest.mark.parametrize(("value", "kwargs", "text"), [
+    (-0.0001, {}, "0.000"), (-0.0, {"signed": True}, "0.000"), (0.30000000000000004, {}, "0.300"),
+    (None, {}, "n/a"), (math.nan, {}, "n/a"), (math.inf, {}, "n/a"), (0.4167, {"signed": True}, "+0.417"),
+    (-0.2104, {"signed": True}, "-0.210"), (256, {}, "256"),
+])
+def test_numbers(value, kwargs, text):
+    assert number(value, **kwargs) == text
+
+
+def test_check_run_finds_what_lmms_eval_did_not_write(docs, tmp_path):
+    with pytest.raises(RunFailed, match=r"wrote no results under .* \(it exits 0 even when a task crashes\)"):
+        check_run(tmp_path / "nothing", [TASK])
+    write_run(tmp_path / "m", "20260101_000001", "a", "", docs, truth)
+    assert check_run(tmp_path, [TASK]).name == "20260101_000001_results.json"
+    with pytest.raises(RunFailed, match=r"no results for \['spatialtunnel_sample_size'\]"):
+        check_run(tmp_path, [TASK, "spatialtunnel_sample_size"])
+
+
+def test_find_runs_on_one_file_and_on_nothing(docs, tmp_path):
+    write_run(tmp_path / "m", "20260101_000001", "a", "x=1", docs, truth)
+    (run,) = find_runs(tmp_path / "m" / f"20260101_000001_samples_{TASK}.jsonl")
+    assert run.label == "a(x=1)" and run.results_path is not None
+    with pytest.raises(SamplesError, match="not an lmms-eval output file"):
+        find_runs(tmp_path / "m" / "other.txt" if (tmp_path / "m" / "other.txt").write_text("x") else None)
