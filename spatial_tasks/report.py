@@ -63,6 +63,7 @@ def write_report(root: Path, out: Path, intro: Sequence[str] = ()) -> list[Path]
     """Write every benchmark's figures and report.md under ``out`` (an earlier report there is
     replaced); ``intro`` lines go under the title. Returns the files written."""
     makers = _figure_makers()
+    out = output_folder(out)
     by_benchmark: dict[str, list[tuple[Run, str, Path]]] = defaultdict(list)
     runs = find_runs(root)
     for run in runs:
@@ -72,7 +73,6 @@ def write_report(root: Path, out: Path, intro: Sequence[str] = ()) -> list[Path]
                 by_benchmark[benchmark].append((run, task, samples))
     if not by_benchmark:
         raise FileNotFoundError(f"{root}: no logged samples of our benchmarks; run lmms-eval with --log_samples")
-    out = output_folder(out)
     remove_previous_report(out)
     written: list[Path] = []
     sections = ["# spatial-tasks report", "", *intro, "" if intro else "",

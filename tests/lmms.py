@@ -50,11 +50,19 @@ def run_lmms_eval(out: Path, model: str, model_args: str, tasks: str, *extra: st
     return Run(out, proc.returncode, proc.stdout + proc.stderr, results, samples)
 
 
-def assert_all_finite(metrics: dict[str, object], declared: tuple[str, ...]) -> None:
-    """Every declared metric present; scalars finite; grids hold finite numbers or None."""
+def is_undefined(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def assert_all_finite(metrics: dict[str, object], declared: tuple[str, ...], undefined: tuple[str, ...] = ()) -> None:
+    """Every declared metric present; scalars finite; grids hold finite numbers or None -- except
+    the ``undefined`` ones, which must be NaN/None (a figure these rows cannot define)."""
     for name in declared:
         assert name in metrics, f"metric {name} missing from results: {sorted(metrics)}"
         value = metrics[name]
+        if name in undefined:
+            assert is_undefined(value), f"{name} = {value!r}, expected undefined"
+            continue
         if isinstance(value, list):
             cells = [c for row in value for c in row]
             assert any(c is not None for c in cells), f"{name} is empty"

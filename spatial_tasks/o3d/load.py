@@ -413,17 +413,22 @@ def build_docs(questions: datasets.Dataset, subsets: Mapping[str, datasets.Datas
     meta_schema = pa.schema([schema.DOC_FEATURES.arrow_schema.field(f) for f in schema.IMAGE_FIELDS])
     meta_table = pa.Table.from_pylist(meta_records, schema=meta_schema)
 
+    # question_id's k counts the (subset, image, marking) rows over the WHOLE file, so an id is the
+    # same whichever task keeps the row (tasks filter by subset, marking and clarity).
+    occurrence: list[int] = []
+    counts: dict[tuple[str, str, bool], int] = {}
+    for key in zip(q["subset_name"], q["image_name"], marks):
+        occurrence.append(counts.get(key, 0))
+        counts[key] = occurrence[-1] + 1
     per_q: dict[str, list] = {f: [] for f in schema.QUESTION_FIELDS}
     meta_idx: list[int] = []
-    seen: dict[tuple[str, str, bool], int] = {}
     for i, r in zip(rows, subset_rows):
         s, name, is_marked = q["subset_name"][i], q["image_name"][i], marks[i]
         ques_clarity = float(q["ques_clarity"][i])
         m = meta_pos[(s, r)]
         meta = meta_records[m]
         plan = plans[s]
-        k = seen.get((s, name, is_marked), 0)
-        seen[(s, name, is_marked)] = k + 1
+        k = occurrence[i]
         asked = schema.question_side(question_arr[i].as_py()) if meta["crop_side"] else None
         gt = schema.ground_truth_position(meta["odd_position"], meta["crop_side"], meta["crop_depth"], asked)
         meta_idx.append(m)

@@ -122,7 +122,7 @@ GOLDEN = {
     ("markers", "kb-0cue/260100000000_near_.png/marked/1"):
         "Is the object marked with a red circle closer to or farther away from the viewer than the objects "
         "marked with a blue square? A. Farther. B. Closer. Answer A or B.",
-    ("clarity_low", "kb-0cue/260100000001_far_.png/plain/0"):
+    ("clarity_low", "kb-0cue/260100000001_far_.png/plain/1"):  # k counts over the whole file
         "Is the most interesting object positioned farther from or closer to the observer than the rest of the "
         "objects? A. Farther. B. Closer. Answer A or B.",
     ("clarity_low", "kb-0cue/260100000004_far_.png/plain/0"):
