@@ -17,11 +17,24 @@ pytestmark = pytest.mark.cli
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
+def built(tmp_path_factory) -> tuple[Path, str]:
+    """(the wheel, everything the build printed)."""
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(out), str(ROOT)], check=True, capture_output=True)
-    return next(out.glob("spatial_tasks-*.whl"))
+    run = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v",
+                          "-w", str(out), str(ROOT)], check=True, capture_output=True, text=True)
+    return next(out.glob("spatial_tasks-*.whl")), run.stdout + run.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(built) -> Path:
+    return built[0]
+
+
+def test_the_build_prints_no_setuptools_warning(built):
+    """Package data is declared so setuptools has nothing to warn about (an install stays quiet)."""
+    log = built[1]
+    for warning in ("BuildBackendWarning", "SetuptoolsDeprecationWarning", "is absent from the `packages`"):
+        assert warning not in log, log[log.find(warning) - 500: log.find(warning) + 300]
 
 
 def _checkout_files(folder: str, patterns: tuple[str, ...]) -> set[str]:
