@@ -8,7 +8,7 @@ ValueError) whose message names the file (or split), the row and the field.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import datasets
 
@@ -68,11 +68,6 @@ def require_columns(dataset: datasets.Dataset, needed: Mapping[str, str], origin
                         f"expected {kind} ({what})")
 
 
-def require_rows(dataset: datasets.Dataset, origin: Origin) -> None:
-    if len(dataset) == 0:
-        raise DataError(f"{origin.where}: the dataset has no rows")
-
-
 def columns(dataset: datasets.Dataset, names: Sequence[str]) -> dict[str, list]:
     """Plain Python lists of some (non-image) columns, read through Arrow."""
     if not names:
@@ -80,35 +75,32 @@ def columns(dataset: datasets.Dataset, names: Sequence[str]) -> dict[str, list]:
     return dataset.select_columns(list(names)).with_format("arrow")[:].to_pydict()
 
 
-def fail(origin: Origin, row: int, field: str, problem: str) -> DataError:
-    """A DataError for one value: "FILE, row K, field F: problem"."""
-    return DataError(f"{origin.locate(row)}, field {field!r}: {problem}")
-
-
 def is_finite_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def check_values(values: Sequence[object], origin: Origin, field: str, ok, problem: str,
-                 rows: Iterable[int] | None = None) -> None:
-    """Raise for the first value (of ``rows``, default all) for which ``ok(value)`` is false;
-    ``problem`` may use ``{value!r}``."""
-    for row in range(len(values)) if rows is None else rows:
-        value = values[row]
-        if not ok(value):
-            raise fail(origin, row, field, problem.format(value=_short(value)))
+def finite_number(value: object, field: str, bad: Callable[[str, str], Exception]) -> float:
+    """``value`` (a number or numeric text) as a finite float; otherwise ``bad(field, problem)``
+    is raised (a loader's one-line error naming the row)."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        raise bad(field, f"{short(value)} is not a number") from None
+    if not math.isfinite(number):
+        raise bad(field, f"{short(value)} is not a finite number")
+    return number
 
 
-def check_unique(values: Sequence[object], origin: Origin, field: str) -> None:
+def check_unique(values: Sequence[object], origin: Origin, field: str, error: type[DataError] = DataError) -> None:
     """No value twice: the error names both rows."""
     seen: dict[object, int] = {}
     for row, value in enumerate(values):
         if value in seen:
-            raise DataError(f"{origin.locate(row)}, field {field!r}: duplicate value {_short(value)} "
-                            f"(first at {origin.locate(seen[value])})")
+            raise error(f"{origin.locate(row)}, field {field!r}: duplicate {field} {short(value)} "
+                        f"(also at {origin.locate(seen[value])})")
         seen[value] = row
 
 
-def _short(value: object, limit: int = 80) -> str:
+def short(value: object, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."

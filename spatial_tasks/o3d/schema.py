@@ -39,7 +39,7 @@ from typing import Any
 
 import datasets
 
-from spatial_tasks.common.validate import DataError
+from spatial_tasks.common.validate import DataError, finite_number, short
 
 HUB_ID = "liuyiqian/O3-D"
 SPLIT = "train"
@@ -181,22 +181,17 @@ def clarity_level(value: float | None) -> str:
 MAX_LITERAL = 2000  # characters: the release's cue lists and depth scales are a few dozen
 
 
-def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def literal(text: str, what: str) -> Any:
     """A Python literal stored as text (the release writes lists and dicts with repr()), read
     safely: too long, malformed or too deeply nested text is a SchemaError, never a crash."""
     if len(text) > MAX_LITERAL:
-        raise SchemaError(f"{what} {_short(text)} is {len(text)} characters long, not a short literal")
+        raise SchemaError(f"{what} {short(text)} is {len(text)} characters long, not a short literal")
     try:
         with warnings.catch_warnings():  # malformed text can make the parser warn before it fails
             warnings.simplefilter("ignore", SyntaxWarning)
             return ast.literal_eval(text.strip())
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        raise SchemaError(f"{what} {_short(text)} is not a Python literal") from None
+        raise SchemaError(f"{what} {short(text)} is not a Python literal") from None
 
 
 def parse_cues(value: Any) -> list[str]:
@@ -210,13 +205,13 @@ def parse_cues(value: Any) -> list[str]:
     if isinstance(value, str):
         return list(_cues_from_text(value))
     if not isinstance(value, (list, tuple)):
-        raise SchemaError(f"cues {_short(value)} is not a list")
+        raise SchemaError(f"cues {short(value)} is not a list")
     return _codes(value, value)
 
 
 def _codes(items: list | tuple, shown: Any) -> list[str]:
     if not all(isinstance(c, str) for c in items):
-        raise SchemaError(f"cues {_short(shown)} is not a list of cue codes")
+        raise SchemaError(f"cues {short(shown)} is not a list of cue codes")
     return sorted(c.strip().upper() for c in items)
 
 
@@ -228,11 +223,11 @@ def _cues_from_text(text: str) -> tuple[str, ...]:
     try:
         value = literal(stripped, "cues")
     except SchemaError:
-        raise SchemaError(f"cues {_short(text)} is not a list/tuple literal") from None
+        raise SchemaError(f"cues {short(text)} is not a list/tuple literal") from None
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, (list, tuple)):
-        raise SchemaError(f"cues {_short(text)} is not a list")
+        raise SchemaError(f"cues {short(text)} is not a list")
     return tuple(_codes(value, text))
 
 
@@ -247,11 +242,11 @@ def parse_depth_scale(value: Any) -> tuple[float | None, float | None]:
 
 def _min_max(value: Any, shown: Any) -> tuple[float, float]:
     if not isinstance(value, Mapping) or "min" not in value or "max" not in value:
-        raise SchemaError(f"depth_scale {_short(shown)} lacks 'min'/'max'")
+        raise SchemaError(f"depth_scale {short(shown)} lacks 'min'/'max'")
     try:
         return float(value["min"]), float(value["max"])
     except (TypeError, ValueError, OverflowError):
-        raise SchemaError(f"depth_scale {_short(shown)}: 'min' and 'max' must be numbers") from None
+        raise SchemaError(f"depth_scale {short(shown)}: 'min' and 'max' must be numbers") from None
 
 
 @functools.lru_cache(maxsize=65536)
@@ -259,7 +254,7 @@ def _depth_scale_from_text(text: str) -> tuple[float, float]:
     try:
         value = literal(text, "depth_scale")
     except SchemaError:
-        raise SchemaError(f"depth_scale {_short(text)} is not a dict literal") from None
+        raise SchemaError(f"depth_scale {short(text)} is not a dict literal") from None
     return _min_max(value, text)
 
 
@@ -283,7 +278,7 @@ def as_bool(value: Any) -> bool:
             return True
         if text in ("false", "0", "no", ""):
             return False
-        raise SchemaError(f"is_marked {_short(value)} is not a boolean")
+        raise SchemaError(f"is_marked {short(value)} is not a boolean")
     return bool(value)
 
 
@@ -378,13 +373,7 @@ def _number(value: Any, field: str, bad) -> float | None:
     value = _clean(value)
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise bad(field, f"{value!r} is not a number") from None
-    if not math.isfinite(number):
-        raise bad(field, f"{value!r} is not a finite number")
-    return number
+    return finite_number(value, field, bad)
 
 
 def ground_truth_position(odd_position: str, crop_side: str | None, crop_depth: str | None,

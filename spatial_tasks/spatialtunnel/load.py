@@ -22,14 +22,20 @@ analytic camera of geometry.py.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 
 import datasets
 
 from spatial_tasks.common import images
 from spatial_tasks.common.origin import Origin, in_memory
-from spatial_tasks.common.validate import DataError, columns, is_finite_number, require_columns
+from spatial_tasks.common.validate import (
+    DataError,
+    check_unique,
+    columns,
+    finite_number,
+    is_finite_number,
+    require_columns,
+)
 from spatial_tasks.spatialtunnel import geometry
 from spatial_tasks.spatialtunnel.questions import TEMPLATE_BY_ID, questions_for, render_question, resolve_template
 from spatial_tasks.spatialtunnel.schema import DOC_FIELDS, IMAGE_FEATURES, VARIANTS
@@ -160,7 +166,7 @@ def _docs_from_generated(dataset: datasets.Dataset, origin: Origin, check: bool)
     meta = columns(dataset, [c for c in IMAGE_FEATURES if c != "image"])
     for row in range(len(dataset)):
         _check_generated_row(meta, row, origin)
-    _check_unique(meta["image_id"], origin, "image_id")
+    check_unique(meta["image_id"], origin, "image_id", SourceError)
     if check:
         table.check(description="SpatialTunnel: checking images")
     key = images.register(table)
@@ -245,15 +251,6 @@ def _check_questions(questions, obj1: str, obj2: str, bad) -> None:
         if q.get("question") != text:
             raise bad(f"{where}.question", f"{q.get('question')!r} is not template {template_id} for these "
                                            f"objects ({text!r})")
-
-
-def _check_unique(values: list, origin: Origin, field: str) -> None:
-    seen: dict[object, int] = {}
-    for row, value in enumerate(values):
-        if value in seen:
-            raise SourceError(f"{origin.locate(row)}, field {field!r}: duplicate {field} {value!r} "
-                              f"(also at {origin.locate(seen[value])})")
-        seen[value] = row
 
 
 # ------------------------------------------------------------------------------------------
@@ -343,13 +340,7 @@ def _number(get: dict, field: str, bad) -> float | None:
     value = get[field]
     if value is None or (isinstance(value, str) and not value.strip()):
         raise bad(field, "empty value (blank or NaN) in a column the geometry is read from")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise bad(field, f"{value!r} is not a number") from None
-    if not math.isfinite(number):
-        raise bad(field, f"{value!r} is not a finite number")
-    return number
+    return finite_number(value, field, bad)
 
 
 def _official_geometry(get: dict, variant: str, bad) -> dict:
