@@ -7,7 +7,8 @@ then measures what an lmms-eval run pays:
 1. loading ``visual_questions`` and the seven image subsets with ``datasets.load_dataset``
    (parquet -> Arrow cache; one-off per machine, like any Hub dataset);
 2. the join (``build_docs``: one image_name index per subset, one O(1) lookup per question,
-   schema normalisation) — target < 10 s;
+   schema normalisation) — target < 10 s; and, apart, the image check at load (every image cell
+   the docs can read, PNG chunk CRCs / full decode), with its cost projected to 1024 px images;
 3. per doc: fetching the doc row, ``doc_to_visual`` (plain image, marked image drawn from masks
    on a cache miss and on a hit, marked_image column), ``doc_to_text`` (the Jinja render lmms-eval
    applies to a doc_to_text string) and a process_results equivalent (parse + score + record)
@@ -101,6 +102,34 @@ def _line(label: str, value: str) -> None:
     print(f"  {label:<52} {value}")
 
 
+def _realistic_check_cost() -> dict[str, float]:
+    """Seconds one ``check_image`` takes on a render-like 1024x1024 image (median of 15)."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from spatial_tasks.common.images import check_image
+
+    rng = np.random.default_rng(0)
+    pixels = np.zeros((1024, 1024, 3), np.uint8)
+    pixels[..., 0] = np.arange(1024)[None, :] // 4
+    pixels[..., 1] = np.arange(1024)[:, None] // 4
+    pixels += rng.integers(0, 12, pixels.shape, dtype=np.uint8)  # render noise
+    out = {}
+    for fmt in ("PNG", "JPEG"):
+        buffer = io.BytesIO()
+        Image.fromarray(pixels).save(buffer, fmt)
+        data = buffer.getvalue()
+        times = []
+        for _ in range(15):
+            t = time.perf_counter()
+            check_image(data, "bench")
+            times.append(time.perf_counter() - t)
+        out[fmt] = statistics.median(times)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the paper's image counts")
@@ -148,11 +177,25 @@ def main(argv: list[str] | None = None) -> int:
         _line("load_dataset visual_questions (parquet->Arrow)", f"{vq_s:.2f} s")
         _line("load_dataset 7 subsets (parquet->Arrow)", f"{subsets_s:.2f} s")
 
-        print("join (build_docs: index + O(1) lookup + normalise)")
+        print("join (build_docs: index + O(1) lookup + normalise) and the image check at load")
         gc.collect()
         t = time.perf_counter()
         docs = load.build_docs(questions, src)
+        join_checked_s = time.perf_counter() - t
+        cells = len(src._checked)
+        gc.collect()
+        t = time.perf_counter()
+        docs = load.build_docs(questions, src, check_images=False)
         join_s = time.perf_counter() - t
+        check_s = max(join_checked_s - join_s, 0.0)
+        _line("image check at load (every shown image, mask, depth map)",
+              f"{check_s:.2f} s for {cells:,} cells of {args.size}x{args.size} px ({check_s / max(cells, 1) * 1e6:.0f} us/cell)")
+        per_cell = _realistic_check_cost()
+        for fmt, seconds in per_cell.items():
+            _line(f"  check of one 1024x1024 {fmt} (PIL verify / decode)", f"{seconds * 1e3:.2f} ms")
+        _line("  projected at the paper's scale, 1024 px PNGs",
+              f"{cells / max(args.scale, 1e-9) * per_cell['PNG'] / 60:.1f} min "
+              "(once per process: the later tasks of a run reuse the check)")
         index_t = time.perf_counter()
         fresh = load.O3DSource("bench-index", {n: src.subset(n) for n in schema.SUBSETS})
         for name in schema.SUBSETS:
