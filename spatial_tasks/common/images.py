@@ -24,7 +24,7 @@ import io
 import os
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -209,12 +209,13 @@ class ImageTable:
     def check(self, rows: Iterable[int] | None = None, description: str = "checking images") -> int:
         """``check_image`` on every cell (or ``rows``); returns how many were checked."""
         rows = range(len(self._cells)) if rows is None else list(rows)
-        for row in _progress(rows, description):
+        for row in progress(rows, description):
             check_image(self.encoded(row), self.where(row))
         return len(rows)
 
 
-def _progress(rows, description: str):
+def progress(rows, description: str):
+    """``rows`` with a progress bar when there are many (checking a full dataset takes a while)."""
     if len(rows) < CHECK_PROGRESS_FROM:
         return rows
     from tqdm import tqdm
@@ -240,10 +241,3 @@ def image_for(source: str, row: int) -> Image.Image:
             "package's process_docs in the same process"
         )
     return table.image(int(row))
-
-
-def table_for(source: str) -> ImageTable:
-    return _TABLES[source]
-
-
-ImageOpener = Callable[[bytes, str], Image.Image]

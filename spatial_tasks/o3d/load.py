@@ -187,7 +187,7 @@ class O3DSource(Mapping):
         """``images.check_image`` on the given cells of subset ``name``; returns how many."""
         cells = [(row, column) for row in sorted(set(rows)) for column in columns
                  if (name, row, column) not in self._checked]
-        for row, column in images._progress(cells, f"O3-D {name}: checking images"):
+        for row, column in images.progress(cells, f"O3-D {name}: checking images"):
             images.check_image(self.encoded(name, row, column), self.where(name, row, column))
             self._checked.add((name, row, column))
         return len(cells)
