@@ -84,7 +84,7 @@ def test_every_task_and_group_registers_and_resolves():
         declared = tuple(m["metric"] for m in cfg["metric_list"])
         assert declared == TASK_HOOKS[kind][1], name
         assert all(callable(m["aggregation"]) for m in cfg["metric_list"])
-        assert cfg["metadata"]["version"] == 0.1 and cfg["test_split"] == "train"
+        assert cfg["metadata"]["version"] == 0.2 and cfg["test_split"] == "train"
         assert cfg["process_docs"] is TASK_HOOKS[kind][0]
         if "sample" in name:
             assert cfg["dataset_path"] == "parquet" and cfg["dataset_name"] is None

@@ -150,3 +150,22 @@ def test_openai_api_model_against_a_local_server(openai_server, tmp_path):
     assert "data:image" in json.dumps(first)  # the image travelled as a base64 data URL
     assert "closer to the camera than" in json.dumps(first) or "farther from the camera" in json.dumps(first)
 
+
+
+def test_group_figures_are_metrics_of_the_pooled_records(baseline_runs):
+    """The group table holds v, v_cons, v_ctr and Δ of both variants' records together -- what
+    `rescore` recomputes -- never lmms-eval's size-weighted mean of the subtasks' values."""
+    run = baseline_runs["size"]
+    group = run.metrics("spatialtunnel_sample")
+    out = subprocess.run([SPATIAL_TASKS, "rescore", "spatialtunnel", str(run.out), "--json"],
+                         capture_output=True, text=True, check=True)
+    (rescored,) = json.loads(out.stdout)["runs"].values()
+    pooled = rescored["groups"]["spatialtunnel_sample"]
+    for key in ("v", "v_cons", "v_ctr", "delta", "unparseable"):
+        assert group[key] == pytest.approx(pooled[key]), key
+    phase, size = run.metrics("spatialtunnel_sample_phase"), run.metrics("spatialtunnel_sample_size")
+    n_phase, n_size = (run.results["n-samples"][t]["effective"] for t in ("spatialtunnel_sample_phase",
+                                                                         "spatialtunnel_sample_size"))
+    weighted = (phase["v_cons"] * n_phase + size["v_cons"] * n_size) / (n_phase + n_size)
+    assert group["v_cons"] != pytest.approx(weighted)  # a mean of subset means is not the pooled figure
+    assert "cell_grid" not in group
