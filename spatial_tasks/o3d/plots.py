@@ -92,7 +92,7 @@ def plot_cue_heatmap(lower: Mapping, upper: Mapping | None, path: str | Path, *,
     ax.set_xlabel("cue")
     ax.set_ylabel("cue")
     ax.set_title((title or "O3-D accuracy per cue (diagonal) and cue pair (off-diagonal)")
-                 + f"\nlower-left: {lower_name}   ·   upper-right: {upper_name}", fontsize=10)
+                 + f"\nlower-left triangle: {lower_name}\nupper-right triangle: {upper_name}", fontsize=10)
     bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     bar.set_label("accuracy (0.5 = chance)")
     return save(fig, path)
