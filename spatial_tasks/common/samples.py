@@ -204,11 +204,12 @@ def check_run(output_path: Path, tasks: list[str], log: Path | None = None) -> P
     found = sorted(Path(output_path).rglob("*_results.json")) if Path(output_path).is_dir() else []
     if not found:
         raise RunFailed(f"lmms-eval wrote no results under {output_path} (it exits 0 even when a task crashes){where}")
-    results = load_results(found[-1]).get("results") or {}
+    data = load_results(found[-1])
+    results = data.get("results") or {}
     missing = [t for t in tasks if t not in results]
     if missing:
         raise RunFailed(f"{found[-1]}: no results for {missing}{where}")
-    counts = load_results(found[-1]).get("n-samples") or {}
+    counts = data.get("n-samples") or {}
     empty = [t for t in tasks if t in counts and not (counts[t] or {}).get("effective")]
     if empty:
         raise RunFailed(f"{found[-1]}: {empty} evaluated no documents{where}")

@@ -43,6 +43,16 @@ def kind_of(feature: object) -> str:
     return type(feature).__name__
 
 
+def category(feature: object) -> str:
+    """The kind ``require_columns`` asks for that a feature belongs to: string, int, float, bool,
+    image, list or struct (int columns are "int", which also passes as "float")."""
+    found = kind_of(feature)
+    for kind in ("string", "bool", "int", "float"):
+        if found in _KINDS[kind]:
+            return kind
+    return found
+
+
 def has_kind(feature: object, kind: str) -> bool:
     """Whether a column's feature holds values of ``kind`` (string, int, float, bool, image, list,
     struct, or "any")."""

@@ -30,6 +30,7 @@ from spatial_tasks.common import images
 from spatial_tasks.common.origin import Origin, in_memory
 from spatial_tasks.common.validate import (
     DataError,
+    category,
     check_unique,
     columns,
     finite_number,
@@ -45,11 +46,7 @@ OFFICIAL = "official TSV"
 # Columns only our generator writes (none is an alias of the official TSV's): any marks a dataset as ours.
 GENERATOR_ONLY = frozenset({"questions", "pixel1", "pixel2", "size1_nominal", "size2_nominal", "radius1_px",
                             "radius2_px", "sun_rotation", "roughness1", "roughness2", "position1", "position2"})
-GENERATED_KINDS = {name: ("image" if name == "image" else
-                          "list" if name in ("questions", "position1", "position2", "pixel1", "pixel2") else
-                          "string" if str(getattr(f, "dtype", "")) == "string" else
-                          "int" if str(getattr(f, "dtype", "")).startswith("int") else "float")
-                   for name, f in IMAGE_FEATURES.items()}
+GENERATED_KINDS = {name: category(feature) for name, feature in IMAGE_FEATURES.items()}
 
 # Official-TSV column aliases (lower-cased); the first present wins.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -279,15 +276,14 @@ def _docs_from_official(dataset: datasets.Dataset, origin: Origin, variant: str 
     for row in range(len(dataset)):
         get = {field: meta[col][row] for field, col in cols.items() if field != "image"}
         rows.append(_official_row(get, row, origin, per_question, variant))
-    keys = [(r["image_id"], t[0]) for r in rows for t in r["items"]]
-    if len(set(keys)) != len(keys):
-        seen: dict = {}
-        for row, r in enumerate(rows):
-            for t in r["items"]:
-                if (r["image_id"], t[0]) in seen:
-                    raise SourceError(f"{origin.locate(row)}: question {t[0]} of image {r['image_id']!r} appears twice "
-                                      f"(also at {origin.locate(seen[(r['image_id'], t[0])])})")
-                seen[(r["image_id"], t[0])] = row
+    seen: dict[tuple[str, int], int] = {}
+    for row, r in enumerate(rows):
+        for template_id, _, _ in r["items"]:
+            key = (r["image_id"], template_id)
+            if key in seen:
+                raise SourceError(f"{origin.locate(row)}: question {template_id} of image {r['image_id']!r} appears "
+                                  f"twice (also at {origin.locate(seen[key])})")
+            seen[key] = row
     if check:
         table.check(description="SpatialTunnel: checking images")
     key = images.register(table)
