@@ -19,10 +19,12 @@ from collections.abc import Callable
 
 from spatial_tasks.common.samples import first_response
 from spatial_tasks.common.yesno import decode_payload, parse_yes_no
+from spatial_tasks.dori.parse import parse_selection
 from spatial_tasks.o3d.parse import parse_answer
 from spatial_tasks.o3d.prompts import parse_prompt
 from spatial_tasks.spatialtunnel.questions import resolve_template
 
+DORI_OPTIONS = ["90 degrees clockwise", "90 degrees counterclockwise", "a", "Cannot be determined"]
 QUESTION = ("Is the object marked with a red circle closer to or farther away from the viewer than the objects "
             "marked with a blue square? A. Closer. B. Farther. Answer A or B.")
 TYPICAL = ["B", "A. Closer.", "The answer is B.", "(Let's think step by step. It is lower.) A.", "Farther",
@@ -58,6 +60,12 @@ PARSERS: dict[str, tuple[Callable[[str], object], dict[str, Callable[[int], str]
     }),
     "spatialtunnel resolve_template": (lambda text: resolve_template(text, "Yes"), {
         "near miss": lambda n: "Is the " + "red " * (n // 4) + "closer to the camera than the cube",
+    }),
+    "dori parse_selection": (lambda text: parse_selection(text, DORI_OPTIONS), {
+        "answer then spaces": lambda n: "answer" + " " * n,
+        "short option everywhere": lambda n: "a " * (n // 2),
+        "nested option texts": lambda n: "90 degrees counterclockwise " * (n // 28),
+        "hedges": lambda n: "A or " * (n // 5),
     }),
     "samples first_response": (lambda value: first_response({"filtered_resps": value}), {
         "nested lists": lambda n: _nested(n),

@@ -9,6 +9,7 @@ exist and to hold the config and split the task will read before anything is wri
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -38,9 +39,17 @@ def _config(path: Path) -> dict:
     return load_yaml_config(str(path), mode="simple")
 
 
-def _source(cfg: dict) -> str:
+def _source(cfg: dict, path: Path | None = None) -> str:
     if cfg.get("dataset_path") == "parquet":
         return "bundled sample (offline)"
+    files = (cfg.get("dataset_kwargs") or {}).get("data_files") or {}
+    manifest = next(iter(files.values()), None) if cfg.get("dataset_path") == "json" else None
+    if manifest is not None and path is not None:  # DORI: a one-row manifest naming the source
+        try:
+            source = json.loads((path.parent / str(manifest)).read_text(encoding="utf-8"))["dori_source"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return f"json {manifest}"
+        return f"{source} (configs discovered at load time)"
     name = cfg.get("dataset_name")
     return f"{cfg.get('dataset_path')}" + (f" [{name}]" if name else "") + f" split={cfg.get('test_split')}"
 
@@ -53,7 +62,7 @@ def task_catalog() -> list[TaskEntry]:
             subtasks = cfg.get("task", [])
             entries.append(TaskEntry(cfg["group"], "group", "= " + " + ".join(map(str, subtasks)), path))
         elif "task" in cfg:
-            entries.append(TaskEntry(cfg["task"], "task", _source(cfg), path))
+            entries.append(TaskEntry(cfg["task"], "task", _source(cfg, path), path))
     return entries
 
 
@@ -91,7 +100,9 @@ def write_custom_task(base_task: str, data: str | None, out: Path, name: str | N
     if any(e.name == name for e in task_catalog()):
         raise ValueError(f"--name {name!r} is already one of our tasks; pick another name")
     spec: dict = {"include": str(entry.path), "task": name}
-    if data is not None:
+    if data is not None and entry.path.parent.name == "dori":
+        spec.update(_dori_data_spec(data, Path(out), name, config, split, force))
+    elif data is not None:
         spec.update(_data_spec(entry, base_cfg, data, config, split))
     elif config is not None or split is not None:
         raise ValueError("--config and --split need --data (they choose what to read from it)")
@@ -116,6 +127,45 @@ def _data_spec(entry: TaskEntry, base_cfg: dict, data: str, config: str | None, 
         _check_o3d_folder(local, base_cfg)
     chosen = _choose_split(split, local, dataset_name, base_cfg)
     return {"dataset_path": str(local), "dataset_name": dataset_name, "test_split": chosen, "dataset_kwargs": {}}
+
+
+def _dori_data_spec(data: str, out: Path, name: str, config: str | None, split: str | None, force: bool) -> dict:
+    """DORI tasks discover a source's configs, splits and columns themselves (spatial_tasks/dori/
+    load.py): the custom task reads a one-row manifest naming the source, written beside its YAML."""
+    if config is not None or split is not None:
+        raise ValueError("--config/--split: DORI tasks read every config and split of --data and keep their own "
+                         "questions; point --data at the data you want instead")
+    local = _local_folder(data)
+    manifest = (output_folder(out) / f"{name}.source.json").resolve()
+    if manifest.exists() and not force and not manifest.read_text(errors="replace").startswith('{"dori_source"'):
+        raise FileExistsError(f"{manifest}: already exists and was not written by custom-task; pass --force")
+    manifest.write_text(json.dumps({"dori_source": str(local) if local is not None else data}) + "\n", encoding="utf-8")
+    return {"dataset_path": "json", "dataset_name": None, "test_split": "test",
+            "dataset_kwargs": {"data_files": {"test": str(manifest)}}}
+
+
+def write_seed_tasks(out: Path, seeds: list[int], data: str | None = None, force: bool = False) -> list[Path]:
+    """For each seed S: the 14 DORI tasks as ``dori_<task>_<granularity>_sS`` with that option-order
+    seed and a group ``dori_sS`` (acc: the mean of the 14 task accuracies), all in ``out``.
+    ``lmms-eval --include_path OUT --tasks dori_s42,dori_s1998,dori_s107983`` then runs the paper's
+    three seeds, and ``spatial-tasks rescore dori`` reports mean +- std/sqrt(3)."""
+    from spatial_tasks.dori.tasks import TASK_NAMES
+
+    if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+        raise ValueError(f"--seeds {seeds}: give distinct integers >= 0")
+    written = []
+    for seed in seeds:
+        names = []
+        for base in TASK_NAMES:
+            task = f"dori_{base}_s{seed}"
+            written.append(write_custom_task(f"dori_{base}", data, out, name=task, prompt={"seed": str(seed)},
+                                             force=force))
+            names.append(task)
+        group = {"group": f"dori_s{seed}", "task": names,
+                 "aggregate_metric_list": [{"metric": "acc", "aggregation": "mean", "weight_by_size": False}],
+                 "metadata": {"version": 0.1, "seed": seed}}
+        written.append(_write_yaml(Path(out), f"dori_s{seed}", group, force))
+    return written
 
 
 def _local_folder(data: str) -> Path | None:

@@ -132,6 +132,49 @@ def generate_spatialtunnel(
     typer.echo(str(path))
 
 
+@app.command("dori-seeds")
+def dori_seeds_command(
+    out: Annotated[Path, typer.Option(help="Folder to write the task YAMLs into (pass it to --include_path).")],
+    seeds: Annotated[str, typer.Option(help="Comma-separated option-order seeds (the paper's: 42,1998,107983).")] = "42,1998,107983",
+    data: Annotated[str | None, typer.Option(help="Hub dataset id or local folder (default: the official release).")] = None,
+    force: Annotated[bool, typer.Option(help="Replace existing YAMLs that custom-task did not write.")] = False,
+) -> None:
+    """Write the 14 DORI tasks once per seed, with a group dori_s<seed> each (the paper's error bars)."""
+    from spatial_tasks.catalog import write_seed_tasks
+
+    try:
+        values = [int(s) for s in seeds.split(",") if s.strip()]
+    except ValueError:
+        raise ValueError(f"--seeds {seeds!r}: comma-separated integers, e.g. 42,1998,107983") from None
+    paths = write_seed_tasks(out, values, data, force)
+    groups = ",".join(f"dori_s{s}" for s in values)
+    typer.echo(f"{len(paths)} YAMLs in {out}. Run: lmms-eval --include_path {out} --tasks {groups} ... --log_samples, "
+               f"then: spatial-tasks rescore dori OUTPUT_PATH")
+
+
+@generate_app.command("dori")
+def generate_dori(
+    out: Annotated[Path, typer.Option(help="Dataset folder to write (an interrupted run resumes there).")],
+    task: Annotated[str, typer.Option(help="single_axis_rotation, compound_rotation, inter_object_direction, "
+                                           "viewer_scene_direction, canonical_orientation, or all (the four rendered).")] = "all",
+    count: Annotated[int, typer.Option(help="Items per rendered task (each gives a coarse and a granular question).")] = 200,
+    images: Annotated[Path | None, typer.Option(help="canonical_orientation: the folder of images to transform.")] = None,
+    source: Annotated[str, typer.Option(help="canonical_orientation: the source dataset name of --images.")] = "transformed images",
+    resolution: Annotated[int, typer.Option(help="Image side in pixels.")] = 256,
+    samples: Annotated[int, typer.Option(help="Cycles samples per pixel.")] = 16,
+    seed: Annotated[int, typer.Option(help="Run seed; per-item seeds derive from it and the item id.")] = 0,
+    shard: Annotated[str, typer.Option(help="K/N: make only shard K of N.")] = "1/1",
+    workers: Annotated[int, typer.Option(help="Parallel Blender processes.")] = 1,
+    overwrite: Annotated[bool, typer.Option(help="Replace a dataset made with other flags in --out.")] = False,
+) -> None:
+    """Make DORI questions: Blender renders with recorded angles, or transforms of a folder of images."""
+    from spatial_tasks.generators.dori.generate import generate, summary
+
+    path = generate(task, out, count=count, resolution=resolution, samples=samples, seed=seed, shard=shard,
+                    workers=workers, images=images, source=source, overwrite=overwrite)
+    typer.echo(f"{path}: " + ", ".join(f"{t} {n} questions" for t, n in summary(path).items()))
+
+
 @app.command("publish")
 def publish_command(
     path: Annotated[Path, typer.Argument(help="Dataset folder written by `generate` (card + parquet shards).")],
@@ -192,6 +235,32 @@ def rescore_o3d(
         return
     for model, figures in result["models"].items():
         typer.echo(f"{model}: {_figures(figures)}")
+
+
+@rescore_app.command("dori")
+def rescore_dori(
+    samples: Annotated[list[Path], typer.Argument(help="lmms-eval --output_path folder(s); runs of one model with "
+                                                        "other seeds are summarised as mean +- std/sqrt(k).")],
+    ddof: Annotated[int, typer.Option(help="Seed std: 0 = numpy's default (the paper's formula), 1 = sample std.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """DORI metrics per run (tasks x granularity, averages, soft accuracy, breakdowns) and over seeds."""
+    from spatial_tasks.common.formatting import number
+    from spatial_tasks.dori.rescore import rescore
+
+    if ddof not in (0, 1):
+        raise ValueError(f"--ddof must be 0 or 1, not {ddof}")
+    result = rescore(samples, ddof)
+    if as_json:
+        _print_json(result)
+        return
+    for label, figures in result["runs"].items():
+        typer.echo(f"{label}: {_figures({k: v for k, v in figures.items() if k != 'breakdowns'})}")
+    for model, figures in result["seeds"].items():
+        typer.echo(f"{model} over seeds {figures['seeds']}:")
+        for key, value in figures.items():
+            if key != "seeds":
+                typer.echo(f"  {key}: {number(value['mean'])} +- {number(value['error'])}")
 
 
 @app.command("prompts")

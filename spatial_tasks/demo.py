@@ -1,5 +1,5 @@
 """The main job, offline: baselines and a tiny Qwen2.5-VL through the real lmms-eval CLI on the
-bundled SpatialTunnel and O3-D samples, then ``spatial-tasks report``.
+bundled SpatialTunnel, O3-D and DORI samples, then ``spatial-tasks report``.
 
 Every evaluation is a separate ``lmms-eval`` process, exactly as a user would type it, and its
 results file is checked (lmms-eval exits 0 even when a task crashed). The tiny model is randomly
@@ -28,6 +28,7 @@ console = Console()
 TINY_QWEN_ARGS = "device=cpu,device_map=cpu,min_pixels=3136,max_pixels=50176"
 ST_TASKS = "spatialtunnel_sample,spatialtunnel_logit_sample"
 O3D_TASKS = "o3d_sample,o3d_sample_real"
+DORI_TASKS = "dori_sample"
 
 INTRO = [
     "**This report comes from `spatial-tasks demo`: it shows that the whole pipeline runs, not how good any "
@@ -35,7 +36,8 @@ INTRO = [
     "(built offline in seconds): its answers are noise -- as text it mostly says nothing the parsers can read "
     "(so its accuracy is 0 and the figures that need readable answers are n/a), as first-token logits it gives "
     "p ≈ 0.5. The data are the small bundled samples (`tasks/spatialtunnel/sample`: 64 phase + 22 size Blender renders "
-    "at 128 px; `tasks/o3d/sample`: 58 PIL-drawn stand-ins in the official O3-D layout), not the benchmarks.",
+    "at 128 px; `tasks/o3d/sample`: 58 PIL-drawn stand-ins in the official O3-D layout; `tasks/dori/sample`: 52 "
+    "questions on 96 px Blender renders and transforms of them, made by our DORI generators), not the benchmarks.",
     "",
     "What each baseline proves (`spatial_baseline` answers from the ground truth with a fixed rule):",
     "",
@@ -47,6 +49,10 @@ INTRO = [
     "- O3-D `rule=depth_oracle` (ground-truth depth maps and masks, the median rule of the paper's depth "
     "baseline) → accuracy 1: ground truth, masks, markers and the paper's answer parser agree.",
     "- O3-D `rule=always_near` → bias_NF = −1 (and acc_N = 1, acc_F = 0): the sign of Eq. 1.",
+    "- DORI `rule=oracle` (the recorded ground truth, written as letter + option text + a reason) → accuracy and "
+    "soft accuracy 1 on every task: options, the seeded order, parsing and scoring agree.",
+    "- DORI `rule=always_a` → exactly the share of questions whose answer the seed-42 order shows first (the "
+    "\"A first\" column), near chance = mean(1/number of options).",
 ]
 
 
@@ -64,8 +70,10 @@ def demo_runs(model_dir: Path, out: Path) -> list[tuple[str, list[str], Path, st
                f"st_baseline_{rule}") for rule in ("vertical", "size", "always_yes", "oracle")),
             *((f"O3-D spatial_baseline rule={rule}", "spatial_baseline", f"rule={rule}", O3D_TASKS,
                f"o3d_baseline_{rule}") for rule in ("depth_oracle", "always_near")),
-            ("tiny qwen2_5_vl, exact match (SpatialTunnel + O3-D)", "qwen2_5_vl", tiny,
-             f"spatialtunnel_sample,{O3D_TASKS}", "tiny_qwen2_5_vl"),
+            *((f"DORI spatial_baseline rule={rule}", "spatial_baseline", f"rule={rule}", DORI_TASKS,
+               f"dori_baseline_{rule}") for rule in ("oracle", "always_a")),
+            ("tiny qwen2_5_vl, exact match (SpatialTunnel + O3-D + DORI)", "qwen2_5_vl", tiny,
+             f"spatialtunnel_sample,{O3D_TASKS},{DORI_TASKS}", "tiny_qwen2_5_vl"),
             ("tiny qwen2_5_vl_yesno, first-token logits (SpatialTunnel)", "qwen2_5_vl_yesno", tiny,
              "spatialtunnel_logit_sample", "tiny_qwen2_5_vl_yesno")]
     return [(label, lmms_eval_command(model, args, tasks, runs_dir / folder), runs_dir / folder, tasks)

@@ -22,7 +22,7 @@ from spatial_tasks.common.samples import Run, find_runs, iter_samples
 from spatial_tasks.paths import output_folder
 
 MANIFEST = ".spatial-tasks-report.json"
-TITLES = {"spatialtunnel": "SpatialTunnel", "o3d": "O3-D"}
+TITLES = {"spatialtunnel": "SpatialTunnel", "o3d": "O3-D", "dori": "DORI"}
 
 
 def _benchmark(samples_path: Path) -> str | None:
@@ -36,10 +36,11 @@ def _benchmark(samples_path: Path) -> str | None:
 
 
 def _figure_makers() -> dict:
+    from spatial_tasks.dori.report import dori_figures
     from spatial_tasks.o3d.report import o3d_figures
     from spatial_tasks.spatialtunnel.report import spatialtunnel_figures
 
-    return {"spatialtunnel": spatialtunnel_figures, "o3d": o3d_figures}
+    return {"spatialtunnel": spatialtunnel_figures, "o3d": o3d_figures, "dori": dori_figures}
 
 
 def remove_previous_report(out: Path) -> int:

@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 
 from spatial_tasks.common.samples import first_response
 from spatial_tasks.common.yesno import UNPARSEABLE, decode_payload, parse_yes_no
+from spatial_tasks.dori import parse as dori_parse
+from spatial_tasks.dori.soft import OPTION_READERS
 from spatial_tasks.o3d import schema
 from spatial_tasks.o3d.parse import LABELS, parse_answer, trace_answer
 from spatial_tasks.o3d.prompts import parse_prompt
@@ -74,6 +76,30 @@ ANYTHING = st.one_of(TEXT, JSON_VALUES, st.binary(max_size=20))
 def test_o3d_parse_answer(answer, question):
     assert parse_answer(answer, question) in LABELS
     assert trace_answer(answer, question).label in LABELS
+
+
+DORI_OPTIONS = ["90 degrees clockwise", "90 degrees counterclockwise", "a", "Cannot be determined", "B"]
+DORI_FRAGMENTS = st.sampled_from(["Answer: ", "answer is", "(A)", "(B)", " or ", "/", "**", "A.", "B ", "\n", " ",
+                                  "clockwise", "counter", "90 degrees ", "cannot be determined", "I'm sorry", "E", "a"])
+
+
+@FUZZ
+@given(answer=st.one_of(TEXT, ANYTHING, st.lists(DORI_FRAGMENTS, max_size=40).map("".join)),
+       options=st.one_of(st.just(DORI_OPTIONS), st.lists(st.one_of(TEXT, ANYTHING), max_size=16)))
+def test_dori_parse_selection(answer, options):
+    parsed = dori_parse.parse_selection(answer, options)
+    assert parsed.outcome in (dori_parse.SELECTED, dori_parse.CANNOT_DETERMINE, dori_parse.REFUSAL,
+                              dori_parse.UNPARSEABLE)
+    assert parsed.index is None or 0 <= parsed.index < len(options)
+
+
+@FUZZ
+@given(text=st.one_of(TEXT, ANYTHING))
+def test_dori_option_readers(text):
+    from spatial_tasks.dori.soft import option_value
+
+    for task in OPTION_READERS:
+        option_value(task, text)  # a value or None, never an exception
 
 
 @FUZZ
@@ -140,6 +166,9 @@ HOSTILE = {
     "phrase-like": "closer to th" * (MB // 12),
     "surrogates": "\ud800" * MB,
     "payload marker": '{"spatial_tasks_yesno": 1, "text": "' + "y" * MB + '"}',
+    "answer then spaces": "answer" + " " * MB,
+    "short option everywhere": "a " * (MB // 2),
+    "hedges": "A or " * (MB // 5),
 }
 PARSERS = {
     "parse_answer": lambda text: parse_answer(text, QUESTION),
@@ -147,6 +176,8 @@ PARSERS = {
     "parse_prompt": parse_prompt,
     "parse_yes_no": parse_yes_no,
     "decode_payload": decode_payload,
+    "dori parse_selection": lambda text: dori_parse.parse_selection(text, DORI_OPTIONS),
+    "dori parse_selection (options)": lambda text: dori_parse.parse_selection("A", [text[: len(text) // 2], text]),
 }
 
 

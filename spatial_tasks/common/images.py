@@ -228,7 +228,7 @@ _TABLES: dict[str, ImageTable] = {}
 
 def register(table: ImageTable) -> str:
     """Register a per-image table; returns its key (the dataset fingerprint: stable per content)."""
-    key = f"{table.origin.label}@{table.dataset._fingerprint}"
+    key = f"{table.origin.label}@{table.dataset._fingerprint}#{table.column}"
     _TABLES[key] = table
     return key
 

@@ -84,8 +84,9 @@ def origin_of(dataset: datasets.Dataset, default_label: str | None = None) -> Or
 
 
 def calling_task(dataset: datasets.Dataset, depth: int = 40) -> dict | None:
-    """``{path, name, split, kwargs}`` of the lmms-eval task on the call stack that holds
-    ``dataset`` as one of its loaded splits; None outside lmms-eval."""
+    """``{path, name, split, kwargs, task, prompt_kwargs}`` of the lmms-eval task on the call stack
+    that holds ``dataset`` as one of its loaded splits (``prompt_kwargs``: the default
+    ``lmms_eval_specific_kwargs``); None outside lmms-eval."""
     frame = sys._getframe(1)
     for _ in range(depth):
         frame = frame.f_back
@@ -100,8 +101,11 @@ def calling_task(dataset: datasets.Dataset, depth: int = 40) -> dict | None:
         split = next((name for name, value in loaded.items() if value is dataset), None)
         if split is None:
             continue
+        specific = getattr(task.config, "lmms_eval_specific_kwargs", None) or {}
         return {"path": str(task.DATASET_PATH), "name": getattr(task, "DATASET_NAME", None), "split": split,
-                "kwargs": dict(getattr(task.config, "dataset_kwargs", None) or {})}
+                "kwargs": dict(getattr(task.config, "dataset_kwargs", None) or {}),
+                "task": getattr(task.config, "task", None),
+                "prompt_kwargs": dict(specific.get("default", {})) if isinstance(specific, Mapping) else {}}
     return None
 
 

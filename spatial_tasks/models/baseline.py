@@ -21,6 +21,7 @@ RULES: dict[str, dict[str, RuleFn]] = {}
 RULE_MODULES = {
     "spatialtunnel": "spatial_tasks.spatialtunnel.baselines",
     "o3d": "spatial_tasks.o3d.baselines",
+    "dori": "spatial_tasks.dori.baselines",
 }
 
 

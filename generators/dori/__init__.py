@@ -1,0 +1,1 @@
+"""DORI generators: Blender renders and image transforms."""

@@ -1,0 +1,1 @@
+"""DORI: object orientation (arXiv 2505.21649)."""

@@ -1,0 +1,106 @@
+"""DORI metrics: pure functions of per-question records (``tasks.score`` makes them).
+
+A record holds ``task``, ``granularity``, ``correct`` (0/1), ``soft`` (0, 0.5 or 1),
+``outcome`` (parse.SELECTED / CANNOT_DETERMINE / REFUSAL / UNPARSEABLE) and the breakdown keys
+``source``, ``broad_classes``, ``natural``, ``n_options``. Every function returns None when it
+is undefined (no records).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+
+from spatial_tasks.dori.parse import CANNOT_DETERMINE, REFUSAL, UNPARSEABLE
+from spatial_tasks.dori.schema import GRANULARITIES, TASKS
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def accuracy(records: Sequence[dict]) -> float | None:
+    """Accuracy (Table 2 cells): the share of questions whose selected option is the answer."""
+    return _mean([float(r["correct"]) for r in records])
+
+
+def soft_accuracy(records: Sequence[dict]) -> float | None:
+    """Soft accuracy (§4; Table 6): mean credit, 0.5 for a task's near miss (``soft.py``)."""
+    return _mean([float(r["soft"]) for r in records])
+
+
+def unparseable_share(records: Sequence[dict]) -> float | None:
+    """Share of answers from which no selection could be read (scored wrong)."""
+    return _mean([float(r["outcome"] == UNPARSEABLE) for r in records])
+
+
+def declined_share(records: Sequence[dict]) -> float | None:
+    """Share of answers that chose "Cannot be determined" or refused (scored wrong)."""
+    return _mean([float(r["outcome"] in (CANNOT_DETERMINE, REFUSAL)) for r in records])
+
+
+def by(records: Iterable[dict], key: Callable[[dict], Iterable] | str) -> dict:
+    """Records grouped by a field (or a function returning every group a record belongs to)."""
+    groups: dict = defaultdict(list)
+    for r in records:
+        values = key(r) if callable(key) else [r.get(key)]
+        for value in values:
+            groups[value].append(r)
+    return dict(groups)
+
+
+def per_task(records: Sequence[dict], metric: Callable[[Sequence[dict]], float | None] = accuracy
+             ) -> dict[tuple[str, str], float | None]:
+    """``metric`` per (task, granularity), in the paper's task order."""
+    groups = by(records, lambda r: [(r["task"], r["granularity"])])
+    return {(t, g): metric(groups[(t, g)]) for t in TASKS for g in GRANULARITIES if (t, g) in groups}
+
+
+def task_average(records: Sequence[dict], granularity: str,
+                 metric: Callable[[Sequence[dict]], float | None] = accuracy) -> float | None:
+    """Table 2's Avg: the unweighted mean over the tasks present of the per-task ``metric`` for one
+    granularity. Computed, not copied: the paper's printed Avg is not always this mean."""
+    values = [v for (t, g), v in per_task(records, metric).items() if g == granularity and v is not None]
+    return _mean(values)
+
+
+BREAKDOWNS: dict[str, Callable[[dict], Iterable]] = {
+    "source": lambda r: [r.get("source") or "unknown"],
+    "broad_class": lambda r: r.get("broad_classes") or ["Miscellaneous"],  # Table 5 overlaps: every class
+    "natural": lambda r: [{True: "natural", False: "simulated"}.get(r.get("natural"), "unknown")],
+    "n_options": lambda r: [int(r["n_options"])],
+}
+
+
+def breakdown(records: Sequence[dict], name: str,
+              metric: Callable[[Sequence[dict]], float | None] = accuracy) -> dict:
+    """``metric`` per value of a breakdown (source, broad_class, natural, n_options; §5)."""
+    groups = by(records, BREAKDOWNS[name])
+    return {value: (metric(rs), len(rs)) for value, rs in sorted(groups.items(), key=lambda kv: str(kv[0]))}
+
+
+def expected_always_first(records: Sequence[dict]) -> float | None:
+    """What always choosing option A scores on these questions: the share whose answer is shown
+    first (an exact figure for the seeded order; its expectation over orders is mean(1/n))."""
+    return _mean([float(r["answer_shown"] == 0) for r in records])
+
+
+def chance(records: Sequence[dict]) -> float | None:
+    """Expected accuracy of a uniform random choice: mean(1 / number of options)."""
+    return _mean([1.0 / r["n_options"] for r in records])
+
+
+def seed_summary(values: Sequence[float | None], ddof: int = 0) -> tuple[float | None, float | None]:
+    """(mean, error) over k seeds, error = std / sqrt(k) (the paper's "std_accuracy/
+    sqrt(seed_count)"; numpy's default population std, ``ddof=0``; ``ddof=1`` for the sample std).
+    The error is None for a single seed (or ddof >= k)."""
+    xs = [v for v in values if v is not None and not math.isnan(v)]
+    if not xs:
+        return None, None
+    mean = statistics.fmean(xs)
+    if len(xs) - ddof <= 0 or len(xs) < 2:
+        return mean, None
+    var = sum((x - mean) ** 2 for x in xs) / (len(xs) - ddof)
+    return mean, math.sqrt(var) / math.sqrt(len(xs))

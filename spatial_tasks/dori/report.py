@@ -1,0 +1,126 @@
+"""DORI part of ``spatial-tasks report``: per-run tables (Table 2 layout, soft accuracy, the §5
+breakdowns) and three figures: coarse vs granular per task, hard vs soft accuracy, and accuracy
+by number of options."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from spatial_tasks.common.formatting import is_defined, number
+from spatial_tasks.common.plots import PALETTE, grouped_hbars, save, wrap_label
+from spatial_tasks.dori import metrics
+from spatial_tasks.dori.rescore import records_from_samples, split_by_seed
+from spatial_tasks.dori.schema import GRANULARITIES, TASKS
+
+LEGEND = [
+    "- **coarse / granular**: accuracy (share of questions whose selected option is the answer; paper Table 2). "
+    "**Avg**: the unweighted mean over the tasks present (computed; the paper's printed Avg is not always this mean).",
+    "- **soft**: soft accuracy of the granular questions (§4): 0.5 for the task's near miss (view parallelism within "
+    "45°, the 30° left/right mirror, an adjacent single-axis position of the same major category, one correct "
+    "compound component, an adjacent inter-object range in the same direction, the opposite viewer-scene direction, "
+    "canonical operations in the wrong order; tasks/dori/README.md).",
+    "- **chance**: mean of 1/(number of options). **A first**: share of questions whose answer the seeded order shows "
+    "as option A -- exactly what always answering A scores.",
+    "- **unparseable / declined**: answers with no readable selection / that chose \"Cannot be determined\" or "
+    "refused; both count as wrong.",
+    "- **n/a**: no questions of that kind in the run.",
+]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80]
+
+
+def _runs(entries) -> dict[str, list[dict]]:
+    runs: dict[str, list[dict]] = {}
+    for run, _task, samples in sorted(entries, key=lambda e: (e[0].label, e[1])):
+        runs.setdefault(run.label, []).extend(records_from_samples(samples))
+    out = {}
+    for label, records in runs.items():
+        out.update(split_by_seed(label, records))
+    return {label: records for label, records in out.items() if records}
+
+
+def _task_table(label: str, records: list[dict]) -> list[str]:
+    acc = metrics.per_task(records)
+    soft = metrics.per_task(records, metrics.soft_accuracy)
+    groups = metrics.by(records, lambda r: [(r["task"], r["granularity"])])
+    lines = [f"**{label}** ({len(records)} questions)", "",
+             "| task | coarse | granular | granular soft | chance C/G | A first C/G | n C/G |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for task, code in TASKS.items():
+        if not any((task, g) in groups for g in GRANULARITIES):
+            continue
+        rs = {g: groups.get((task, g), []) for g in GRANULARITIES}
+        lines.append(f"| {code} {task.replace('_', ' ')} | {number(acc.get((task, 'coarse')))} | "
+                     f"{number(acc.get((task, 'granular')))} | {number(soft.get((task, 'granular')))} | "
+                     f"{number(metrics.chance(rs['coarse']))} / {number(metrics.chance(rs['granular']))} | "
+                     f"{number(metrics.expected_always_first(rs['coarse']))} / "
+                     f"{number(metrics.expected_always_first(rs['granular']))} | "
+                     f"{len(rs['coarse'])}/{len(rs['granular'])} |")
+    lines.append(f"| **Avg** | {number(metrics.task_average(records, 'coarse'))} | "
+                 f"{number(metrics.task_average(records, 'granular'))} | "
+                 f"{number(metrics.task_average(records, 'granular', metrics.soft_accuracy))} | | | |")
+    lines += ["", f"unparseable {number(metrics.unparseable_share(records))}, declined "
+                  f"{number(metrics.declined_share(records))}", ""]
+    for name in metrics.BREAKDOWNS:
+        cells = [f"{key}: {number(value)} (n={n})" for key, (value, n) in metrics.breakdown(records, name).items()]
+        lines.append(f"- by {name.replace('_', ' ')}: " + "; ".join(cells))
+    return [*lines, ""]
+
+
+def _by_options_plot(runs: dict[str, list[dict]], path: Path) -> Path:
+    fig = Figure(figsize=(7.5, 4.2))
+    ax = fig.add_subplot()
+    sizes = sorted({int(r["n_options"]) for rs in runs.values() for r in rs})
+    for k, (label, records) in enumerate(runs.items()):
+        table = metrics.breakdown(records, "n_options")
+        ys = [table.get(n, (None, 0))[0] for n in sizes]
+        ax.plot(sizes, [y if is_defined(y) else np.nan for y in ys], marker="o", color=PALETTE[k % len(PALETTE)],
+                label=wrap_label(label, 50))
+        for n, y in zip(sizes, ys):
+            if is_defined(y):
+                ax.annotate(number(y, 2), (n, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    grid = np.linspace(min(sizes), max(sizes), 100) if len(sizes) > 1 else np.array(sizes, dtype=float)
+    ax.plot(grid, 1 / grid, linestyle="--", color="#555555", linewidth=0.9, label="chance (1 / options)")
+    ax.set_xticks(sizes)
+    ax.set_ylim(-0.03, 1.08)
+    ax.set_xlabel("number of options", fontsize=9)
+    ax.set_ylabel("accuracy", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    ax.set_title("DORI: accuracy by number of options (the paper: 42.5% at 3 options, 6% at 16)", fontsize=10)
+    return save(fig, path)
+
+
+def dori_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
+    """entries: (run, task, samples_path) triples. Returns (files written, markdown lines)."""
+    runs = _runs(entries)
+    files: list[Path] = []
+    lines: list[str] = []
+    hard_soft: dict[str, dict[str, float | None]] = {}
+    for label, records in runs.items():
+        lines += _task_table(label, records)
+        acc = metrics.per_task(records)
+        rows = {f"{code} {task.replace('_', ' ')}": {g: acc.get((task, g)) for g in GRANULARITIES}
+                for task, code in TASKS.items() if any((task, g) in acc for g in GRANULARITIES)}
+        rows["Avg (mean over tasks)"] = {g: metrics.task_average(records, g) for g in GRANULARITIES}
+        files.append(grouped_hbars(rows, list(GRANULARITIES), out / f"dori_coarse_granular_{_slug(label)}.png",
+                                   title=f"DORI coarse vs granular accuracy per task: {label}", xlabel="accuracy",
+                                   notes=["Coarse: categorical questions; granular: metric ones (Table 2)."]))
+        soft = metrics.per_task(records, metrics.soft_accuracy)
+        for task, code in TASKS.items():
+            if (task, "granular") in acc:
+                hard_soft[f"{label} · {code}"] = {"hard": acc[(task, "granular")], "soft": soft[(task, "granular")]}
+    if hard_soft:
+        files.append(grouped_hbars(hard_soft, ["hard", "soft"], out / "dori_hard_soft.png",
+                                   title="DORI granular questions: hard vs soft accuracy (§4)", xlabel="accuracy",
+                                   key_labels={"hard": "hard (exact option)", "soft": "soft (0.5 for near misses)"},
+                                   notes=["The paper finds soft = hard for view parallelism and directional facing."]))
+    if runs:
+        files.append(_by_options_plot(runs, out / "dori_by_options.png"))
+    return files, [*lines, *LEGEND]

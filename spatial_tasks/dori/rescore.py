@@ -1,0 +1,99 @@
+"""Recompute DORI metrics from lmms-eval ``--log_samples`` output, per run and over seeds.
+
+Each run (``common.samples.find_runs``) is scored on its own: every logged record is re-scored
+from its response with the live run's functions (``tasks.score``). Runs that differ only in the
+option-order seed (the same model label, other ``seed`` in the records) are then summarised as
+mean +- std/sqrt(k) over the k seeds (the paper's error bars).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+
+from spatial_tasks.common.samples import SamplesError, find_runs, first_response, iter_samples, logged_record
+from spatial_tasks.dori import metrics
+from spatial_tasks.dori.schema import BENCHMARK, GRANULARITIES
+from spatial_tasks.dori.tasks import score
+
+
+def records_from_samples(path: Path) -> list[dict]:
+    out = []
+    for sample in iter_samples(path):
+        record = logged_record(sample, "acc", BENCHMARK)
+        if record is not None:
+            out.append(score(record, record.get("response", first_response(sample))))
+    return out
+
+
+def summary(records: list[dict]) -> dict:
+    """Every DORI figure of a set of records (one run): per task x granularity, the averages over
+    tasks, and the breakdowns of §5."""
+    figures: dict = {"n": len(records)}
+    for (task, granularity), acc in metrics.per_task(records).items():
+        figures[f"{task}_{granularity}"] = acc
+    for (task, granularity), value in metrics.per_task(records, metrics.soft_accuracy).items():
+        if granularity == "granular":
+            figures[f"{task}_granular_soft"] = value
+    for granularity in GRANULARITIES:
+        figures[f"avg_{granularity}"] = metrics.task_average(records, granularity)
+    figures["avg_granular_soft"] = metrics.task_average(records, "granular", metrics.soft_accuracy)
+    figures["unparseable"] = metrics.unparseable_share(records)
+    figures["declined"] = metrics.declined_share(records)
+    figures["breakdowns"] = {name: {str(k): {"acc": v, "n": n} for k, (v, n) in metrics.breakdown(records, name).items()}
+                             for name in metrics.BREAKDOWNS}
+    return figures
+
+
+def split_by_seed(label: str, records: list[dict]) -> dict[str, list[dict]]:
+    """One run's records per option-order seed ("LABEL seed=S" when a run holds several seeds,
+    e.g. the three-seed groups of `spatial-tasks dori-seeds`)."""
+    seeds = sorted({r.get("seed") for r in records}, key=str)
+    if len(seeds) <= 1:
+        return {label: records}
+    return {f"{label} seed={seed}": [r for r in records if r.get("seed") == seed] for seed in seeds}
+
+
+def records_by_run(path: Path) -> dict[str, list[dict]]:
+    """Run label (and seed) -> the pooled records of all its DORI tasks."""
+    runs: dict[str, list[dict]] = {}
+    for run in find_runs(Path(path)):
+        records = []
+        for _task, file in sorted(run.samples.items()):
+            records += records_from_samples(file)
+        if not records:
+            continue
+        label = run.label if run.label not in runs else f"{run.label} [{run.stamp}]"
+        runs.update(split_by_seed(label, records))
+    return runs
+
+
+def over_seeds(runs: dict[str, list[dict]], ddof: int = 0) -> dict:
+    """Figures as mean and error = std/sqrt(k) over the runs of one model (its label, with any
+    " seed=S" or " [stamp]" suffix removed) that used k different seeds."""
+    by_model: dict[str, dict] = defaultdict(dict)
+    for label, records in runs.items():
+        model = re.sub(r"( seed=\S+| \[[^\]]*\])+$", "", label)
+        for seed in {r.get("seed") for r in records}:
+            by_model[model][seed] = summary([r for r in records if r.get("seed") == seed])
+    out = {}
+    for model, per_seed in by_model.items():
+        if len(per_seed) < 2:
+            continue
+        keys = [k for k in next(iter(per_seed.values())) if k not in ("n", "breakdowns")]
+        out[model] = {"seeds": sorted(per_seed, key=lambda s: (not isinstance(s, int), str(s) if not isinstance(s, int) else s)), **{
+            key: dict(zip(("mean", "error"), metrics.seed_summary([s.get(key) for s in per_seed.values()], ddof)))
+            for key in keys}}
+    return out
+
+
+def rescore(paths: list[Path], ddof: int = 0) -> dict:
+    runs: dict[str, list[dict]] = {}
+    for path in paths:
+        for label, records in records_by_run(path).items():
+            runs[label if label not in runs else f"{label} ({path})"] = records
+    if not runs:
+        raise SamplesError(f"{', '.join(map(str, paths))}: no DORI samples found (expected lmms-eval --log_samples "
+                           "output: <stamp>_samples_dori_*.jsonl)")
+    return {"runs": {label: summary(records) for label, records in runs.items()}, "seeds": over_seeds(runs, ddof)}

@@ -1,0 +1,118 @@
+"""DORI lmms-eval hooks without the CLI: golden prompts (five parts), the seeded option order,
+drawn boxes, and the per-answer record."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import datasets
+import pytest
+from PIL import Image
+
+from spatial_tasks.dori import load
+from spatial_tasks.dori import tasks as T
+from spatial_tasks.dori.schema import TASKS
+
+from . import official_layouts
+
+GOLDEN = Path(__file__).with_name("golden")
+KINDS = [(t, g) for t in TASKS for g in ("coarse", "granular")]
+
+
+def doc_for(task: str, granularity: str, seed: int = 42) -> dict:
+    """A canonical doc with the fixture's options (official_layouts.OPTIONS), seed 42."""
+    options = official_layouts.OPTIONS[(task, granularity)]
+    doc = {"question_id": f"golden-{task}-{granularity}", "options": options, "category": "chair",
+           "source": "ShapeNet", "task": task, "granularity": granularity, "answer_index": 1,
+           "boxes": [{"label": "A", "box": [1, 1, 9, 9]}] + ([{"label": "B", "box": [10, 1, 19, 9]}]
+                                                              if task == "inter_object_direction" else []),
+           "boxes_drawn": False, "object_a": "chair", "object_b": "car" if task == "inter_object_direction" else None,
+           "option_values": json.dumps([None] * len(options))}
+    return load._finish_doc(doc, seed)
+
+
+@pytest.mark.parametrize(("task", "granularity"), KINDS)
+def test_golden_prompts(task, granularity):
+    text = T.doc_to_text(doc_for(task, granularity))
+    path = GOLDEN / f"{task}_{granularity}.txt"
+    if os.environ.get("SPATIAL_TASKS_WRITE_GOLDEN"):
+        path.write_text(text + "\n", encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8").removesuffix("\n")
+
+
+@pytest.mark.parametrize(("task", "granularity"), KINDS)
+def test_five_parts_in_order(task, granularity):
+    doc = doc_for(task, granularity)
+    text = T.doc_to_text(doc)
+    parts = [text.index("Context: "), text.index("Analysis steps:\n1. "), text.index("Options:\nA. "),
+             text.index("Example: ")]
+    assert parts == sorted(parts) and parts[0] > 20  # the task statement comes first
+    statement = text.split("\n")[0]
+    assert statement.startswith(("Determine", "Identify"))
+    shown = [line[3:] for line in text.split("Options:\n")[1].split("\n\n")[0].splitlines()]
+    assert shown == T.shown_options(doc) and sorted(shown) == sorted(doc["options"])
+    assert text.rstrip().endswith(T.DEFAULT_PROMPT_KWARGS["answer_format"])
+    assert ("two images" in text) == (task in ("compound_rotation", "viewer_scene_direction"))
+
+
+def test_statements_follow_section_13():
+    first_lines = {kind: T.doc_to_text(doc_for(*kind)).split("\n")[0] for kind in KINDS}
+    assert first_lines[("view_parallelism", "coarse")] == \
+        "Determine which way Object A's front is facing relative to the camera."
+    assert first_lines[("view_parallelism", "granular")] == \
+        "Determine how much Object A's front surface deviates from being parallel to the camera plane."
+    assert first_lines[("inter_object_direction", "granular")] == \
+        "Determine how much Object B would need to rotate to face Object A."
+    assert first_lines[("canonical_orientation", "coarse")] == "Determine if the image is in its canonical orientation."
+
+
+def test_prompt_parameters():
+    doc = doc_for("viewer_scene_direction", "granular")
+    text = T.doc_to_text(doc, {"pre_prompt": "Q: ", "answer_format": "Answer with a letter."})
+    assert text.startswith("Q: Determine how many degrees clockwise") and text.endswith("Answer with a letter.")
+
+
+def test_seed_orders_options_and_target_follows():
+    orders = {seed: doc_for("compound_rotation", "granular", seed)["shown_order"] for seed in load.PAPER_SEEDS}
+    assert len({tuple(o) for o in orders.values()}) == 3
+    for seed in load.PAPER_SEEDS:
+        doc = doc_for("compound_rotation", "granular", seed)
+        letter = T.doc_to_target(doc)[0]
+        assert T.shown_options(doc)["ABCDEF".index(letter)] == doc["options"][1]
+        assert T.doc_to_target(doc).endswith(doc["options"][1])
+
+
+def test_seed_is_a_task_argument_and_checked():
+    data = datasets.load_dataset("parquet", data_files="tasks/dori/sample/test-00000-of-00001.parquet", split="train")
+    a = T.docs_for(data, "single_axis_rotation", "granular", seed=42)
+    b = T.docs_for(data, "single_axis_rotation", "granular", seed=1998)
+    assert a["question_id"] == b["question_id"] and a["shown_order"] != b["shown_order"]
+    assert set(a["task"]) == {"single_axis_rotation"} and set(a["granularity"]) == {"granular"}
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        T._seed("forty-two")
+    with pytest.raises(load.SourceError, match="no view_parallelism coarse questions"):
+        T.docs_for(data, "view_parallelism", "coarse")
+
+
+def test_boxes_are_drawn_only_when_the_image_has_none():
+    image = Image.new("RGB", (40, 40), (128, 128, 128))
+    drawn = T.draw_boxes(image, [{"label": "A", "box": [5, 15, 30, 35]}, {"label": "B", "box": [2, 2, 12, 12]}])
+    assert drawn.getpixel((5, 25)) == T.BOX_COLOURS["A"] and drawn.getpixel((12, 7)) == T.BOX_COLOURS["B"]
+    assert image.getpixel((5, 25)) == (128, 128, 128)  # the source image is untouched
+
+
+def test_record_and_fan_out():
+    doc = doc_for("single_axis_rotation", "granular")
+    doc["option_values"] = json.dumps([0, 45, 90, 135, 180])
+    doc["answer_index"] = 4  # 180
+    near = T.shown_options(doc).index("135")
+    record = T.score(doc, f"{'ABCDE'[near]}. It shows its back, slightly turned.")
+    assert (record["correct"], record["soft"], record["predicted_value"], record["truth_value"]) == (0, 0.5, 135, 180)
+    assert record["outcome"] == "selected" and record["chosen_text"] == "135"
+    again = T.score(record, record["response"])  # a logged record re-scores without the dataset
+    assert {k: again[k] for k in ("correct", "soft", "chosen")} == {k: record[k] for k in ("correct", "soft", "chosen")}
+    out = T.process_results_granular(doc, ["Cannot be determined"])
+    assert set(out) == set(T.GRANULAR_METRICS) and out["acc"]["outcome"] == "cannot_determine"
+    assert set(T.process_results_coarse(doc, [""])) == set(T.COARSE_METRICS)
