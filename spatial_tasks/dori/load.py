@@ -257,6 +257,13 @@ def _has_image(cell: object) -> bool:
     return cell not in (None, "")
 
 
+def _json_cell(value: Mapping[str, Any], field: str, bad) -> Any:
+    try:
+        return json.loads(value[field])
+    except (TypeError, ValueError):
+        raise bad(field, f"{short(value[field])} is not JSON text") from None
+
+
 def _values(task: str, options: Sequence[str]) -> list:
     return [soft.option_value(task, o) for o in options]
 
@@ -273,7 +280,8 @@ def _generated_docs(dataset: datasets.Dataset, origin: Origin, seed: int, check:
     has_second = [_has_image(v) for v in columns(dataset, ["image2"])["image2"]]
     check_unique(meta["question_id"], origin, "question_id", SourceError)
     docs = []
-    for row in range(len(dataset)):
+    rows = range(len(dataset))
+    for row in images.progress(rows, "DORI: checking rows and images") if check else rows:
         def bad(field: str, problem: str, row=row) -> SourceError:
             return SourceError(f"{origin.locate(row)}, field {field!r}: {problem}")
 
@@ -292,10 +300,7 @@ def _generated_docs(dataset: datasets.Dataset, origin: Origin, seed: int, check:
         answer = _answer_index(value["answer"], options, bad)
         if options[answer] != value["answer"]:
             raise bad("answer", f"{short(value['answer'])} must be the text of the correct option")
-        try:
-            option_values, truth = json.loads(value["option_values"]), json.loads(value["truth"])
-        except (TypeError, ValueError):
-            raise bad("option_values", "option_values and truth must be JSON text") from None
+        option_values, truth = _json_cell(value, "option_values", bad), _json_cell(value, "truth", bad)
         if not isinstance(option_values, list) or len(option_values) != len(options):
             raise bad("option_values", f"needs one value per option ({len(options)}), got {short(option_values)}")
         if not isinstance(truth, dict) or "value" not in truth:

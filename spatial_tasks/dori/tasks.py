@@ -28,6 +28,7 @@ DEFAULT_PROMPT_KWARGS = {
     "answer_format": "Give your selection first as the option's letter, then one or two sentences of reasoning "
                      "(for example: \"B. The front of the object points to the right.\").",
     "seed": load.DEFAULT_SEED,
+    "draw_boxes": "auto",
 }
 BOX_COLOURS = {"A": (255, 40, 40), "B": (40, 110, 255)}
 
@@ -104,9 +105,18 @@ def draw_boxes(image: Image.Image, boxes: list[dict]) -> Image.Image:
     return image
 
 
-def doc_to_visual(doc: Mapping) -> list[Image.Image]:
+DRAW_BOXES = ("auto", "always", "never")
+
+
+def doc_to_visual(doc: Mapping, lmms_eval_specific_kwargs: Mapping | None = None) -> list[Image.Image]:
+    """The question's image(s); the boxes are drawn on the first when the source image has none
+    (``draw_boxes``: "auto" trusts the source -- the official images show them, our renders do
+    not; "always" / "never" override it, e.g. for a release copy whose images lack them)."""
+    mode = str({**DEFAULT_PROMPT_KWARGS, **(lmms_eval_specific_kwargs or {})}["draw_boxes"])
+    if mode not in DRAW_BOXES:
+        raise ValueError(f"DORI: the task argument draw_boxes must be one of {DRAW_BOXES}, got {mode!r}")
     first = images.image_for(doc["image_source"], doc["image_row"])
-    if doc["boxes"] and not doc["boxes_drawn"]:
+    if doc["boxes"] and (mode == "always" or (mode == "auto" and not doc["boxes_drawn"])):
         first = draw_boxes(first, doc["boxes"])
     shown = [first]
     if doc.get("image2_source") is not None:

@@ -80,6 +80,19 @@ def _image(q: dict) -> dict:
     return {"bytes": png(q["colour"]), "path": None}
 
 
+def _write_kind(qs: list[dict], task: str, granularity: str, second: str, path: Path) -> None:
+    """One task x granularity's questions as a parquet file: options a list, the answer a letter."""
+    rows = [{"id": q["id"], "image": _image(q), second: _image(q) if q["two"] else None, "question": "?",
+             "options": q["options"], "answer": "AB"[q["answer_index"]], "category": q["category"],
+             "source": q["source"]}
+            for q in qs if (q["task"], q["granularity"]) == (task, granularity)]
+    text = datasets.Value("string")
+    features = datasets.Features({"id": text, "image": datasets.Image(), second: datasets.Image(), "question": text,
+                                  "options": datasets.List(text), "answer": text, "category": text, "source": text})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    datasets.Dataset.from_list(rows, features=features).to_parquet(str(path))
+
+
 def write(layout: str, folder: Path) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -88,17 +101,7 @@ def write(layout: str, folder: Path) -> Path:
         card = ["---", "configs:"]
         for (task, granularity) in OPTIONS:
             name = f"{task}_{granularity}"
-            rows = [{"id": q["id"], "image": _image(q), "image_2": _image(q) if q["two"] else None,
-                     "question": f"Question about {task}", "options": q["options"], "answer": "AB"[q["answer_index"]],
-                     "category": q["category"], "source": q["source"]}
-                    for q in qs if (q["task"], q["granularity"]) == (task, granularity)]
-            features = datasets.Features({"id": datasets.Value("string"), "image": datasets.Image(),
-                                          "image_2": datasets.Image(), "question": datasets.Value("string"),
-                                          "options": datasets.List(datasets.Value("string")),
-                                          "answer": datasets.Value("string"), "category": datasets.Value("string"),
-                                          "source": datasets.Value("string")})
-            (folder / name).mkdir(exist_ok=True)
-            datasets.Dataset.from_list(rows, features=features).to_parquet(str(folder / name / "test-00000-of-00001.parquet"))
+            _write_kind(qs, task, granularity, "image_2", folder / name / "test-00000-of-00001.parquet")
             card += [f"- config_name: {name}", "  data_files:", "  - split: test", f"    path: {name}/test-*.parquet"]
         (folder / "README.md").write_text("\n".join([*card, "---", "", "fixture"]) + "\n")
     elif layout == "one_table":
@@ -128,22 +131,12 @@ def write(layout: str, folder: Path) -> Path:
                 "id": q["id"], "image_path": f"images/{q['id']}.png",
                 "image2_path": f"images/{q['id']}-2.png" if q["two"] else None,
                 "task": f"{q['task']}_{q['granularity']}", "choices": json.dumps(q["options"]),
-                "answer": q["answer_index"],
-                "bbox": [[8, 8, 30, 30], [32, 8, 46, 30]] if q["task"] == "inter_object_direction" else [8, 8, 30, 30], "category": q["category"], "source": q["source"]}))
+                "answer": q["answer_index"], "category": q["category"], "source": q["source"],
+                "bbox": [[8, 8, 30, 30], [32, 8, 46, 30]] if q["task"] == "inter_object_direction" else [8, 8, 30, 30]}))
         (folder / "test.jsonl").write_text("\n".join(lines) + "\n")
     elif layout == "per_task_folders":
         for (task, granularity) in OPTIONS:
-            rows = [{"id": q["id"], "image": _image(q), "image2": _image(q) if q["two"] else None, "question": "?",
-                     "options": q["options"], "answer": "AB"[q["answer_index"]], "category": q["category"],
-                     "source": q["source"]}
-                    for q in qs if (q["task"], q["granularity"]) == (task, granularity)]
-            features = datasets.Features({"id": datasets.Value("string"), "image": datasets.Image(),
-                                          "image2": datasets.Image(), "question": datasets.Value("string"),
-                                          "options": datasets.List(datasets.Value("string")),
-                                          "answer": datasets.Value("string"), "category": datasets.Value("string"),
-                                          "source": datasets.Value("string")})
-            (folder / task).mkdir(exist_ok=True)
-            datasets.Dataset.from_list(rows, features=features).to_parquet(str(folder / task / f"{granularity}.parquet"))
+            _write_kind(qs, task, granularity, "image2", folder / task / f"{granularity}.parquet")
     else:
         raise ValueError(layout)
     return folder

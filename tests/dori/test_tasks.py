@@ -103,6 +103,18 @@ def test_boxes_are_drawn_only_when_the_image_has_none():
     assert image.getpixel((5, 25)) == (128, 128, 128)  # the source image is untouched
 
 
+def test_draw_boxes_argument(tmp_path):
+    data = datasets.load_dataset("parquet", data_files="tasks/dori/sample/test-00000-of-00001.parquet", split="train")
+    doc = T.docs_for(data, "single_axis_rotation", "coarse")[0]
+    plain = T.doc_to_visual({**doc, "boxes_drawn": True})[0]
+    drawn = T.doc_to_visual(doc)[0]
+    assert plain.tobytes() != drawn.tobytes()
+    assert T.doc_to_visual({**doc, "boxes_drawn": True}, {"draw_boxes": "always"})[0].tobytes() == drawn.tobytes()
+    assert T.doc_to_visual(doc, {"draw_boxes": "never"})[0].tobytes() == plain.tobytes()
+    with pytest.raises(ValueError, match="draw_boxes must be one of"):
+        T.doc_to_visual(doc, {"draw_boxes": "sometimes"})
+
+
 def test_record_and_fan_out():
     doc = doc_for("single_axis_rotation", "granular")
     doc["option_values"] = json.dumps([0, 45, 90, 135, 180])
