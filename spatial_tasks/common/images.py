@@ -192,6 +192,11 @@ class ImageTable:
         # Arrow format: a cell is the stored {bytes, path} (or string), not datasets' PIL decode.
         self._cells = self.dataset.select_columns([self.column]).with_format("arrow")
 
+    @property
+    def name(self) -> str:
+        """What this table reads, unique within its dataset (the registry key's last part)."""
+        return self.column
+
     def where(self, row: int) -> str:
         return f"{self.origin.locate(row)}, column {self.column!r}"
 
@@ -228,7 +233,7 @@ _TABLES: dict[str, ImageTable] = {}
 
 def register(table: ImageTable) -> str:
     """Register a per-image table; returns its key (the dataset fingerprint: stable per content)."""
-    key = f"{table.origin.label}@{table.dataset._fingerprint}#{table.column}"
+    key = f"{table.origin.label}@{table.dataset._fingerprint}#{table.name}"
     _TABLES[key] = table
     return key
 

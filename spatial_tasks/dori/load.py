@@ -66,6 +66,7 @@ class SourceError(DataError):
 ALIASES: dict[str, tuple[str, ...]] = {
     "image": ("image", "img", "image_1", "image1", "first_image", "image_path", "img_path", "file_name", "path"),
     "image2": ("image2", "image_2", "second_image", "img2", "image_b", "image2_path"),
+    "images": ("images", "image_list", "imgs", "frames"),  # one list cell: [first, second]
     "question": ("question", "prompt", "query", "instruction", "text"),
     "options": ("options", "choices", "candidates", "option_list", "answer_choices"),
     "answer": ("answer", "correct_answer", "gt_answer", "ground_truth", "label", "gt", "answer_idx", "answer_index"),
@@ -189,6 +190,8 @@ def _answer_index(answer: object, options: Sequence[str], bad) -> int:
     n = len(options)
     if isinstance(answer, bool) or answer is None:
         raise bad("answer", f"{short(answer)} is not an answer")
+    if isinstance(answer, float) and answer.is_integer():  # an index column that went through pandas with NaNs
+        answer = int(answer)
     if isinstance(answer, int):
         if 0 <= answer < n:
             return answer
@@ -361,6 +364,39 @@ def _image_table(dataset: datasets.Dataset, column: str, origin: Origin) -> imag
                       "holds images, bytes, base64 text or a path inside the dataset folder")
 
 
+class _ListTable(images.ImageTable):
+    """Element ``index`` of a list-of-images column (``images: [before, after]``)."""
+
+    def __init__(self, dataset: datasets.Dataset, column: str, origin: Origin, index: int) -> None:
+        super().__init__(dataset, column, origin)
+        self.index = index
+
+    @property
+    def name(self) -> str:
+        return f"{self.column}[{self.index}]"
+
+    def where(self, row: int) -> str:
+        return f"{self.origin.locate(row)}, column {self.column!r}[{self.index}]"
+
+    def encoded(self, row: int) -> bytes:
+        cells = self._cells[int(row)].column(self.column)[0].as_py()
+        if not isinstance(cells, list) or len(cells) <= self.index:
+            raise images.ImageError(f"{self.where(row)}: no image {self.index + 1} in this list")
+        cell = cells[self.index]
+        if isinstance(cell, str):
+            if re.fullmatch(r"[A-Za-z0-9+/=\s]{200,}", cell):
+                return images.base64_bytes(cell, self.where(row))
+            cell = {"bytes": None, "path": cell}
+        return images.cell_bytes(cell, self.where(row), self.origin, row)
+
+    def lengths(self) -> list[int]:
+        """How many images each row's list holds (read from Arrow, without the image bytes)."""
+        import pyarrow.compute as pc
+
+        column = self.dataset.data.column(self.column)
+        return [0 if n is None else n for n in pc.list_value_length(column).to_pylist()]
+
+
 class _PathTable(images.ImageTable):
     """An image column of relative paths (read only inside the dataset's own folder)."""
 
@@ -394,8 +430,8 @@ def map_columns(dataset: datasets.Dataset, origin: Origin, hint: str) -> dict[st
     cols = resolve_columns(names)
     letters = _letter_columns(names)
     missing = []
-    if "image" not in cols:
-        missing.append(f"an image column ({', '.join(ALIASES['image'][:4])}, ...)")
+    if "image" not in cols and "images" not in cols:
+        missing.append(f"an image column ({', '.join(ALIASES['image'][:4])}, ... or a list column images)")
     if "options" not in cols and not letters:
         missing.append(f"options ({', '.join(ALIASES['options'][:3])}, ... or columns A, B, C ...)")
     if "answer" not in cols:
@@ -411,11 +447,17 @@ def map_columns(dataset: datasets.Dataset, origin: Origin, hint: str) -> dict[st
 def _official_docs(dataset: datasets.Dataset, origin: Origin, hint: str, seed: int, check: bool) -> list[dict]:
     cols = map_columns(dataset, origin, hint)
     letter_cols = [] if "options" in cols else _letter_columns(dataset.column_names)
-    first = _image_table(dataset, cols["image"], origin)
-    second = _image_table(dataset, cols["image2"], origin) if "image2" in cols else None
-    plain = [c for f, c in cols.items() if f not in ("image", "image2")] + letter_cols
+    if "image" in cols:
+        first = _image_table(dataset, cols["image"], origin)
+        second = _image_table(dataset, cols["image2"], origin) if "image2" in cols else None
+        second_present = ([_has_image(v) for v in columns(dataset, [cols["image2"]])[cols["image2"]]]
+                          if second is not None else None)
+    else:  # one list column holds the question's images
+        first = _ListTable(dataset, cols["images"], origin, 0)
+        second = _ListTable(dataset, cols["images"], origin, 1)
+        second_present = [n >= 2 for n in first.lengths()]
+    plain = [c for f, c in cols.items() if f not in ("image", "image2", "images")] + letter_cols
     meta = columns(dataset, plain)
-    second_present = columns(dataset, [cols["image2"]])[cols["image2"]] if second is not None else None
     docs, undeterminable = [], []
     for row in range(len(dataset)):
         def bad(field: str, problem: str, row=row) -> SourceError:
@@ -437,7 +479,7 @@ def _official_docs(dataset: datasets.Dataset, origin: Origin, hint: str, seed: i
         answer = _answer_index(get["answer"], options, bad)
         if is_cannot_determine(options[answer]):
             undeterminable.append(row)
-        two = second is not None and _has_image(second_present[row])
+        two = second is not None and second_present[row]
         if task in TWO_IMAGE_TASKS and not two:
             raise bad(cols.get("image2", "image2"), f"{task} questions show two images; no second image column "
                                                     f"({', '.join(ALIASES['image2'][:3])}) or an empty cell")

@@ -9,7 +9,9 @@ Layouts (``write(layout, folder)``):
   per option letter, the answer as option text;
 * ``image_paths``: one JSONL file, images as relative paths, options as a JSON string, the answer as
   a 0-based index, a bbox column, the task+granularity in one column;
-* ``per_task_folders``: no card; ``<task>/<granularity>.parquet``, the kind read from the path.
+* ``per_task_folders``: no card; ``<task>/<granularity>.parquet``, the kind read from the path;
+* ``image_list``: one parquet file whose ``images`` column lists the question's one or two images,
+  task and granularity columns, a ``choices`` list, the answer as "(B)".
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from PIL import Image, ImageDraw
 
 from spatial_tasks.dori.schema import TASKS, TWO_IMAGE_TASKS
 
-LAYOUTS = ("per_task_configs", "one_table", "image_paths", "per_task_folders")
+LAYOUTS = ("per_task_configs", "one_table", "image_paths", "per_task_folders", "image_list")
 
 # Options in the paper's wordings (dori.md); the first is the answer of question 0, the second of 1.
 OPTIONS: dict[tuple[str, str], list[str]] = {
@@ -137,6 +139,16 @@ def write(layout: str, folder: Path) -> Path:
     elif layout == "per_task_folders":
         for (task, granularity) in OPTIONS:
             _write_kind(qs, task, granularity, "image2", folder / task / f"{granularity}.parquet")
+    elif layout == "image_list":
+        text = datasets.Value("string")
+        rows = [{"id": q["id"], "images": [_image(q)] * (2 if q["two"] else 1), "task": q["task"],
+                 "granularity": q["granularity"], "choices": q["options"], "answer": f"({'AB'[q['answer_index']]})",
+                 "category": q["category"], "source": q["source"]} for q in qs]
+        features = datasets.Features({"id": text, "images": datasets.List(datasets.Image()), "task": text,
+                                      "granularity": text, "choices": datasets.List(text), "answer": text,
+                                      "category": text, "source": text})
+        (folder / "data").mkdir(exist_ok=True)
+        datasets.Dataset.from_list(rows, features=features).to_parquet(str(folder / "data" / "test-00000-of-00001.parquet"))
     else:
         raise ValueError(layout)
     return folder

@@ -154,3 +154,25 @@ def test_cli_flag_errors_are_one_line(tmp_path):
                               text=True)
         assert done.returncode == 2 and words in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not (tmp_path / "x").exists()  # nothing written for a bad flag
+
+
+@pytest.mark.render
+def test_shards_split_the_items_and_merge_by_copying(tmp_path):
+    pytest.importorskip("bpy")
+    parts = []
+    for k in (1, 2):
+        out = tmp_path / f"machine{k}"
+        gen.generate("single_axis_rotation", out, count=3, resolution=64, samples=2, seed=1, shard=f"{k}/2",
+                     progress=False)
+        (path,) = sorted((out / "single_axis_rotation").glob("*.parquet"))
+        assert path.name == f"test-0000{k - 1}-of-00002.parquet"
+        parts.append(pq.read_table(path).to_pylist())
+    ids = [{r["question_id"].rsplit("-", 1)[0] for r in rows} for rows in parts]
+    assert not ids[0] & ids[1] and ids[0] | ids[1] == {"sa-00000", "sa-00001", "sa-00002"}
+    merged = tmp_path / "merged" / "single_axis_rotation"
+    merged.mkdir(parents=True)
+    for k in (1, 2):
+        for path in (tmp_path / f"machine{k}" / "single_axis_rotation").glob("*.parquet"):
+            shutil.copy(path, merged / path.name)
+    gen.write_card(tmp_path / "merged")
+    assert len(load.load_source(str(tmp_path / "merged"))) == 6

@@ -190,3 +190,19 @@ def test_task_words():
     assert load.task_from_text("viewer-scene direction") == "viewer_scene_direction"
     assert load.task_from_text("VP") == "view_parallelism" and load.task_from_text("coarse") is None
     assert load.granularity_from_text("fine-grained") == "granular" and load.granularity_from_text("CR") is None
+
+
+@pytest.mark.parametrize(("answer", "index"), [("B", 1), ("(C)", 2), ("c.", None), ("A:", 0), (2, 2), (1.0, 1),
+                                                ("clockwise", 0), (" Counterclockwise ", 1), ("1", 1), (3, None),
+                                                (1.5, None), (True, None), (None, None), (["A"], None)])
+def test_answer_forms(answer, index):
+    options = ["clockwise", "counterclockwise", "no rotation"]
+
+    def bad(field, problem):
+        return load.SourceError(f"{field}: {problem}")
+
+    if index is None:
+        with pytest.raises(load.SourceError, match="answer"):
+            load._answer_index(answer, options, bad)
+    else:
+        assert load._answer_index(answer, options, bad) == index
