@@ -44,10 +44,11 @@ def _source(cfg: dict, path: Path | None = None) -> str:
         return "bundled sample (offline)"
     files = (cfg.get("dataset_kwargs") or {}).get("data_files") or {}
     manifest = next(iter(files.values()), None) if cfg.get("dataset_path") == "json" else None
-    if manifest is not None and path is not None:  # DORI: a one-row manifest naming the source
+    if manifest is not None and path is not None:  # DORI, VAGUE: a one-row manifest naming the source
         try:
-            source = json.loads((path.parent / str(manifest)).read_text(encoding="utf-8"))["dori_source"]
-        except (OSError, ValueError, KeyError, TypeError):
+            row = json.loads((path.parent / str(manifest)).read_text(encoding="utf-8"))
+            source = next(v for k, v in row.items() if k.endswith("_source"))
+        except (OSError, ValueError, StopIteration, TypeError, AttributeError):
             return f"json {manifest}"
         return f"{source} (configs discovered at load time)"
     name = cfg.get("dataset_name")

@@ -3,12 +3,14 @@
 For sanity checks and demos: ``--model spatial_baseline --model_args rule=vertical``. Each
 benchmark registers its own rules with ``@rule(benchmark, name)`` (SpatialTunnel's live in
 spatial_tasks/spatialtunnel/baselines.py); the benchmark is read from the task name's prefix.
-A rule receives the canonical doc and the extra model_args and returns the response text.
+A rule receives the canonical doc and the extra model_args (and the task name, if it has a ``task``
+parameter) and returns the response text.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 
 from lmms_eval.api.instance import Instance
@@ -22,6 +24,7 @@ RULE_MODULES = {
     "spatialtunnel": "spatial_tasks.spatialtunnel.baselines",
     "o3d": "spatial_tasks.o3d.baselines",
     "dori": "spatial_tasks.dori.baselines",
+    "vague": "spatial_tasks.vague.baselines",
 }
 
 
@@ -69,7 +72,10 @@ class SpatialBaseline(lmms):
         for request in tqdm(requests, desc=f"spatial_baseline[{self.rule_name}]", disable=len(requests) < 50):
             _context, _gen_kwargs, _doc_to_visual, doc_id, task, split = request.args
             doc = self.task_dict[task][split][doc_id]
-            out.append(self._rule(doc, task)(doc, **self.rule_args))
+            fn = self._rule(doc, task)
+            # A rule that answers differently per task (VAGUE: MCQ vs free-form) takes ``task``.
+            extra = {"task": task} if "task" in inspect.signature(fn).parameters else {}
+            out.append(fn(doc, **extra, **self.rule_args))
         return out
 
     def loglikelihood(self, requests):

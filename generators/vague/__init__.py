@@ -1,0 +1,1 @@
+"""VAGUE generators: the bundled sample and the dataset-construction pipeline."""

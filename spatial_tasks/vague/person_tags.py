@@ -1,0 +1,61 @@
+"""Person tags: a number at the centre of each person's box, so an utterance can address
+"person2" (the paper's §3; the authors' benchmark/image-processing/4_draw_number.py): white digits
+on a black rectangle. The authors used PIL's default font at size 40 on VCR frames (about 1,000 px
+wide); here the size follows the image (``tag_size``) so tags stay legible on any frame."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from PIL import Image, ImageDraw, ImageFont
+
+PAD = 2  # pixels of black around the digits
+
+
+@dataclass(frozen=True)
+class Tag:
+    number: int
+    centre: tuple[float, float]
+    rectangle: tuple[int, int, int, int]  # x0, y0, x1, y1 of the black box (inclusive)
+
+
+def tag_size(image: Image.Image) -> int:
+    """Font size in pixels: 40 on a 1,000 px frame, scaled with the longer side, at least 10."""
+    return max(10, round(40 * max(image.size) / 1000))
+
+
+def check_boxes(boxes: Sequence[Sequence[float]], size: tuple[int, int]) -> list[tuple[float, float, float, float]]:
+    """Boxes as [x1, y1, x2, y2] floats inside the image; ValueError naming the box otherwise."""
+    out = []
+    for k, box in enumerate(boxes):
+        try:
+            x1, y1, x2, y2 = (float(v) for v in box)
+        except (TypeError, ValueError):
+            raise ValueError(f"box {k + 1}: {box!r} is not four numbers x1, y1, x2, y2") from None
+        if not (0 <= x1 <= x2 <= size[0] and 0 <= y1 <= y2 <= size[1]):
+            raise ValueError(f"box {k + 1}: {[x1, y1, x2, y2]} is not inside the {size[0]} x {size[1]} image "
+                             "with x1 <= x2 and y1 <= y2")
+        out.append((x1, y1, x2, y2))
+    return out
+
+
+def draw_person_tags(image: Image.Image, boxes: Sequence[Sequence[float]],
+                     size: int | None = None) -> tuple[Image.Image, list[Tag]]:
+    """A copy of ``image`` with tag k+1 centred on box k, and where each tag went."""
+    checked = check_boxes(boxes, image.size)
+    out = image.convert("RGB")
+    draw = ImageDraw.Draw(out)
+    font = ImageFont.load_default(size=size or tag_size(image))
+    tags = []
+    for k, (x1, y1, x2, y2) in enumerate(checked):
+        text = str(k + 1)
+        cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
+        left, top, right, bottom = draw.textbbox((0, 0), text, font=font)
+        w, h = right - left, bottom - top
+        x0, y0 = round(cx - w / 2) - PAD, round(cy - h / 2) - PAD
+        rectangle = (x0, y0, x0 + w + 2 * PAD - 1, y0 + h + 2 * PAD - 1)
+        draw.rectangle(rectangle, fill=(0, 0, 0))
+        draw.text((x0 + PAD - left, y0 + PAD - top), text, fill=(255, 255, 255), font=font)
+        tags.append(Tag(k + 1, (cx, cy), rectangle))
+    return out, tags

@@ -1,0 +1,245 @@
+"""lmms-eval hooks for the VAGUE tasks (tasks/vague/*.yaml point here through tasks/vague/utils.py).
+
+One task per (subset, setting). Settings (the paper's, plus the code's SM_gpt):
+
+* ``vlm`` / ``vlm_cot``: the image and the MCQ prompt (± zero-shot CoT);
+* ``lm``: the MCQ prompt only, no image;
+* ``sm`` / ``sm_cot`` (Socratic): the SAME model first captions the image (``caption_prompt``),
+  then answers text-only from its own caption. Both stages run inside one lmms-eval request with
+  lmms-eval's ``generate_until_agentic`` output type, which drives any ``generate_until`` model
+  (``doc_to_text_sm``: round 0 asks for the caption with the image, round 1 gives the MCQ prompt
+  without it, round 2 stops). The response is JSON {"caption", "answer"}, so the caption is logged;
+* ``sm_gpt``: the MCQ prompt with the stored caption (meta.caption) instead;
+* ``freeform`` / ``freeform_cot``: the image and the free-form prompt, scored with BLEU-1 and
+  BERTScore F1 against the correct intention.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import datasets
+from PIL import Image
+
+from spatial_tasks.common import images, prompts
+from spatial_tasks.common.origin import origin_of
+from spatial_tasks.common.pooling import aggregation, fan_out, pool_subtasks  # noqa: F401
+from spatial_tasks.vague import load, metrics
+from spatial_tasks.vague.parse import INVALID, parse_letter
+from spatial_tasks.vague.schema import BENCHMARK, FAKE_SCENE, NONEXISTENT, SURFACE
+
+CAPTION_PROMPT = "Describe the provided image in 2~3 sentences."  # the authors' CAP_PROMPT
+DEFAULT_PROMPT_KWARGS = {"pre_prompt": "", "post_prompt": "", "caption_prompt": CAPTION_PROMPT}
+MCQ_TEMPLATES = {"vlm": "mcq_vlm.jinja", "lm": "mcq_lm.jinja", "sm": "mcq_sm.jinja", "sm_gpt": "mcq_sm.jinja",
+                 "vlm_cot": "mcq_vlm_cot.jinja", "sm_cot": "mcq_sm_cot.jinja"}
+FREEFORM_TEMPLATES = {"freeform": "freeform_vlm.jinja", "freeform_cot": "freeform_vlm_cot.jinja"}
+
+
+# ---------------------------------------------------------------------------------- docs
+
+
+def docs_for(dataset: datasets.Dataset, subset: str | None) -> datasets.Dataset:
+    """The docs of one subset (None: both). The loaded split is a one-row manifest
+    (tasks/vague/source.json) naming the source -- a local folder, relative to the manifest, or a
+    Hub id; $SPATIAL_TASKS_VAGUE_SOURCE overrides it."""
+    if load.SOURCE_COLUMN not in dataset.column_names:
+        raise load.SourceError(f"{origin_of(dataset, 'vague').where}: a VAGUE task reads a manifest with a "
+                               f"{load.SOURCE_COLUMN!r} column (tasks/vague/source.json); found {dataset.column_names}")
+    origin = origin_of(dataset, "vague")
+    manifest = origin.file_of(0)
+    sources = sorted({str(s) for s in dataset[load.SOURCE_COLUMN] if s})
+    docs = load.source_docs(sources[0] if sources else load.HUB_ID, manifest.parent if manifest else None)
+    kept = load.select(docs, subset)
+    if not kept:
+        raise load.SourceError(f"{os.environ.get(load.SOURCE_ENV) or sources}: no {subset or 'VAGUE'} items "
+                               f"(found subsets {sorted({d['subset'] for d in docs})})")
+    return datasets.Dataset.from_list(kept)
+
+
+def make_process_docs(subset: str | None):
+    def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+        return docs_for(dataset, subset)
+
+    process_docs.__name__ = f"process_docs_{subset or 'all'}"
+    return process_docs
+
+
+# ------------------------------------------------------------------------------- showing
+
+
+def image(doc: Mapping) -> Image.Image:
+    path = doc["image_path"]
+    if path is None:
+        raise load.SourceError(f"item {doc['item_id']} ({doc['image_name']!r}) has no image")
+    return images.open_image(Path(path).read_bytes(), f"{path} (item {doc['item_id']})").convert("RGB")
+
+
+def doc_to_visual(doc: Mapping) -> list[Image.Image]:
+    return [image(doc)]
+
+
+def doc_to_visual_none(doc: Mapping) -> list:
+    """LM and SM_gpt settings: text only."""
+    return []
+
+
+def choices(doc: Mapping) -> str:
+    """The choices as the authors show them: sorted lines "A: ..."."""
+    return "\n".join(f"{letter}: {text}" for letter, text in zip(doc["letters"], doc["option_texts"]))
+
+
+def _kwargs(given: Mapping | None) -> dict:
+    return {**DEFAULT_PROMPT_KWARGS, **(given or {})}
+
+
+def _wrap(text: str, kwargs: Mapping) -> str:
+    return f"{kwargs['pre_prompt']}{text}{kwargs['post_prompt']}"
+
+
+def mcq_prompt(doc: Mapping, setting: str, caption: str | None = None, kwargs: Mapping | None = None) -> str:
+    kwargs = _kwargs(kwargs)
+    if setting in ("sm", "sm_gpt", "sm_cot"):
+        caption = doc["caption"] if setting == "sm_gpt" else caption
+        if caption is None:
+            raise load.SourceError(f"item {doc['item_id']} ({doc['image_name']!r}): the SM_gpt setting needs the "
+                                   "stored caption meta.caption, and this item has none")
+    text = prompts.render(BENCHMARK, MCQ_TEMPLATES[setting], utterance=doc["indirect"], choices=choices(doc),
+                          caption=caption or "")
+    return _wrap(text, kwargs)
+
+
+def freeform_prompt(doc: Mapping, setting: str, kwargs: Mapping | None = None) -> str:
+    text = prompts.render(BENCHMARK, FREEFORM_TEMPLATES[setting], utterance=doc["indirect"], listener=doc["listener"])
+    return _wrap(text, _kwargs(kwargs))
+
+
+def doc_to_text_vlm(doc, lmms_eval_specific_kwargs=None):
+    return mcq_prompt(doc, "vlm", kwargs=lmms_eval_specific_kwargs)
+
+
+def doc_to_text_lm(doc, lmms_eval_specific_kwargs=None):
+    return mcq_prompt(doc, "lm", kwargs=lmms_eval_specific_kwargs)
+
+
+def doc_to_text_sm_gpt(doc, lmms_eval_specific_kwargs=None):
+    return mcq_prompt(doc, "sm_gpt", kwargs=lmms_eval_specific_kwargs)
+
+
+def doc_to_text_vlm_cot(doc, lmms_eval_specific_kwargs=None):
+    return mcq_prompt(doc, "vlm_cot", kwargs=lmms_eval_specific_kwargs)
+
+
+def doc_to_text_freeform(doc, lmms_eval_specific_kwargs=None):
+    return freeform_prompt(doc, "freeform", lmms_eval_specific_kwargs)
+
+
+def doc_to_text_freeform_cot(doc, lmms_eval_specific_kwargs=None):
+    return freeform_prompt(doc, "freeform_cot", lmms_eval_specific_kwargs)
+
+
+def _socratic(setting: str, doc, kwargs, previous_output, round_idx):
+    """The two Socratic rounds (see the module docstring)."""
+    kwargs = _kwargs(kwargs)
+    if not round_idx:  # round 0: caption the image
+        return kwargs["caption_prompt"]
+    outputs = list(previous_output or [])
+    if round_idx == 1:  # the caption is in: answer from it, without the image
+        return [], mcq_prompt(doc, setting, caption=outputs[-1], kwargs=kwargs), False, None, None
+    caption = outputs[0] if outputs else ""
+    answer = outputs[-1] if len(outputs) > 1 else ""
+    return None, None, True, [*outputs, json.dumps({"caption": caption, "answer": answer})], None
+
+
+def doc_to_text_sm(doc, lmms_eval_specific_kwargs=None, previous_output=None, round_idx=None, previous_round_info=None):
+    return _socratic("sm", doc, lmms_eval_specific_kwargs, previous_output, round_idx)
+
+
+def doc_to_text_sm_cot(doc, lmms_eval_specific_kwargs=None, previous_output=None, round_idx=None,
+                       previous_round_info=None):
+    return _socratic("sm_cot", doc, lmms_eval_specific_kwargs, previous_output, round_idx)
+
+
+def doc_to_target(doc: Mapping) -> str:
+    return doc["answer"]
+
+
+def doc_to_target_freeform(doc: Mapping) -> str:
+    return doc["correct_intention"]
+
+
+# ------------------------------------------------------------------------------- scoring
+
+_RECORD_FIELDS = ("benchmark", "item_id", "subset", "image_name", "answer", "letters", "option_texts", "option_types",
+                  "listener", "correct_intention")
+
+
+def socratic_parts(response: str) -> tuple[str | None, str]:
+    """(caption, answer) of a Socratic response; (None, response) for any other text."""
+    try:
+        payload = json.loads(response)
+    except (TypeError, ValueError):
+        return None, response
+    if isinstance(payload, dict) and isinstance(payload.get("answer"), str):
+        caption = payload.get("caption")
+        return (caption if isinstance(caption, str) else None), payload["answer"]
+    return None, response
+
+
+def score_mcq(doc: Mapping, response: object, setting: str) -> dict:
+    text = response if isinstance(response, str) else ""
+    caption, answer_text = socratic_parts(text) if setting in ("sm", "sm_cot") else (None, text)
+    chosen = parse_letter(answer_text, doc["option_texts"])
+    chosen_type = None if chosen == INVALID else doc["option_types"][list(doc["letters"]).index(chosen)]
+    return {**{k: doc.get(k) for k in _RECORD_FIELDS}, "setting": setting, "kind": "mcq", "response": text,
+            "caption": caption, "chosen": chosen, "chosen_type": chosen_type, "correct": int(chosen == doc["answer"])}
+
+
+def freeform_answer(response: str) -> str:
+    """The intention sentence: after the last "answer2 (intention):" label for CoT answers."""
+    from spatial_tasks.vague.parse import _ANSWER2, _LABEL
+
+    parts = _ANSWER2.split(response)
+    return (_LABEL.sub("", parts[-1], count=1) if len(parts) > 1 else response).strip()
+
+
+def score_freeform(doc: Mapping, response: object, setting: str) -> dict:
+    text = response if isinstance(response, str) else ""
+    return {**{k: doc.get(k) for k in _RECORD_FIELDS}, "setting": setting, "kind": "freeform", "response": text,
+            "prediction": freeform_answer(text), "reference": doc["correct_intention"]}
+
+
+# Metric names are never substrings of one another (lmms-eval matches group entries as substrings).
+MCQ_METRICS = ("acc", "fs_rate", "su_rate", "ne_rate", "invalid")
+FREEFORM_METRICS = ("bleu1", "bertscore_f1")
+
+
+def _mcq(setting):
+    def process_results(doc, results):
+        return fan_out(score_mcq(doc, results[0] if results else "", setting), MCQ_METRICS)
+
+    process_results.__name__ = f"process_results_{setting}"
+    return process_results
+
+
+def _freeform(setting):
+    def process_results(doc, results):
+        return fan_out(score_freeform(doc, results[0] if results else "", setting), FREEFORM_METRICS)
+
+    process_results.__name__ = f"process_results_{setting}"
+    return process_results
+
+
+PROCESS_RESULTS = {**{s: _mcq(s) for s in ("lm", "sm", "sm_gpt", "vlm", "vlm_cot", "sm_cot")},
+                   **{s: _freeform(s) for s in ("freeform", "freeform_cot")}}
+
+
+agg_acc = aggregation("acc", metrics.accuracy)
+agg_fs_rate = aggregation("fs_rate", lambda rs: metrics.wrong_type_share(rs, FAKE_SCENE))
+agg_su_rate = aggregation("su_rate", lambda rs: metrics.wrong_type_share(rs, SURFACE))
+agg_ne_rate = aggregation("ne_rate", lambda rs: metrics.wrong_type_share(rs, NONEXISTENT))
+agg_invalid = aggregation("invalid", metrics.invalid_share)
+agg_bleu1 = aggregation("bleu1", metrics.mean_bleu1)
+agg_bertscore_f1 = aggregation("bertscore_f1", metrics.mean_bertscore)
