@@ -24,6 +24,8 @@ generate_app = typer.Typer(no_args_is_help=True, help="Render a synthetic datase
 rescore_app = typer.Typer(no_args_is_help=True, help="Recompute metrics from saved model outputs.")
 app.add_typer(generate_app, name="generate")
 app.add_typer(rescore_app, name="rescore")
+vague_app = typer.Typer(no_args_is_help=True, help="VAGUE tools: person tags.")
+app.add_typer(vague_app, name="vague")
 
 DEBUG_ENV = "SPATIAL_TASKS_DEBUG"
 MAX_MESSAGE = 1200
@@ -261,6 +263,53 @@ def rescore_dori(
         for key, value in figures.items():
             if key != "seeds":
                 typer.echo(f"  {key}: {number(value['mean'])} +- {number(value['error'])}")
+
+
+@rescore_app.command("vague")
+def rescore_vague(
+    samples: Annotated[Path, typer.Argument(help="lmms-eval --output_path folder or one *_samples_*.jsonl.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """VAGUE metrics per run and task: accuracy, FS/SU/NE counts, valid answers, BLEU-1, BERTScore F1."""
+    from spatial_tasks.vague.rescore import rescore
+
+    result = rescore(samples)
+    if as_json:
+        _print_json(result)
+        return
+    for label, tasks in result["runs"].items():
+        typer.echo(label)
+        for task, figures in tasks.items():
+            typer.echo(f"  {task}: {_figures(figures)}")
+
+
+@vague_app.command("tag-persons")
+def vague_tag_persons(
+    image: Annotated[Path, typer.Argument(help="The image to tag.")],
+    boxes: Annotated[str, typer.Option(help="Person boxes: JSON [[x1, y1, x2, y2], ...], or a JSON file holding "
+                                            "such a list or a VAGUE item (its meta.person_bbox).")],
+    out: Annotated[Path, typer.Option(help="Where to write the tagged image (e.g. NAME_annot.jpg).")],
+    size: Annotated[int | None, typer.Option(help="Font size in pixels (default: 40 per 1,000 px of the longer side).")] = None,
+) -> None:
+    """Draw numbered person tags (white digits on black) at the centres of the boxes."""
+    import json
+
+    from spatial_tasks.common.images import open_image
+    from spatial_tasks.vague.person_tags import draw_person_tags
+
+    text = Path(boxes).read_text(encoding="utf-8") if Path(boxes).is_file() else boxes
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise ValueError(f"--boxes: neither JSON nor a JSON file: {boxes[:80]!r}") from None
+    if isinstance(value, dict):
+        value = (value.get("meta") or {}).get("person_bbox", value.get("person_bbox"))
+    if not isinstance(value, list):
+        raise ValueError("--boxes: expected a list [[x1, y1, x2, y2], ...] or an item with meta.person_bbox")
+    tagged, tags = draw_person_tags(open_image(image.read_bytes(), str(image)), value, size)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tagged.save(out)
+    typer.echo(f"{out}: {len(tags)} tag(s)")
 
 
 @app.command("prompts")

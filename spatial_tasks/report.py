@@ -22,7 +22,7 @@ from spatial_tasks.common.samples import Run, find_runs, iter_samples
 from spatial_tasks.paths import output_folder
 
 MANIFEST = ".spatial-tasks-report.json"
-TITLES = {"spatialtunnel": "SpatialTunnel", "o3d": "O3-D", "dori": "DORI"}
+TITLES = {"spatialtunnel": "SpatialTunnel", "o3d": "O3-D", "dori": "DORI", "vague": "VAGUE"}
 
 
 def _benchmark(samples_path: Path) -> str | None:
@@ -39,8 +39,9 @@ def _figure_makers() -> dict:
     from spatial_tasks.dori.report import dori_figures
     from spatial_tasks.o3d.report import o3d_figures
     from spatial_tasks.spatialtunnel.report import spatialtunnel_figures
+    from spatial_tasks.vague.report import vague_figures
 
-    return {"spatialtunnel": spatialtunnel_figures, "o3d": o3d_figures, "dori": dori_figures}
+    return {"spatialtunnel": spatialtunnel_figures, "o3d": o3d_figures, "dori": dori_figures, "vague": vague_figures}
 
 
 def remove_previous_report(out: Path) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings
 from collections.abc import Sequence
 from functools import cache
 
@@ -74,7 +75,9 @@ def bleu1(prediction: str, reference: str) -> float:
     hyp, ref = tokens(prediction), tokens(reference)
     if not hyp or not ref:
         return 0.0
-    return float(sentence_bleu([ref], hyp, weights=(1.0, 0.0, 0.0, 0.0)))
+    with warnings.catch_warnings():  # nltk warns about the 2-4-gram orders that weight 0 ignores
+        warnings.simplefilter("ignore", UserWarning)
+        return float(sentence_bleu([ref], hyp, weights=(1.0, 0.0, 0.0, 0.0)))
 
 
 def mean_bleu1(records: Sequence[dict]) -> float | None:
@@ -88,8 +91,24 @@ def bertscore_backbone() -> tuple[str, int | None]:
     return model, (int(layers) if layers else None)
 
 
-@cache
+_FAILED: dict[tuple[str, int | None], Exception] = {}
+
+
 def _scorer(model: str, layers: int | None):
+    """One scorer per backbone per process; a backbone that failed to load is not retried (the
+    Hub client would retry with back-off for every task of a report)."""
+    key = (model, layers)
+    if key in _FAILED:
+        raise _FAILED[key]
+    try:
+        return _load_scorer(model, layers)
+    except (OSError, ValueError, ImportError, KeyError) as err:  # KeyError: bert_score knows no layer count
+        _FAILED[key] = err
+        raise
+
+
+@cache
+def _load_scorer(model: str, layers: int | None):
     from bert_score import BERTScorer
 
     if layers is None and os.path.isdir(model):
@@ -121,7 +140,7 @@ def mean_bertscore(records: Sequence[dict]) -> float | None:
         return None
     try:
         scores = bertscore_f1([r["prediction"] for r in records], [r["reference"] for r in records])
-    except (OSError, ValueError, ImportError) as err:
+    except (OSError, ValueError, ImportError, KeyError) as err:
         model, _ = bertscore_backbone()
         log.error(f"VAGUE BERTScore: cannot load the backbone {model!r} ({type(err).__name__}: {str(err)[:120]}); "
                   f"set ${BERTSCORE_MODEL_ENV} to a local model folder (and ${BERTSCORE_LAYERS_ENV}); "

