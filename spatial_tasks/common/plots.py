@@ -73,9 +73,11 @@ def grouped_hbars(rows: Mapping[str, Mapping[str, float | None]], keys: Sequence
     ax.set_xlabel(xlabel, fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     # legend between the title and the axes, notes under the x label: nothing overlaps
-    ax.legend(fontsize=7.5, loc="lower center", bbox_to_anchor=(0.5, 1.0),
-              ncol=min(k + (reference_label is not None), 4), frameon=False)
-    ax.set_title("\n".join(textwrap.wrap(title, 70)), fontsize=10, pad=22)
+    entries = k + (reference_label is not None)
+    columns = min(entries, 4)
+    ax.legend(fontsize=7.5, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=columns, frameon=False)
+    rows = -(-entries // columns)  # the title sits above every legend row
+    ax.set_title("\n".join(textwrap.wrap(title, 70)), fontsize=10, pad=22 + 13 * (rows - 1))
     for i, note in enumerate(notes):
         ax.annotate(note, xy=(0, 0), xycoords="axes fraction", xytext=(0, -34 - 11 * i), textcoords="offset points",
                     fontsize=7, color="#444444", va="top")
