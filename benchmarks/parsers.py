@@ -20,6 +20,7 @@ from collections.abc import Callable
 from spatial_tasks.common.samples import first_response
 from spatial_tasks.common.yesno import decode_payload, parse_yes_no
 from spatial_tasks.dori.parse import parse_selection
+from spatial_tasks.vague.parse import parse_letter
 from spatial_tasks.o3d.parse import parse_answer
 from spatial_tasks.o3d.prompts import parse_prompt
 from spatial_tasks.spatialtunnel.questions import resolve_template
@@ -66,6 +67,12 @@ PARSERS: dict[str, tuple[Callable[[str], object], dict[str, Callable[[int], str]
         "short option everywhere": lambda n: "a " * (n // 2),
         "nested option texts": lambda n: "90 degrees counterclockwise " * (n // 28),
         "hedges": lambda n: "A or " * (n // 5),
+    }),
+    "vague parse_letter": (lambda text: parse_letter(text, ["Move the car.", "Stay.", "Close the door.", "x"]), {
+        "answer then spaces": lambda n: "Answer" + " " * n,
+        "answer2 markers": lambda n: "answer2 " * (n // 8),
+        "option text everywhere": lambda n: "x " * (n // 2),
+        "tagged letters": lambda n: "(A) " * (n // 4),
     }),
     "samples first_response": (lambda value: first_response({"filtered_resps": value}), {
         "nested lists": lambda n: _nested(n),

@@ -101,8 +101,8 @@ def write_custom_task(base_task: str, data: str | None, out: Path, name: str | N
     if any(e.name == name for e in task_catalog()):
         raise ValueError(f"--name {name!r} is already one of our tasks; pick another name")
     spec: dict = {"include": str(entry.path), "task": name}
-    if data is not None and entry.path.parent.name == "dori":
-        spec.update(_dori_data_spec(data, Path(out), name, config, split, force))
+    if data is not None and entry.path.parent.name in MANIFEST_KEYS:
+        spec.update(_manifest_data_spec(entry.path.parent.name, data, Path(out), name, config, split, force))
     elif data is not None:
         spec.update(_data_spec(entry, base_cfg, data, config, split))
     elif config is not None or split is not None:
@@ -130,17 +130,24 @@ def _data_spec(entry: TaskEntry, base_cfg: dict, data: str, config: str | None, 
     return {"dataset_path": str(local), "dataset_name": dataset_name, "test_split": chosen, "dataset_kwargs": {}}
 
 
-def _dori_data_spec(data: str, out: Path, name: str, config: str | None, split: str | None, force: bool) -> dict:
-    """DORI tasks discover a source's configs, splits and columns themselves (spatial_tasks/dori/
-    load.py): the custom task reads a one-row manifest naming the source, written beside its YAML."""
+# Benchmarks whose tasks read a one-row manifest naming the source and discover the rest themselves.
+MANIFEST_KEYS = {"dori": "dori_source", "vague": "vague_source"}
+
+
+def _manifest_data_spec(benchmark: str, data: str, out: Path, name: str, config: str | None, split: str | None,
+                        force: bool) -> dict:
+    """DORI and VAGUE tasks discover a source's files, configs, splits and columns themselves
+    (spatial_tasks/<benchmark>/load.py): the custom task reads a one-row manifest naming the source,
+    written beside its YAML."""
     if config is not None or split is not None:
-        raise ValueError("--config/--split: DORI tasks read every config and split of --data and keep their own "
-                         "questions; point --data at the data you want instead")
+        raise ValueError(f"--config/--split: {benchmark} tasks read every config and split of --data and keep their "
+                         "own questions; point --data at the data you want instead")
     local = _local_folder(data)
     manifest = (output_folder(out) / f"{name}.source.json").resolve()
-    if manifest.exists() and not force and not manifest.read_text(errors="replace").startswith('{"dori_source"'):
+    key = MANIFEST_KEYS[benchmark]
+    if manifest.exists() and not force and not manifest.read_text(errors="replace").startswith(f'{{"{key}"'):
         raise FileExistsError(f"{manifest}: already exists and was not written by custom-task; pass --force")
-    manifest.write_text(json.dumps({"dori_source": str(local) if local is not None else data}) + "\n", encoding="utf-8")
+    manifest.write_text(json.dumps({key: str(local) if local is not None else data}) + "\n", encoding="utf-8")
     return {"dataset_path": "json", "dataset_name": None, "test_split": "test",
             "dataset_kwargs": {"data_files": {"test": str(manifest)}}}
 

@@ -177,6 +177,30 @@ def generate_dori(
     typer.echo(f"{path}: " + ", ".join(f"{t} {n} questions" for t, n in summary(path).items()))
 
 
+@generate_app.command("vague")
+def generate_vague(
+    out: Annotated[Path, typer.Option(help="Dataset folder (an interrupted run resumes there; no call is paid twice).")],
+    scenes: Annotated[Path | None, typer.Option(help="Pass 1: JSON list of scenes {image_name, image, ram_entity, "
+                                                      "person_bbox}.")] = None,
+    images: Annotated[Path | None, typer.Option(help="Pass 1: the folder of frames.")] = None,
+    subset: Annotated[str, typer.Option(help="vcr or ego4d (names the item file).")] = "vcr",
+    labels: Annotated[Path | None, typer.Option(help="Pass 2: the Label Studio JSON export of OUT/labelstudio/tasks.json.")] = None,
+    model: Annotated[str, typer.Option(help="Chat model of the endpoint.")] = "gpt-4o",
+    base_url: Annotated[str, typer.Option(help="OpenAI-compatible endpoint.")] = "https://api.openai.com/v1",
+    api_key_env: Annotated[str, typer.Option(help="Environment variable holding the API key.")] = "OPENAI_API_KEY",
+    rpm: Annotated[float, typer.Option(help="At most this many calls per minute.")] = 60,
+    max_retries: Annotated[int, typer.Option(help="Retries per call (back-off on 429, 5xx, network errors).")] = 5,
+    seed: Annotated[int, typer.Option(help="Pass 2: seed of the option order.")] = 0,
+    overwrite: Annotated[bool, typer.Option(help="Replace a folder made from other scenes.")] = False,
+) -> None:
+    """Build VAGUE items with an LLM: pass 1 asks the model (then label in Label Studio), pass 2 keeps and writes."""
+    from spatial_tasks.generators.vague.pipeline import generate
+
+    typer.echo(str(generate(out, scenes=scenes, images=images, subset=subset, labels=labels, model=model,
+                            base_url=base_url, api_key_env=api_key_env, rpm=rpm, max_retries=max_retries, seed=seed,
+                            overwrite=overwrite)))
+
+
 @app.command("publish")
 def publish_command(
     path: Annotated[Path, typer.Argument(help="Dataset folder written by `generate` (card + parquet shards).")],

@@ -30,6 +30,14 @@ DATA_URL = re.compile(r"^data:(?P<mime>image/[\w.+-]+);base64,(?P<data>.+)$", re
 _WARM = ("red", "orange", "yellow", "magenta", "pink")
 
 
+class StubHTTPError(Exception):
+    """Raise from a responder to answer with this HTTP status (429, 500 ...) instead of a reply."""
+
+    def __init__(self, status: int, message: str = "scripted failure") -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
 def prompt_text(body: dict) -> str:
     """All text the request's messages carry, in order, joined by newlines."""
     texts: list[str] = []
@@ -196,7 +204,11 @@ class OpenAIStubServer:
                 if body.get("stream"):
                     self._error(400, "streaming is not supported by the test server")
                     return
-                text = server.responder(body)
+                try:
+                    text = server.responder(body)
+                except StubHTTPError as err:  # a scripted failure: rate limit, server error
+                    self._error(err.status, err.message)
+                    return
                 prompt_tokens = len(prompt_text(body).split()) + len(image_urls(body))
                 completion_tokens = len(text.split())
                 self._send_json(

@@ -19,6 +19,8 @@ from spatial_tasks.common.samples import first_response
 from spatial_tasks.common.yesno import UNPARSEABLE, decode_payload, parse_yes_no
 from spatial_tasks.dori import parse as dori_parse
 from spatial_tasks.dori.soft import OPTION_READERS
+from spatial_tasks.vague.parse import INVALID as VAGUE_INVALID
+from spatial_tasks.vague.parse import parse_letter as vague_parse_letter
 from spatial_tasks.o3d import schema
 from spatial_tasks.o3d.parse import LABELS, parse_answer, trace_answer
 from spatial_tasks.o3d.prompts import parse_prompt
@@ -91,6 +93,18 @@ def test_dori_parse_selection(answer, options):
     assert parsed.outcome in (dori_parse.SELECTED, dori_parse.CANNOT_DETERMINE, dori_parse.REFUSAL,
                               dori_parse.UNPARSEABLE)
     assert parsed.index is None or 0 <= parsed.index < len(options)
+
+
+VAGUE_FRAGMENTS = st.sampled_from(["Your answer2 (intention) : ", "answer2", "(", ")", "A", "B:", "(C)", "D.", " or ",
+                                   "Answer: ", "**", "I don't know", "\n", " ", "The speaker wants person1 to "])
+
+
+@FUZZ
+@given(answer=st.one_of(TEXT, ANYTHING, st.lists(VAGUE_FRAGMENTS, max_size=40).map("".join)),
+       options=st.one_of(st.just(["Move the car.", "Stay.", "Close the door.", "Buy milk."]),
+                         st.lists(st.one_of(TEXT, ANYTHING), max_size=4)))
+def test_vague_parse_letter(answer, options):
+    assert vague_parse_letter(answer, options) in ("A", "B", "C", "D", VAGUE_INVALID)
 
 
 @FUZZ
@@ -178,6 +192,8 @@ PARSERS = {
     "decode_payload": decode_payload,
     "dori parse_selection": lambda text: dori_parse.parse_selection(text, DORI_OPTIONS),
     "dori parse_selection (options)": lambda text: dori_parse.parse_selection("A", [text[: len(text) // 2], text]),
+    "vague parse_letter": lambda text: vague_parse_letter(text, ["Move the car.", "Stay.", "Close the door.", "x"]),
+    "vague parse_letter (CoT)": lambda text: vague_parse_letter("Your answer2 (intention) : " + text, ["a", "b"]),
 }
 
 

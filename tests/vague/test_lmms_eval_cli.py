@@ -113,3 +113,17 @@ def test_socratic_two_stages_with_an_api_model(openai_server, tmp_path):
     assert run.metrics("vague_sample_sm")["acc"] == pytest.approx(expected)
     assert all(s["acc"]["caption"] == "A caption about people and things." for s in samples)
     assert re.search(r"temperature", json.dumps(requests[0]))  # decoding settings reach the API
+
+
+def test_custom_task_points_a_setting_at_a_local_copy(tmp_path):
+    import shutil
+
+    data = shutil.copytree("tasks/vague/sample", tmp_path / "copy")
+    (data / "source.json").unlink()
+    made = subprocess.run([SPATIAL_TASKS, "custom-task", "vague_ego4d_vlm", "--data", str(data), "--name",
+                           "vague_mine", "--out", str(tmp_path / "tasks")], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    run = run_lmms_eval(tmp_path / "out", "spatial_baseline", "rule=oracle", "vague_mine",
+                        "--include_path", str(tmp_path / "tasks"))
+    assert run.metrics("vague_mine")["acc"] == 1.0
+    assert len(run.samples["vague_mine"]) == 4 and {s["acc"]["subset"] for s in run.samples["vague_mine"]} == {"ego4d"}
