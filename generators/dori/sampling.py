@@ -13,7 +13,6 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from spatial_tasks.dori.schema import GENERATED_SOURCE
 from spatial_tasks.generators.common.jobs import derive_seed

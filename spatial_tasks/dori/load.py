@@ -40,7 +40,6 @@ from spatial_tasks.dori.schema import (
     BENCHMARK,
     DOC_FIELDS,
     GENERATED_FEATURES,
-    GENERATED_SOURCE,
     GRANULARITIES,
     TASKS,
     TWO_IMAGE_TASKS,

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 BENCHMARK = "vague"
 SUBSETS = {"vcr": "VAGUE-VCR", "ego4d": "VAGUE-Ego4D"}
-PAPER_COUNTS = {"vcr": 1144, "ego4d": 533}
 IMAGE_SUFFIX = "_annot.jpg"  # the person-tagged image of an item: <image_name>_annot.jpg
 LETTERS = ("A", "B", "C", "D")
 
@@ -35,13 +34,10 @@ OPTION_KEYS = {  # type -> accepted keys, VAGUE 2.0 first
     SURFACE: ("3_surface_understanding", "3_incorrect_surface_understanding"),
     NONEXISTENT: ("4_wrong_entity", "4_incorrect_entity"),
 }
-TYPE_NAMES = {FAKE_SCENE: "fake scene", SURFACE: "superficial understanding", NONEXISTENT: "nonexistent entity"}
 
-# The settings of the paper (and the code's SM_gpt); each is one lmms-eval task per subset.
-SETTINGS = ("lm", "sm", "sm_gpt", "vlm", "vlm_cot", "sm_cot", "freeform", "freeform_cot")
+# The multiple-choice settings of the paper (and the code's SM_gpt), in Table 1's order; each is one
+# lmms-eval task per subset (free-form: freeform, freeform_cot).
 MCQ_SETTINGS = ("lm", "sm", "sm_gpt", "vlm", "vlm_cot", "sm_cot")
-FREEFORM_SETTINGS = ("freeform", "freeform_cot")
-SOCRATIC_SETTINGS = ("sm", "sm_cot")  # the same model captions the image, then answers from its caption
 
 DOC_FIELDS = (
     "benchmark", "item_id", "subset", "index", "image_name", "image_path",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 
-import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest

@@ -3,7 +3,6 @@ bad input named by file, row and field."""
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 
