@@ -465,8 +465,8 @@ def generate(out: Path, *, scenes: Path | None = None, images: Path | None = Non
              overwrite: bool = False) -> Path:
     """Pass 1 with ``scenes`` + ``images``, pass 2 with ``labels`` (see the module docstring)."""
     if (scenes is None) == (labels is None):
-        raise PipelineError("give --scenes and --images (pass 1: ask the model) or --labels (pass 2: build the "
-                            "dataset from the Label Studio export), not both")
+        raise PipelineError("give either --scenes and --images (pass 1: ask the model) or --labels (pass 2: build "
+                            "the dataset from the Label Studio export)")
     if labels is not None:
         return build_dataset(out, labels, seed)
     if images is None or not Path(images).is_dir():

@@ -252,11 +252,21 @@ def _check_boxes(boxes: object, task: str, bad) -> list[dict]:
     return out
 
 
-def _has_image(cell: object) -> bool:
-    """Whether an optional image cell holds an image (a null struct reads as {bytes: None, path: None})."""
-    if isinstance(cell, Mapping):
-        return bool(cell.get("bytes") or cell.get("path"))
-    return cell not in (None, "")
+def _has_images(dataset: datasets.Dataset, column: str) -> list[bool]:
+    """Which rows of an optional image column hold an image, read from Arrow without the bytes
+    (an Image cell is a struct {bytes, path}; a null one has neither; a text cell may be empty)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cells = dataset.data.column(column)
+    if pa.types.is_struct(cells.type):
+        present = pc.and_(pc.is_valid(cells), pc.or_(pc.is_valid(pc.struct_field(cells, "bytes")),
+                                                       pc.is_valid(pc.struct_field(cells, "path"))))
+    elif pa.types.is_string(cells.type) or pa.types.is_large_string(cells.type):
+        present = pc.and_(pc.is_valid(cells), pc.greater(pc.utf8_length(cells), 0))
+    else:
+        present = pc.is_valid(cells)
+    return [bool(v) for v in pc.fill_null(present, False).to_pylist()]
 
 
 def _json_cell(value: Mapping[str, Any], field: str, bad) -> Any:
@@ -279,7 +289,7 @@ def _generated_docs(dataset: datasets.Dataset, origin: Origin, seed: int, check:
     first = images.ImageTable(dataset, "image", origin)
     second = images.ImageTable(dataset, "image2", origin)
     meta = columns(dataset, [c for c in GENERATED_FEATURES if c not in ("image", "image2")])
-    has_second = [_has_image(v) for v in columns(dataset, ["image2"])["image2"]]
+    has_second = _has_images(dataset, "image2")
     check_unique(meta["question_id"], origin, "question_id", SourceError)
     docs = []
     rows = range(len(dataset))
@@ -449,8 +459,7 @@ def _official_docs(dataset: datasets.Dataset, origin: Origin, hint: str, seed: i
     if "image" in cols:
         first = _image_table(dataset, cols["image"], origin)
         second = _image_table(dataset, cols["image2"], origin) if "image2" in cols else None
-        second_present = ([_has_image(v) for v in columns(dataset, [cols["image2"]])[cols["image2"]]]
-                          if second is not None else None)
+        second_present = _has_images(dataset, cols["image2"]) if second is not None else None
     else:  # one list column holds the question's images
         first = _ListTable(dataset, cols["images"], origin, 0)
         second = _ListTable(dataset, cols["images"], origin, 1)
