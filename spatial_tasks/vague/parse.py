@@ -42,6 +42,13 @@ def _by_text(text: str, options: Sequence[str]) -> set[int]:
     return found
 
 
+def final_part(text: str) -> str:
+    """What follows the last "answer2" label of a CoT answer ("Your answer2 (intention) : C" -> "C");
+    the whole text when there is none."""
+    parts = _ANSWER2.split(text)
+    return _LABEL.sub("", parts[-1], count=1) if len(parts) > 1 else text
+
+
 def parse_letter(response: object, options: Sequence[str] = ()) -> str:
     """"A".."D" or INVALID. ``options`` are the option texts in letter order (A first)."""
     try:
@@ -51,10 +58,7 @@ def parse_letter(response: object, options: Sequence[str] = ()) -> str:
 
 
 def _parse(response: object, options: Sequence[str]) -> str:
-    text = response if isinstance(response, str) else ""
-    parts = _ANSWER2.split(text)
-    if len(parts) > 1:  # the CoT format: only what follows the last "answer2" counts
-        text = _LABEL.sub("", parts[-1], count=1)
+    text = final_part(response if isinstance(response, str) else "")
     if not text.strip():
         return INVALID
     match = _LEADING.match(text)

@@ -26,9 +26,9 @@ from PIL import Image
 
 from spatial_tasks.common import images, prompts
 from spatial_tasks.common.origin import origin_of
-from spatial_tasks.common.pooling import aggregation, fan_out, pool_subtasks  # noqa: F401
+from spatial_tasks.common.pooling import aggregation, fan_out
 from spatial_tasks.vague import load, metrics
-from spatial_tasks.vague.parse import INVALID, parse_letter
+from spatial_tasks.vague.parse import INVALID, final_part, parse_letter
 from spatial_tasks.vague.schema import BENCHMARK, FAKE_SCENE, NONEXISTENT, SURFACE
 
 CAPTION_PROMPT = "Describe the provided image in 2~3 sentences."  # the authors' CAP_PROMPT
@@ -199,10 +199,7 @@ def score_mcq(doc: Mapping, response: object, setting: str) -> dict:
 
 def freeform_answer(response: str) -> str:
     """The intention sentence: after the last "answer2 (intention):" label for CoT answers."""
-    from spatial_tasks.vague.parse import _ANSWER2, _LABEL
-
-    parts = _ANSWER2.split(response)
-    return (_LABEL.sub("", parts[-1], count=1) if len(parts) > 1 else response).strip()
+    return final_part(response).strip()
 
 
 def score_freeform(doc: Mapping, response: object, setting: str) -> dict:
