@@ -58,7 +58,7 @@ def _option(mcq: Mapping, kind: str, bad) -> str:
             text = mcq[key]
             if not isinstance(text, str) or not text.strip():
                 raise bad(f"mcq.{key}", f"empty option text {short(text)}")
-            return text.strip()
+            return text  # as released: the authors' prompts show the texts unstripped
     raise bad(f"mcq.{OPTION_KEYS[kind][0]}", f"missing (also accepted: {list(OPTION_KEYS[kind][1:])}); mcq has "
                                             f"keys {sorted(mcq)}")
 
@@ -69,7 +69,7 @@ def _text(item: Mapping, key: str, bad, required: bool = True) -> str | None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise bad(key, f"missing or empty text {short(value)}")
-    return value.strip()
+    return value  # as released (the official "indirect" texts can end in spaces the prompts keep)
 
 
 def item_to_doc(item: Any, index: int, file: Path, subset: str, image_path: Path | None) -> dict:
@@ -84,7 +84,7 @@ def item_to_doc(item: Any, index: int, file: Path, subset: str, image_path: Path
     image_name = _text(item, "image_name", bad)
     indirect = _text(item, "indirect", bad)
     solution = _text(item, "solution", bad)
-    if not re.fullmatch(r"\(\s*[^,()]+\s*,\s*[^,()]+\s*,\s*[^()]+\)", solution):
+    if not re.fullmatch(r"\s*\(\s*[^,()]+\s*,\s*[^,()]+\s*,\s*[^()]+\)\s*", solution):
         raise bad("solution", f"{solution!r} is not a (subject, action, object) triplet")
     mcq = item.get("mcq")
     if not isinstance(mcq, Mapping):
@@ -93,7 +93,7 @@ def item_to_doc(item: Any, index: int, file: Path, subset: str, image_path: Path
     ordering = mcq.get("ordering")
     if not isinstance(ordering, list) or sorted(map(str, ordering)) != list(LETTERS):
         raise bad("mcq.ordering", f"{short(ordering)} is not a permutation of A, B, C, D")
-    if len({t.lower() for t in texts}) != 4:
+    if len({t.strip().lower() for t in texts}) != 4:
         raise bad("mcq", f"two options have the same text: {texts}")
     meta = item.get("meta") if isinstance(item.get("meta"), Mapping) else {}
     if item.get("meta") is not None and not isinstance(item.get("meta"), Mapping):
@@ -128,8 +128,8 @@ def item_to_doc(item: Any, index: int, file: Path, subset: str, image_path: Path
         "direct": _text(item, "direct", bad, required=False) or "", "indirect": indirect, "solution": solution,
         "listener": listener_of(solution),
         "letters": [b[0] for b in by_letter], "option_texts": [b[1] for b in by_letter],
-        "option_types": [b[2] for b in by_letter], "answer": str(ordering[0]), "correct_intention": texts[0],
-        "caption": caption.strip() if isinstance(caption, str) and caption.strip() else None,
+        "option_types": [b[2] for b in by_letter], "answer": str(ordering[0]), "correct_intention": texts[0].strip(),
+        "caption": caption if isinstance(caption, str) and caption.strip() else None,
         "fake_caption": meta.get("fake_caption") if isinstance(meta.get("fake_caption"), str) else None,
         "entities": list(entities), "person_boxes": [list(map(float, b)) for b in boxes],
         "width": width, "height": height, "rating_direct": rating.get("direct"), "rating_indirect": rating.get("indirect"),
@@ -193,8 +193,14 @@ def docs_from_folder(root: Path, *, check_images: bool = True, require_images: b
         ids[key] = doc["item_id"]
     if check_images:
         for doc in images.progress(docs, "VAGUE: checking images"):
-            if doc["image_path"] is not None:
-                images.check_image(Path(doc["image_path"]).read_bytes(), f"{doc['image_path']} (item {doc['item_id']})")
+            if doc["image_path"] is None:
+                continue
+            _, size = images.check_image(Path(doc["image_path"]).read_bytes(), f"{doc['image_path']} (item {doc['item_id']})")
+            stated = (doc["width"], doc["height"])
+            if None not in stated and tuple(round(v) for v in stated) != tuple(size):
+                raise SourceError(f"item {doc['item_id']} ({doc['image_name']!r}), key 'meta.img_size': {stated[0]} x "
+                                  f"{stated[1]} but {doc['image_path']} is {size[0]} x {size[1]} (person boxes are in "
+                                  "the stated size)")
     return [{k: doc[k] for k in DOC_FIELDS} for doc in docs]
 
 

@@ -100,3 +100,52 @@ def test_sources(release, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(load.SourceError, match="cannot download the Hub dataset"):
         load.resolve_source("someone/not-here")
+
+
+# The item the authors' README shows (github.com/Hazel-Heejeong-Nam/VAGUE), verbatim: its "indirect"
+# ends in two spaces, which the authors' prompts keep.
+README_ITEM = {
+    "image_name": "0013_Halloween_00.15.15.492-00.15.17.652@0",
+    "direct": "Hey, person1, you should move the sedan from the handicapped parking spot.",
+    "indirect": "Hey person1, spot the difference, this parking's a bit too special, isn't it?  ",
+    "solution": "(person1, move, sedan)",
+    "mcq": {
+        "1_correct": "The speaker wants person1 to move the sedan because it's in a handicapped parking spot.",
+        "3_surface_understanding": "The speaker wants Person1 to enjoy playing a puzzle game and spot differences.",
+        "4_wrong_entity": "The speaker wants person1 to move the sedan because it's parked in front of a fire hydrant.",
+        "ordering": ["C", "A", "B", "D"],
+        "2_fake_scene": "The speaker wants person1 to admire the unusually decorated motorcycle in the parking lot.",
+    },
+    "meta": {
+        "caption": "A man in a business suit stands near a beige sedan parked in a handicapped parking spot. The area "
+                   "is surrounded by greenery and a building entrance is visible in the background.",
+        "ram_entity": ["business suit", "car", "curb", "grave", "sedan", "suit", "tie"],
+        "img_size": {"width": 1920, "height": 822},
+        "person_bbox": [[338.989990234375, 112.2576904296875, 578.5294799804688, 717.6659545898438],
+                        [1055.5440673828125, 233.45152282714844, 1131.0687255859375, 288.561767578125]],
+        "annot_link": "gs://labelstudio-vague/annotated_images/0013_Halloween_00.15.15.492-00.15.17.652@0_annot.jpg",
+        "rating": {"direct": 5, "indirect": 4},
+        "fake_caption": "In a bustling supermarket parking lot ...",
+    },
+}
+
+
+def test_the_authors_example_item(tmp_path):
+    from PIL import Image
+
+    from spatial_tasks.vague import tasks as T
+
+    (tmp_path / "vcr_1144_final.json").write_text(json.dumps([README_ITEM]))
+    (tmp_path / "annotated_images").mkdir()
+    image = tmp_path / "annotated_images" / f"{README_ITEM['image_name']}_annot.jpg"
+    Image.new("RGB", (1920, 822), (90, 90, 90)).save(image)
+    (doc,) = load.docs_from_folder(tmp_path)
+    assert (doc["answer"], doc["listener"], doc["option_types"]) == ("C", "person1", ["FS", "SU", "correct", "NE"])
+    prompt = T.doc_to_text_vlm(doc)
+    assert "Utterance : Hey person1, spot the difference, this parking's a bit too special, isn't it?  \n[Choices]\n" \
+           "A: The speaker wants person1 to admire the unusually decorated motorcycle in the parking lot.\n" in prompt
+    assert "\nC: The speaker wants person1 to move the sedan because it's in a handicapped parking spot.\n" in prompt
+    Image.new("RGB", (960, 411), (90, 90, 90)).save(image)  # not the stated img_size: the boxes would be wrong
+    load._cached.cache_clear()
+    with pytest.raises(load.SourceError, match=r"key 'meta.img_size': 1920 x 822 but .* is 960 x 411"):
+        load.docs_from_folder(tmp_path)
