@@ -50,7 +50,7 @@ def _source(cfg: dict, path: Path | None = None) -> str:
             source = next(v for k, v in row.items() if k.endswith("_source"))
         except (OSError, ValueError, StopIteration, TypeError, AttributeError):
             return f"json {manifest}"
-        return f"{source} (configs discovered at load time)"
+        return f"{source} (layout discovered at load time)"
     name = cfg.get("dataset_name")
     return f"{cfg.get('dataset_path')}" + (f" [{name}]" if name else "") + f" split={cfg.get('test_split')}"
 
