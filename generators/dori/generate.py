@@ -22,6 +22,7 @@ image-defining flags refused unless --overwrite, killed renders' scratch removed
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import shlex
@@ -29,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import datasets
 from PIL import Image
 
 from spatial_tasks.common.images import open_image
@@ -167,8 +169,6 @@ def canonical_rows(images_dir: Path, out: Path, seed: int, shard: str, source: s
         image = open_image(path.read_bytes(), str(path)).convert("RGB")
         shown = work / f"co-{Path(plan['name']).stem}.png"
         if not shown.is_file():
-            import io
-
             buffer = io.BytesIO()
             apply_operations(image, plan["ops"]).save(buffer, format="PNG")
             atomic_write_bytes(shown, buffer.getvalue())
@@ -278,8 +278,6 @@ def write_sample(target: Path, work: Path, *, resolution: int = 96, samples: int
              source="spatial-tasks-render", progress=False)
     for task in sampling.TASKS:
         for path in ds.parquet_files(Path(work) / task, SPLIT):
-            import datasets
-
             rows += list(datasets.Dataset.from_parquet(str(path), features=GENERATED_FEATURES))
     generation = {"generator": GENERATOR, "command": f"write_sample(resolution={resolution}, samples={samples}, "
                                                      f"seed={seed})", "seed": seed, "git_commit": git_commit()}

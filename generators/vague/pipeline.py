@@ -44,7 +44,6 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from spatial_tasks.common.images import open_image
-from spatial_tasks.common.prompts import PromptError
 from spatial_tasks.generators.common import dataset as ds
 from spatial_tasks.generators.common.folder import OutputFolder
 from spatial_tasks.generators.common.jobs import atomic_write_json, atomic_write_text
@@ -230,13 +229,7 @@ def first_json_object(text: str) -> Any:
 
 
 def _render(stage: str, **fields: Any) -> str:
-    import jinja2
-
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(PROMPTS), undefined=jinja2.StrictUndefined)
-    try:
-        return env.get_template(f"{stage}.jinja").render(**fields).strip()
-    except jinja2.UndefinedError as err:
-        raise PromptError(f"generators/vague/prompts/{stage}.jinja: {err.message}") from None
+    return ds.render_template(PROMPTS / f"{stage}.jinja", **fields).strip()
 
 
 class Stages:

@@ -176,7 +176,8 @@ def base64_bytes(value: object, where: str) -> bytes:
 class ImageTable:
     """One image column of a dataset, read cell by cell as raw bytes (never datasets' decoder).
 
-    ``encoding`` is "image" (a datasets Image column) or "base64" (a text column).
+    ``encoding`` is "image" (a datasets Image column), "base64" (a text column of encoded images)
+    or "path" (a text column of paths, read only inside the dataset's folder).
     """
 
     dataset: datasets.Dataset
@@ -205,6 +206,10 @@ class ImageTable:
         where = self.where(row)
         if self.encoding == "base64":
             return base64_bytes(value, where)
+        if self.encoding == "path":
+            if not isinstance(value, str) or not value.strip():
+                raise ImageError(f"{where}: empty image path {value!r}")
+            return cell_bytes({"bytes": None, "path": value}, where, self.origin, row)
         return cell_bytes(value, where, self.origin, row)
 
     def image(self, row: int) -> Image.Image:

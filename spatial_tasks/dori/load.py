@@ -366,7 +366,7 @@ def _image_table(dataset: datasets.Dataset, column: str, origin: Origin) -> imag
         sample = next((v for v in columns(dataset.select(range(min(5, len(dataset)))), [column])[column] if v), "")
         if re.fullmatch(r"[A-Za-z0-9+/=\s]{200,}", sample or ""):
             return images.ImageTable(dataset, column, origin, encoding="base64")
-        return _PathTable(dataset, column, origin)
+        return images.ImageTable(dataset, column, origin, encoding="path")
     if getattr(feature, "dtype", None) in ("binary", "large_binary"):
         return images.ImageTable(dataset, column, origin)
     raise SourceError(f"{origin.where}: column {column!r} holds {type(feature).__name__} values; an image column "
@@ -404,16 +404,6 @@ class _ListTable(images.ImageTable):
 
         column = self.dataset.data.column(self.column)
         return [0 if n is None else n for n in pc.list_value_length(column).to_pylist()]
-
-
-class _PathTable(images.ImageTable):
-    """An image column of relative paths (read only inside the dataset's own folder)."""
-
-    def encoded(self, row: int) -> bytes:
-        value = self._cells[int(row)].column(self.column)[0].as_py()
-        if not isinstance(value, str) or not value.strip():
-            raise images.ImageError(f"{self.where(row)}: empty image path {short(value)}")
-        return images.cell_bytes({"bytes": None, "path": value}, self.where(row), self.origin, row)
 
 
 def _options_of(get: Mapping[str, Any], letter_cols: Sequence[str], bad) -> list[str]:

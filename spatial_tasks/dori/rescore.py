@@ -71,12 +71,12 @@ def records_by_run(path: Path) -> dict[str, list[dict]]:
 
 def over_seeds(runs: dict[str, list[dict]], ddof: int = 0) -> dict:
     """Figures as mean and error = std/sqrt(k) over the runs of one model (its label, with any
-    " seed=S" or " [stamp]" suffix removed) that used k different seeds."""
+    " seed=S" or " [stamp]" suffix removed) that used k different seeds. ``runs`` hold one seed
+    each (``split_by_seed``)."""
     by_model: dict[str, dict] = defaultdict(dict)
     for label, records in runs.items():
         model = re.sub(r"( seed=\S+| \[[^\]]*\])+$", "", label)
-        for seed in {r.get("seed") for r in records}:
-            by_model[model][seed] = summary([r for r in records if r.get("seed") == seed])
+        by_model[model][records[0].get("seed")] = summary(records)
     out = {}
     for model, per_seed in by_model.items():
         if len(per_seed) < 2:
