@@ -26,6 +26,20 @@ app.add_typer(generate_app, name="generate")
 app.add_typer(rescore_app, name="rescore")
 vague_app = typer.Typer(no_args_is_help=True, help="VAGUE tools: person tags.")
 app.add_typer(vague_app, name="vague")
+preview_app = typer.Typer(no_args_is_help=True, help="Look at a generated dataset: contact sheets.")
+app.add_typer(preview_app, name="preview")
+assets_app = typer.Typer(no_args_is_help=True, help="Fetch offline assets for the generators.")
+app.add_typer(assets_app, name="assets")
+
+# --ray alone starts a local Ray cluster; --ray ADDRESS joins one. Typer has no option with an
+# optional value, so main() turns a bare --ray into "--ray local" (OPTIONAL_VALUES).
+RAY_LOCAL = "local"
+OPTIONAL_VALUES = {"--ray": RAY_LOCAL}
+RayOption = Annotated[str | None, typer.Option(
+    "--ray", metavar="[ADDRESS]",
+    help="Render on a Ray cluster: --ray alone starts a local one, --ray HOST:PORT (or auto) joins one.")]
+DeviceOption = Annotated[str, typer.Option(help="Cycles device: auto (a GPU if any, else CPU), cpu, cuda, optix, "
+                                                "hip, metal, oneapi.")]
 
 DEBUG_ENV = "SPATIAL_TASKS_DEBUG"
 MAX_MESSAGE = 1200
@@ -123,14 +137,18 @@ def generate_spatialtunnel(
     samples: Annotated[int, typer.Option(help="Cycles samples per pixel.")] = 16,
     seed: Annotated[int, typer.Option(help="Run seed; per-image seeds derive from it and the image id.")] = 0,
     shard: Annotated[str, typer.Option(help="K/N: render only shard K of N.")] = "1/1",
-    workers: Annotated[int, typer.Option(help="Parallel Blender processes.")] = 1,
+    workers: Annotated[int, typer.Option(help="Parallel Blender processes (with --ray: actors).")] = 1,
+    ray: RayOption = None,
+    device: DeviceOption = "cpu",
     overwrite: Annotated[bool, typer.Option(help="Replace a dataset made with other flags in --out.")] = False,
 ) -> None:
     """Render the SpatialTunnel dataset (needs the [render] extra: bpy)."""
+    from spatial_tasks.generators.common.blender import check_device
     from spatial_tasks.generators.spatialtunnel.generate import generate
 
     path = generate(variant, out, grid=grid, per_cell=per_cell, resolution=resolution, samples=samples,
-                    seed=seed, shard=shard, workers=workers, overwrite=overwrite)
+                    seed=seed, shard=shard, workers=workers, overwrite=overwrite, ray_address=ray,
+                    device=check_device(device))
     typer.echo(str(path))
 
 
@@ -166,15 +184,75 @@ def generate_dori(
     samples: Annotated[int, typer.Option(help="Cycles samples per pixel.")] = 16,
     seed: Annotated[int, typer.Option(help="Run seed; per-item seeds derive from it and the item id.")] = 0,
     shard: Annotated[str, typer.Option(help="K/N: make only shard K of N.")] = "1/1",
-    workers: Annotated[int, typer.Option(help="Parallel Blender processes.")] = 1,
+    workers: Annotated[int, typer.Option(help="Parallel Blender processes (with --ray: actors).")] = 1,
+    ray: RayOption = None,
+    device: DeviceOption = "cpu",
     overwrite: Annotated[bool, typer.Option(help="Replace a dataset made with other flags in --out.")] = False,
 ) -> None:
     """Make DORI questions: Blender renders with recorded angles, or transforms of a folder of images."""
+    from spatial_tasks.generators.common.blender import check_device
     from spatial_tasks.generators.dori.generate import generate, summary
 
     path = generate(task, out, count=count, resolution=resolution, samples=samples, seed=seed, shard=shard,
-                    workers=workers, images=images, source=source, overwrite=overwrite)
+                    workers=workers, images=images, source=source, overwrite=overwrite, ray_address=ray,
+                    device=check_device(device))
     typer.echo(f"{path}: " + ", ".join(f"{t} {n} questions" for t, n in summary(path).items()))
+
+
+@generate_app.command("o3d")
+def generate_o3d(
+    out: Annotated[Path, typer.Option(help="Dataset folder to write (an interrupted run resumes there).")],
+    cues: Annotated[str, typer.Option(help="Comma-separated: none, HP, OC, RS, LS, TG, FO, SA, FS, a pair (HP+SA), "
+                                           "all-single, all-pairs.")] = "none,all-single",
+    no_lp: Annotated[bool, typer.Option("--no-lp", help="HP cue sets on a textureless ground (config kb-no-lp).")] = False,
+    strengths: Annotated[str, typer.Option(help="Cue strengths (1 regular, 2 doubled).")] = "1,2",
+    positions: Annotated[str, typer.Option(help="Target positions: near, far, none (none: 0-cue only).")] = "near,far,none",
+    objects: Annotated[str | None, typer.Option(help="Object ids or groups: blender, pybullet, kubasic, gso, all "
+                                                     "(default: the Blender primitives and Suzanne).")] = None,
+    envs: Annotated[str | None, typer.Option(help="Environments: basic, HDRI names, hdri (all HDRIs), all.")] = None,
+    assets: Annotated[Path | None, typer.Option(help="A local folder in Kubric's asset layout (KuBasic, GSO, "
+                                                     "HDRI_haven manifests).")] = None,
+    resolution: Annotated[int, typer.Option(help="Image side in pixels (the release: 1024).")] = 1024,
+    samples: Annotated[int, typer.Option(help="Cycles samples per pixel.")] = 16,
+    seed: Annotated[int, typer.Option(help="Run seed; odd_scaler and image seeds derive from it.")] = 0,
+    shard: Annotated[str, typer.Option(help="K/N: render only shard K of N.")] = "1/1",
+    workers: Annotated[int, typer.Option(help="Parallel Blender processes (with --ray: actors).")] = 1,
+    ray: RayOption = None,
+    device: DeviceOption = "cpu",
+    overwrite: Annotated[bool, typer.Option(help="Replace a dataset made with other flags in --out.")] = False,
+) -> None:
+    """Render O3-D odd-one-out depth scenes with pictorial cues, in the official Hub layout (needs bpy)."""
+    from spatial_tasks.generators.o3d.generate import generate
+
+    typer.echo(str(generate(out, cues=cues, objects=objects, envs=envs, positions=positions, strengths=strengths,
+                            no_lp=no_lp, seed=seed, resolution=resolution, samples=samples, shard=shard,
+                            workers=workers, assets_dir=assets, device=device, ray_address=ray,
+                            overwrite=overwrite)))
+
+
+@preview_app.command("o3d")
+def preview_o3d(
+    folder: Annotated[Path, typer.Argument(help="A generated O3-D folder (official layout).")],
+    out: Annotated[Path, typer.Option(help="PNG to write.")],
+    size: Annotated[int, typer.Option(help="Panel side in pixels.")] = 256,
+    position: Annotated[str | None, typer.Option(help="near or far (default: the scene with most cues).")] = None,
+    strength: Annotated[float, typer.Option(help="Cue strength to show.")] = 1.0,
+) -> None:
+    """A contact sheet of one scene: the base view and each cue (the paper's Fig. 2c)."""
+    from spatial_tasks.generators.o3d.preview import contact_sheet
+
+    typer.echo(str(contact_sheet(folder, out, size=size, position=position, strength=strength)))
+
+
+@assets_app.command("pybullet")
+def assets_pybullet(
+    archive: Annotated[Path | None, typer.Option(help="An already downloaded pybullet-3.2.7.tar.gz.")] = None,
+) -> None:
+    """Put pybullet_data's meshes into the asset cache (from the package registry; nothing is built)."""
+    from spatial_tasks.generators.o3d import assets as o3d_assets
+
+    folder = o3d_assets.fetch_pybullet(archive=archive)
+    typer.echo(f"{folder}: " + ", ".join(sorted(o3d_assets.pybullet_objects())))
 
 
 @generate_app.command("vague")
@@ -425,11 +503,21 @@ def _custom_message(err: OSError) -> bool:
     return err.errno is None and bool(err.args) and isinstance(err.args[0], str)
 
 
+def with_optional_values(args: list[str]) -> list[str]:
+    """``--ray`` with no value (last, or followed by another option) gets its default value."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        out.append(arg)
+        if arg in OPTIONAL_VALUES and (i + 1 == len(args) or args[i + 1].startswith("-")):
+            out.append(OPTIONAL_VALUES[arg])
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry (see the module docstring)."""
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or os.environ.get(DEBUG_ENV) == "1"
-    args = [a for a in args if a != "--debug"]
+    args = with_optional_values([a for a in args if a != "--debug"])
     usage_errors = _usage_errors()
     try:
         app(args=args, prog_name="spatial-tasks", standalone_mode=False)

@@ -130,15 +130,19 @@ def configure_cycles(
     view_transform: str = "AgX",
     look: str = "None",
     persistent_data: bool = True,
+    device: str | None = None,
 ) -> None:
-    """Cycles on the CPU with a fixed thread count and no metadata stamped into output files.
+    """Cycles with a fixed thread count and no metadata stamped into output files.
+
+    ``device`` is a ``--device`` value (``DEVICES``: auto, cpu, cuda, optix, hip, metal, oneapi;
+    None = cpu); see ``use_device``.
 
     ``persistent_data`` keeps the synced scene between renders of a long-lived process, so a
     render after a small change (object moved, colour changed) does not rebuild everything.
     """
     render = scene.render
     render.engine = "CYCLES"
-    scene.cycles.device = "CPU"
+    scene.cycles.device = "CPU" if device is None else use_device(device)
     scene.cycles.samples = samples
     scene.cycles.use_adaptive_sampling = False  # fixed sample count: time per image is predictable
     scene.cycles.use_denoising = denoise
@@ -169,6 +173,57 @@ def configure_cycles(
     scene.view_settings.exposure = exposure
     scene.view_settings.gamma = 1.0
     disable_metadata(scene)
+
+
+DEVICES = ("auto", "cpu", "cuda", "optix", "hip", "metal", "oneapi")
+_AUTO_ORDER = ("OPTIX", "CUDA", "HIP", "METAL", "ONEAPI")  # fastest first where several exist
+
+
+class DeviceError(RuntimeError):
+    """The requested render device does not exist on this machine."""
+
+
+def check_device(device: str) -> str:
+    if device not in DEVICES:
+        raise ValueError(f"--device must be one of {list(DEVICES)}, got {device!r}")
+    return device
+
+
+def gpu_devices(backend: str) -> list[Any]:
+    """Cycles' devices of one compute backend ("CUDA", "OPTIX", ...) other than the CPU; [] when
+    this Blender build or machine has none."""
+    bpy = require_bpy()
+    prefs = bpy.context.preferences.addons["cycles"].preferences
+    try:
+        prefs.compute_device_type = backend
+    except TypeError:  # backend not compiled into this build
+        return []
+    with quiet_stdout():
+        prefs.refresh_devices()
+    return [d for d in prefs.get_devices_for_type(backend) if d.type != "CPU"]
+
+
+def use_device(device: str) -> str:
+    """Point Cycles at ``device`` and return "CPU" or "GPU" for ``scene.cycles.device``.
+
+    cpu: the CPU. cuda / optix / hip / metal / oneapi: every GPU of that backend, or a
+    DeviceError naming what exists. auto: the first backend of OPTIX, CUDA, HIP, METAL, ONEAPI
+    with a GPU, else the CPU (so one command line works on a laptop and a GPU node).
+    """
+    check_device(device)
+    if device == "cpu":
+        return "CPU"
+    backends = _AUTO_ORDER if device == "auto" else (device.upper(),)
+    for backend in backends:
+        found = gpu_devices(backend)
+        if found:
+            for d in require_bpy().context.preferences.addons["cycles"].preferences.devices:
+                d.use = d in found or d.type == backend
+            return "GPU"
+    if device == "auto":
+        return "CPU"
+    raise DeviceError(f"--device {device}: Cycles finds no {device.upper()} GPU on this machine "
+                      f"(use --device auto to fall back to the CPU, or --device cpu)")
 
 
 _RELEASED_AT_EXIT = False
@@ -271,6 +326,70 @@ def sky_world(
     background.inputs["Strength"].default_value = strength
     scene.world = world
     return world
+
+
+def _world_nodes(name: str) -> tuple[Any, Any, Any]:
+    """A new world with its Background and Output nodes (created where missing)."""
+    bpy = require_bpy()
+    world = bpy.data.worlds.new(name)
+    _ensure_nodes(world)
+    nodes = world.node_tree.nodes
+    background = next((n for n in nodes if n.bl_idname == "ShaderNodeBackground"), None)
+    background = background or nodes.new("ShaderNodeBackground")
+    output = next((n for n in nodes if n.bl_idname == "ShaderNodeOutputWorld"), None)
+    output = output or nodes.new("ShaderNodeOutputWorld")
+    world.node_tree.links.new(background.outputs["Background"], output.inputs["Surface"])
+    return world, background, output
+
+
+def color_world(scene: Any, color: Sequence[float], strength: float = 1.0, name: str = "Plain",
+                below_horizon: Sequence[float] | None = None) -> Any:
+    """A uniform background colour (it also lights the scene a little, like a plain sky);
+    ``below_horizon``: another colour for directions pointing down (a ground seen far away)."""
+    world, background, _ = _world_nodes(name)
+    background.inputs["Strength"].default_value = strength
+    if below_horizon is None:
+        background.inputs["Color"].default_value = tuple(color)[:3] + (1.0,)
+    else:
+        nodes, links = world.node_tree.nodes, world.node_tree.links
+        direction = nodes.new("ShaderNodeTexCoord")
+        split = nodes.new("ShaderNodeSeparateXYZ")
+        down = nodes.new("ShaderNodeMath")
+        down.operation = "LESS_THAN"
+        down.inputs[1].default_value = 0.0
+        mix = nodes.new("ShaderNodeMix")
+        mix.data_type = "RGBA"
+        mix.inputs["A"].default_value = tuple(color)[:3] + (1.0,)
+        mix.inputs["B"].default_value = tuple(below_horizon)[:3] + (1.0,)
+        links.new(direction.outputs["Generated"], split.inputs["Vector"])
+        links.new(split.outputs["Z"], down.inputs[0])
+        links.new(down.outputs[0], mix.inputs["Factor"])
+        links.new(mix.outputs["Result"], background.inputs["Color"])
+    scene.world = world
+    return world
+
+
+def hdri_world(scene: Any, path: Path, *, strength: float = 1.0, rotation: float = 0.0, name: str = "HDRI") -> Any:
+    """An equirectangular HDRI (EXR/HDR file) as the scene's background and light, turned by
+    ``rotation`` radians about +Z."""
+    bpy = require_bpy()
+    world, background, _ = _world_nodes(name)
+    nodes, links = world.node_tree.nodes, world.node_tree.links
+    texture = nodes.new("ShaderNodeTexEnvironment")
+    texture.image = bpy.data.images.load(str(path), check_existing=True)
+    texture.texture_mapping.rotation = (0.0, 0.0, rotation)
+    links.new(texture.outputs["Color"], background.inputs["Color"])
+    background.inputs["Strength"].default_value = strength
+    scene.world = world
+    return world
+
+
+def bundled_hdris() -> dict[str, Path]:
+    """The CC0 studio-light HDRIs shipped inside Blender (city, courtyard, forest, interior, night,
+    studio, sunrise, sunset), by name."""
+    bpy = require_bpy()
+    folder = Path(bpy.utils.system_resource("DATAFILES", path="studiolights/world"))
+    return {p.stem: p for p in sorted(folder.glob("*.exr"))}
 
 
 def set_sun_rotation(world: Any, sun_rotation: float) -> None:

@@ -13,7 +13,15 @@ run's flags, so every machine agrees on it:
   never leaves a half-written file, and a rerun skips what is already finished.
 * ``run_jobs`` runs jobs in ``workers`` long-lived processes (``multiprocessing`` spawn
   context; each process builds its worker object, e.g. a Blender scene, once) or in this
-  process when ``workers == 1``, with a progress bar.
+  process when ``workers == 1``, with a progress bar -- or on a Ray cluster (``ray_address``):
+  ``workers`` actors, each building its worker object once, spread over the cluster's nodes.
+
+Ray (``--ray [ADDRESS]``): a job is ``(spec, work_dir)`` for every generator. An actor renders
+into a scratch folder on its own node and sends the files back; this process writes them into
+``work_dir`` exactly as a local worker would (atomically, the JSON record last), so the output
+folder need not be shared between nodes, and the dataset's bytes do not depend on the backend.
+An actor whose process dies (a killed worker, a lost node) is restarted and its job retried by
+Ray (``max_restarts`` / ``max_task_retries``); finished files are never redone.
 """
 
 from __future__ import annotations
@@ -194,6 +202,8 @@ def run_jobs(
     workers: int = 1,
     description: str = "rendering",
     progress: bool = True,
+    ray_address: str | None = None,
+    cpus_per_worker: int = 1,
 ) -> Iterator[Any]:
     """Yield ``worker(job)`` for every job, in completion order.
 
@@ -201,12 +211,21 @@ def run_jobs(
     and builds the static scene); it and the jobs must be picklable for ``workers > 1``. With
     ``workers == 1`` everything runs in this process. A failing job stops the run and its
     exception propagates; results already yielded (files already written) stay valid.
+
+    ``ray_address``: run on Ray instead ("local" starts a local cluster; else a cluster address
+    such as "127.0.0.1:6379" or "auto"); ``workers`` actors of ``cpus_per_worker`` CPUs each.
+    Jobs must then be ``(spec, work_dir)`` pairs (see the module docstring).
     """
     if workers < 1:
         raise ValueError(f"--workers must be >= 1, got {workers}")
     if not jobs:
         return
     with _progress(len(jobs), description, progress) as advance:
+        if ray_address is not None:
+            for result in _run_on_ray(jobs, factory, factory_args, workers, ray_address, cpus_per_worker):
+                advance()
+                yield result
+            return
         if workers == 1:
             worker = factory(*factory_args)
             for job in jobs:
@@ -227,6 +246,66 @@ def run_jobs(
             raise
         finally:
             pool.join()
+
+
+# ------------------------------------------------------------------------------- Ray
+
+RAY_RECORD_SUFFIX = ".json"  # the file that marks a job finished: written last
+
+
+class RayWorker:
+    """A Ray actor around one worker object: renders into node-local scratch, returns the files."""
+
+    def __init__(self, factory: Callable[..., Callable[[Any], Any]], args: tuple) -> None:
+        self.worker = factory(*args)
+
+    def run(self, item: tuple[int, tuple[Any, str]]) -> tuple[int, Any, dict[str, bytes]]:
+        """``(i, (spec, work_dir))`` -> ``(i, worker result, {file name: bytes})``."""
+        i, (spec, _) = item
+        with tempfile.TemporaryDirectory(prefix="spatial-tasks-ray-") as scratch:
+            result = self.worker((spec, scratch))
+            files = {p.name: p.read_bytes() for p in sorted(Path(scratch).iterdir())
+                     if p.is_file() and not p.name.startswith(".")}
+        return i, result, files
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+def ray_connect(address: str) -> bool:
+    """Connect this process to Ray ("local": start a local cluster); True when it started it."""
+    try:
+        import ray
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ImportError("--ray needs Ray: pip install 'spatial-tasks[cluster]'") from None
+    if ray.is_initialized():
+        return False
+    ray.init(address=None if address == "local" else address, log_to_driver=False, include_dashboard=False,
+             configure_logging=False)
+    return True
+
+
+def write_job_files(work_dir: Path, files: dict[str, bytes]) -> None:
+    """Write a job's files atomically, its JSON record last (what marks the job finished)."""
+    for name in sorted(files, key=lambda n: n.endswith(RAY_RECORD_SUFFIX)):
+        atomic_write_bytes(Path(work_dir) / name, files[name])
+
+
+def _run_on_ray(jobs: Sequence[Any], factory: Callable[..., Callable[[Any], Any]], factory_args: tuple,
+                workers: int, address: str, cpus_per_worker: int) -> Iterator[Any]:
+    import ray
+    from ray.util import ActorPool
+
+    started = ray_connect(address)
+    try:
+        actor = ray.remote(num_cpus=cpus_per_worker, max_restarts=-1, max_task_retries=-1)(RayWorker)
+        pool = ActorPool([actor.remote(factory, factory_args) for _ in range(min(workers, len(jobs)))])
+        for i, result, files in pool.map_unordered(lambda a, item: a.run.remote(item), list(enumerate(jobs))):
+            write_job_files(Path(jobs[i][1]), files)
+            yield result
+    finally:
+        if started:
+            ray.shutdown()
 
 
 class _progress:

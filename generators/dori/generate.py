@@ -89,8 +89,8 @@ def _done(work: Path, view: dict, settings: dict) -> bool:
 class _Worker:
     """Renders a view and writes its JSON record (in the worker process)."""
 
-    def __init__(self, resolution: int, samples: int, threads: int, settings: dict) -> None:
-        self.renderer = scene.DoriRenderer(resolution, samples, threads)
+    def __init__(self, resolution: int, samples: int, threads: int, settings: dict, device: str = "cpu") -> None:
+        self.renderer = scene.DoriRenderer(resolution, samples, threads, device)
         self.settings = settings
 
     def __call__(self, job: tuple[dict, str]) -> dict:
@@ -102,7 +102,8 @@ class _Worker:
 
 
 def render_task(task: str, out: Path, *, count: int, resolution: int, samples: int, seed: int, shard: str,
-                workers: int, progress: bool = True) -> list[sampling.Item]:
+                workers: int, progress: bool = True, ray_address: str | None = None,
+                device: str = "cpu") -> list[sampling.Item]:
     shard_obj = Shard.parse(shard)
     items = shard_obj.select(sampling.plan(task, count, seed))
     work = Path(out) / WORK_DIR / task
@@ -111,10 +112,11 @@ def render_task(task: str, out: Path, *, count: int, resolution: int, samples: i
     views = [json.loads(json.dumps(v)) for item in items for v in item.views]
     todo = [v for v in views if not _done(work, v, settings)]
     log.info("%s shard %s: %d images, %d to render", task, shard_obj.label, len(views), len(todo))
-    threads = threads_per_worker(workers)
+    threads = threads_per_worker(workers) if ray_address is None else 1
     for _ in run_jobs([(v, str(work)) for v in todo], factory=_Worker,
-                      factory_args=(resolution, samples, threads, settings),
-                      workers=min(workers, max(1, len(todo))), description=f"DORI {task}", progress=progress):
+                      factory_args=(resolution, samples, threads, settings, device),
+                      workers=min(workers, max(1, len(todo))), description=f"DORI {task}", progress=progress,
+                      ray_address=ray_address, cpus_per_worker=threads):
         pass
     return items
 
@@ -221,8 +223,10 @@ def write_card(out: Path) -> Path:
 
 def generate(task: str, out: Path, *, count: int = 200, resolution: int = 256, samples: int = 16, seed: int = 0,
              shard: str = "1/1", workers: int = 1, images: Path | None = None, source: str = "transformed images",
-             overwrite: bool = False, progress: bool = True) -> Path:
-    """Make ``task`` ("all" = the four rendered tasks) in ``out``; resumable (see the module docstring)."""
+             overwrite: bool = False, progress: bool = True, ray_address: str | None = None,
+             device: str = "cpu") -> Path:
+    """Make ``task`` ("all" = the four rendered tasks) in ``out``; resumable (see the module docstring).
+    ``ray_address``: render on Ray (jobs.run_jobs); ``device``: Cycles' device."""
     tasks = check_flags(task, count=count, resolution=resolution, samples=samples, seed=seed, shard=shard,
                         workers=workers, images=images)
     with OutputFolder(Path(out), WORK_DIR) as folder:
@@ -244,16 +248,18 @@ def generate(task: str, out: Path, *, count: int = 200, resolution: int = 256, s
                 blender = None
             else:
                 items = render_task(name, folder.root, count=count, resolution=resolution, samples=samples, seed=seed,
-                                    shard=shard, workers=workers, progress=progress)
+                                    shard=shard, workers=workers, progress=progress, ray_address=ray_address,
+                                    device=device)
                 rows = _rows_rendered(name, folder.root, items)
                 command += ["--count", str(count), "--resolution", str(resolution), "--samples", str(samples)]
                 from spatial_tasks.generators.common.blender import version_string
 
                 blender = version_string()
+            # no timings or worker counts: the same bytes whichever machine or backend made them
             generation = {"generator": GENERATOR, "command": shlex.join(command), "seed": seed,
-                          "blender_version": blender, "git_commit": git_commit(), "seconds": time.time() - started}
+                          "blender_version": blender, "git_commit": git_commit()}
             path = write_config(name, folder.root, rows, shard, generation)
-            log.info("%s: %d questions -> %s", name, len(rows), path)
+            log.info("%s: %d questions -> %s in %.1f s", name, len(rows), path, time.time() - started)
         write_card(folder.root)
     return Path(out)
 

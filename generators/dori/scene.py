@@ -95,7 +95,8 @@ STAND_HEIGHT = {"suzanne": 0.62, "chair": 0.9, "car": 0.52}
 class DoriRenderer:
     """One long-lived Blender scene per process; call it with ``(view, out_dir)`` per image."""
 
-    def __init__(self, resolution: int, samples: int, threads: int) -> None:
+    def __init__(self, resolution: int, samples: int, threads: int, device: str = "cpu") -> None:
+        self.device = device
         self.resolution, self.samples, self.threads = resolution, samples, threads
         with blender.quiet_stdout():
             self._build()
@@ -108,7 +109,7 @@ class DoriRenderer:
         self.scene = scene = blender.reset_scene()
         blender.configure_cycles(scene, width=self.resolution, height=self.resolution, samples=self.samples,
                                  threads=self.threads, denoise=True, max_bounces=3, diffuse_bounces=2,
-                                 view_transform="Standard")
+                                 view_transform="Standard", device=self.device)
         world = bpy.data.worlds.new("World")
         scene.world = world
         background = world.node_tree.nodes.get("Background") if world.node_tree else None

@@ -91,8 +91,8 @@ def command_line(variant: str, out: Path, grid: int, per_cell: int, resolution: 
     """The generator command that reproduces a run (``--out`` shown by the folder's name only)."""
     args = ["spatial-tasks", "generate", "spatialtunnel", "--variant", variant, "--out", Path(out).name,
             "--grid", str(grid), "--per-cell", str(per_cell), "--resolution", str(resolution),
-            "--samples", str(samples), "--seed", str(seed), "--shard", shard.label, "--workers", str(workers)]
-    return shlex.join(args)
+            "--samples", str(samples), "--seed", str(seed), "--shard", shard.label]
+    return shlex.join(args)  # --workers, --ray and --device change how fast, not what is made
 
 
 # --------------------------------------------------------------------------------- render
@@ -117,11 +117,13 @@ def _done(json_path: Path, png_path: Path, spec: sampling.ImageSpec, resolution:
 
 def render_variant(variant: str, out: Path, *, grid: int = 16, per_cell: int | None = None,
                    resolution: int = 512, samples: int = 16, seed: int = 0, shard: str = "1/1",
-                   workers: int = 1, threads: int | None = None, progress: bool = True) -> dict[str, Any]:
+                   workers: int = 1, threads: int | None = None, progress: bool = True,
+                   ray_address: str | None = None, device: str = "cpu") -> dict[str, Any]:
     """Render this shard's unfinished images of ``variant`` into ``out/_work/<config>/``.
 
     ``threads`` (Cycles threads per worker) defaults to the machine's cores split evenly over
-    the workers. Returns the run record also written to ``<shard>.run.json``.
+    the workers (one per Ray actor). ``ray_address``: render on Ray (jobs.run_jobs). Returns the
+    run record also written to ``<shard>.run.json``.
     """
     _, shard_obj = check_flags(variant, grid=grid, per_cell=per_cell, resolution=resolution, samples=samples,
                                seed=seed, shard=shard, workers=workers)
@@ -132,7 +134,8 @@ def render_variant(variant: str, out: Path, *, grid: int = 16, per_cell: int | N
     specs = shard_obj.select(sampling.plan(variant, grid=grid, per_cell=per_cell, seed=seed))
     todo = [s for s in specs if not _done(work / f"{s.image_id}.json", work / f"{s.image_id}.png", s,
                                           resolution, samples, scene.RENDERER_VERSION)]
-    threads = threads_per_worker(workers) if threads is None else threads
+    if threads is None:
+        threads = threads_per_worker(workers) if ray_address is None else 1
     if threads < 1:
         raise ValueError(f"threads per worker must be >= 1, got {threads}")
     log.info("%s shard %s: %d images, %d finished, %d to render (%d worker(s) x %d thread(s))",
@@ -141,9 +144,9 @@ def render_variant(variant: str, out: Path, *, grid: int = 16, per_cell: int | N
     timings: dict[str, float] = {}
     problems = []
     jobs = [(s, str(work)) for s in todo]
-    for result in run_jobs(jobs, factory=scene.TunnelRenderer, factory_args=(resolution, samples, threads),
+    for result in run_jobs(jobs, factory=scene.TunnelRenderer, factory_args=(resolution, samples, threads, False, device),
                            workers=min(workers, max(1, len(jobs))), description=f"{config} {shard_obj.label}",
-                           progress=progress):
+                           progress=progress, ray_address=ray_address, cpus_per_worker=threads):
         for key, value in result["timings"].items():
             timings[key] = timings.get(key, 0.0) + value
         qa = result["qa"]
@@ -155,7 +158,7 @@ def render_variant(variant: str, out: Path, *, grid: int = 16, per_cell: int | N
         "command": command_line(variant, Path(out), grid, per_cell, resolution, samples, seed, shard_obj, workers),
         "flags": {"variant": variant, "grid": grid, "per_cell": per_cell, "resolution": resolution,
                   "samples": samples, "seed": seed, "shard": shard_obj.label, "workers": workers,
-                  "threads_per_worker": threads},
+                  "threads_per_worker": threads, "backend": "ray" if ray_address else "local", "device": device},
         "seed": seed,
         "blender_version": version_string(),
         "renderer_version": scene.RENDERER_VERSION,
@@ -206,6 +209,9 @@ def build_variant(variant: str, out: Path, *, grid: int = 16, per_cell: int | No
     first = sum(len(files) for files in layout[: shard_obj.index - 1])
     generation = {key: run[key] for key in ("generator", "command", "flags", "seed", "blender_version",
                                             "renderer_version", "git_commit")}
+    # what defines the images only: the same dataset bytes whatever workers or backend made them
+    generation["flags"] = {k: v for k, v in run["flags"].items()
+                           if k not in ("workers", "threads_per_worker", "backend", "device")}
     generation["images_total"] = len(full)
     config_dir = Path(out) / config
     config_dir.mkdir(parents=True, exist_ok=True)
@@ -295,7 +301,8 @@ def claim_variant(folder: OutputFolder, variant: str, *, grid: int, per_cell: in
 
 def generate(variant: str, out: Path, grid: int = 16, per_cell: int | None = None, resolution: int = 512,
              samples: int = 16, seed: int = 0, shard: str = "1/1", workers: int = 1,
-             overwrite: bool = False, steps: Sequence[str] = ("render", "build")) -> Path:
+             overwrite: bool = False, steps: Sequence[str] = ("render", "build"), ray_address: str | None = None,
+             device: str = "cpu") -> Path:
     """Render and build ``variant`` ("phase", "size" or "all") into ``out``; returns ``out``.
 
     Resumable: rerunning the same command skips finished images. One run per folder at a time;
@@ -309,7 +316,8 @@ def generate(variant: str, out: Path, grid: int = 16, per_cell: int | None = Non
                           seed=seed, shard=shard, overwrite=overwrite)
             if "render" in steps:
                 render_variant(name, folder.root, grid=grid, per_cell=per_cell, resolution=resolution,
-                               samples=samples, seed=seed, shard=shard, workers=workers)
+                               samples=samples, seed=seed, shard=shard, workers=workers, ray_address=ray_address,
+                               device=device)
             if "build" in steps:
                 build_variant(name, folder.root, grid=grid, per_cell=per_cell, seed=seed, shard=shard)
     return Path(out)
@@ -328,7 +336,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--samples", type=int, default=16, help="Cycles samples per pixel")
     parser.add_argument("--seed", type=int, default=0, help="run seed; per-image seeds derive from it")
     parser.add_argument("--shard", default="1/1", help="K/N: render images i with i %% N == K-1")
-    parser.add_argument("--workers", type=int, default=1, help="Blender worker processes")
+    parser.add_argument("--workers", type=int, default=1, help="Blender worker processes (Ray: actors)")
+    parser.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                        help="render on a Ray cluster (no ADDRESS: start a local one)")
+    parser.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda", "optix", "hip", "metal", "oneapi"],
+                        help="Cycles device")
     parser.add_argument("--step", choices=["all", "render", "build"], default="all",
                         help="run only the render or only the dataset-building step")
     parser.add_argument("--overwrite", action="store_true",
@@ -344,7 +356,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         generate(args.variant, args.out, grid=args.grid, per_cell=args.per_cell, resolution=args.resolution,
                  samples=args.samples, seed=args.seed, shard=args.shard, workers=args.workers,
-                 overwrite=args.overwrite, steps=steps)
+                 overwrite=args.overwrite, steps=steps, ray_address=args.ray, device=args.device)
     except (FolderBusyError, FileExistsError, ValueError) as err:
         parser.exit(2, f"error: {err}\n")
 

@@ -100,9 +100,12 @@ class TunnelRenderer:
     which runs inside the worker process.
     """
 
-    def __init__(self, resolution: int, samples: int, threads: int, keep_passes: bool = False) -> None:
-        """``keep_passes`` keeps each image's multilayer EXR (object index) as ``<image_id>.exr``."""
+    def __init__(self, resolution: int, samples: int, threads: int, keep_passes: bool = False,
+                 device: str = "cpu") -> None:
+        """``keep_passes`` keeps each image's multilayer EXR (object index) as ``<image_id>.exr``;
+        ``device``: Cycles' device (blender.use_device)."""
         self.resolution, self.samples, self.threads = resolution, samples, threads
+        self.device = device
         self.keep_passes = keep_passes
         t0 = time.perf_counter()
         with blender.quiet_stdout():  # Cycles logs device probing ("CUEW ...") on set-up
@@ -122,7 +125,7 @@ class TunnelRenderer:
             self.scene, width=resolution, height=resolution, samples=samples, threads=threads,
             denoise=True, denoising_quality=DENOISING_QUALITY, max_bounces=MAX_BOUNCES,
             diffuse_bounces=DIFFUSE_BOUNCES, glossy_bounces=GLOSSY_BOUNCES, exposure=EXPOSURE,
-            view_transform=VIEW_TRANSFORM, look=LOOK,
+            view_transform=VIEW_TRANSFORM, look=LOOK, device=self.device,
         )
         blender.enable_passes(self.scene, object_index=True)
         self.world = blender.sky_world(self.scene, sun_elevation=SUN_ELEVATION, sun_rotation=1.5 * math.pi,
