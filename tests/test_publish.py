@@ -4,8 +4,9 @@ The Hub itself is unreachable here, so a small HTTP server on 127.0.0.1 (started
 plays the Hub endpoints an upload uses, and records every request: repository creation
 (``POST /api/repos/create``), the card's metadata check (``POST /api/validate-yaml``), the
 pre-upload check (``POST /api/datasets/<repo>/preupload/main``,
-answered "regular" for every file so contents travel inline) and the commit
-(``POST /api/datasets/<repo>/commit/main``, NDJSON). The real huggingface_hub client code runs
+answered "regular" for every file so contents travel inline), the commit
+(``POST /api/datasets/<repo>/commit/main``, NDJSON) and the listing of what the repo already
+holds (``POST /api/datasets/<repo>/paths-info/main``, from the files committed so far). The real huggingface_hub client code runs
 unchanged against it (``publish(..., endpoint=<local URL>)``); what is mocked is the remote
 endpoint only. The tests check what would reach the Hub: the card and parquet shards, byte for
 byte, and nothing from ``_work/`` or logs; the token goes only into the Authorization header.
@@ -14,12 +15,14 @@ byte, and nothing from ``_work/`` or logs; the token goes only into the Authoriz
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import threading
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Self
@@ -34,14 +37,22 @@ from spatial_tasks.generators.common.publish import PublishError, publish, uploa
 TOKEN = "hf_localtesttoken0123456789"
 
 
+def _git_sha1(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # noqa: S324 - git's object id
+
+
 class FakeHub:
     """Records requests; answers like the Hub for create / preupload / commit. ``fail_with``
     answers every request with that HTTP status instead (401, 403, 404 ...)."""
 
-    def __init__(self, repo_exists: bool = False, fail_with: int | None = None) -> None:
+    def __init__(self, repo_exists: bool = False, fail_with: int | None = None,
+                 fail_after_commits: int | None = None) -> None:
         self.requests: list[dict] = []
         self.repo_exists = repo_exists
         self.fail_with = fail_with
+        self.fail_after_commits = fail_after_commits  # later commits answer 503 (a cut-off upload)
+        self.stored: dict[str, bytes] = {}  # what the repo holds after the commits so far
+        self.commits = 0
         hub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -72,7 +83,21 @@ class FakeHub:
                     files = json.loads(body)["files"]
                     return self._json(200, {"files": [{"path": f["path"], "uploadMode": "regular",
                                                        "shouldIgnore": False, "oid": None} for f in files]})
+                if "/paths-info/" in path:
+                    wanted = urllib.parse.parse_qs(body.decode()).get("paths", [])
+                    if not hub.stored:
+                        return self._json(404, {"error": "Revision Not Found"},
+                                          {"X-Error-Code": "RevisionNotFound"})
+                    return self._json(200, [{"type": "file", "path": name, "size": len(hub.stored[name]),
+                                             "oid": _git_sha1(hub.stored[name])} for name in wanted if name in hub.stored])
                 if "/commit/" in path:
+                    if hub.fail_after_commits is not None and hub.commits >= hub.fail_after_commits:
+                        return self._json(503, {"error": "Service Unavailable"})
+                    hub.commits += 1
+                    for line in body.decode().splitlines():
+                        item = json.loads(line)
+                        if item["key"] == "file":
+                            hub.stored[item["value"]["path"]] = base64.b64decode(item["value"]["content"])
                     repo = path.removeprefix("/api/datasets/").split("/commit/")[0]
                     return self._json(200, {"commitUrl": f"{hub.url}/datasets/{repo}/commit/{'a' * 40}",
                                             "commitOid": "a" * 40, "success": True})
@@ -82,9 +107,11 @@ class FakeHub:
                 hub.requests.append({"path": self.path, "headers": dict(self.headers), "body": b""})
                 self._json(404, {"error": "not found"})
 
-            def _json(self, status, obj):
+            def _json(self, status, obj, headers=None):
                 data = json.dumps(obj).encode()
                 self.send_response(status)
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -261,3 +288,35 @@ def test_cli_failure_is_one_line(dataset_dir):
     assert out.returncode == 2
     errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "cannot reach the Hub" in errors[0] and "Traceback" not in out.stderr
+
+
+def _commit_count(hub: FakeHub) -> int:
+    return sum(1 for r in hub.requests if "/commit/" in r["path"])
+
+
+def test_a_cut_off_upload_resumes_without_sending_anything_twice(online, dataset_dir):
+    """Commits of at most ``batch_bytes``; the second commit fails; the same call again sends only
+    what is missing, the card last, and the repo ends up with every file."""
+    features = datasets.Features({"image_id": datasets.Value("string"), "x": datasets.Value("int32")})
+    for k in range(3):  # three shards instead of one
+        ds.write_parquet([{"image_id": f"s{k}", "x": k}], features,
+                         dataset_dir / "phase_variation" / f"test-0000{k}-of-00003.parquet", {"seed": k})
+    (dataset_dir / "phase_variation" / "test-00000-of-00001.parquet").unlink()
+    expected = {name: (dataset_dir / name).read_bytes() for name in upload_list(dataset_dir)}
+    assert len(expected) == 4
+    with FakeHub(fail_after_commits=1) as hub:
+        with pytest.raises(PublishError, match="503"):
+            publish(dataset_dir, "my-org/st", endpoint=hub.url, token=TOKEN, batch_bytes=1)
+        first = dict(hub.stored)
+        assert len(first) == 1 and "README.md" not in first  # data first: no card without its files
+        hub.fail_after_commits = None
+        sent_before = len(hub.requests)
+        publish(dataset_dir, "my-org/st", endpoint=hub.url, token=TOKEN, batch_bytes=1)
+        assert hub.stored == expected
+        resent = [json.loads(line)["value"]["path"] for r in hub.requests[sent_before:] if "/commit/" in r["path"]
+                  for line in r["body"].decode().splitlines() if json.loads(line)["key"] == "file"]
+        assert sorted(resent) == sorted(set(expected) - set(first))  # nothing sent twice
+        assert resent[-1] == "README.md"
+        before = _commit_count(hub)
+        publish(dataset_dir, "my-org/st", endpoint=hub.url, token=TOKEN)  # all there: no commit at all
+        assert _commit_count(hub) == before

@@ -2,6 +2,11 @@
 
     spatial-tasks publish DIR --repo ORG/NAME [--private] [--dry-run]
 
+Resumable: files go up in commits of at most ``batch_bytes`` (2 GB by default; the card last),
+and before uploading, the repo's copies are compared with the local files (size and git/LFS
+hash, huggingface_hub's ``get_paths_info``): what is already there is skipped. An upload cut off
+halfway (network, Ctrl-C) is finished by running the same command again; nothing is sent twice.
+
 Uploads exactly what the dataset declares -- an allowlist, not a denylist: the card
 (``README.md``) and the data files its YAML header's ``configs:`` name (paths or globs, inside
 the folder). Render work files, logs, locks, stray files and anything outside the folder stay
@@ -14,6 +19,7 @@ one line saying what to do (``PublishError``).
 from __future__ import annotations
 
 import glob
+import hashlib
 import logging
 import re
 from pathlib import Path
@@ -89,11 +95,18 @@ def upload_list(path: Path) -> list[str]:
     return [CARD, *sorted(files)]
 
 
-def publish(path: Path, repo: str, private: bool = False, *, files: list[str] | None = None,
-            endpoint: str | None = None, token: str | None = None, commit_message: str | None = None) -> str:
-    """Upload the allowlisted files of the dataset folder ``path`` (``upload_list``; or ``files``,
-    already computed) to the Hub dataset repo ``repo`` in one commit; returns the repo URL.
+DEFAULT_BATCH_BYTES = 2 * 1024**3
 
+
+def publish(path: Path, repo: str, private: bool = False, *, files: list[str] | None = None,
+            endpoint: str | None = None, token: str | None = None, commit_message: str | None = None,
+            batch_bytes: int = DEFAULT_BATCH_BYTES) -> str:
+    """Upload the allowlisted files of the dataset folder ``path`` (``upload_list``; or ``files``,
+    already computed) to the Hub dataset repo ``repo``; returns the repo URL.
+
+    Files already in the repo with the same content are skipped; the rest go up in commits of at
+    most ``batch_bytes`` (a single file larger than that gets a commit of its own), data files
+    first and the card last, so a repo never shows a card whose files are missing.
     ``endpoint`` and ``token`` default to huggingface_hub's own configuration (``HF_ENDPOINT``,
     ``HF_TOKEN`` or the saved login).
     """
@@ -101,16 +114,75 @@ def publish(path: Path, repo: str, private: bool = False, *, files: list[str] | 
 
     if not _REPO_ID.match(repo):
         raise ValueError(f"--repo must look like ORG/NAME, got {repo!r}")
+    if batch_bytes < 1:
+        raise ValueError(f"batch_bytes must be >= 1, got {batch_bytes}")
     root = Path(path)
     files = upload_list(root) if files is None else files
     api = HfApi(endpoint=endpoint, token=token)
-    operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(root / name)) for name in files]
-    log.info("uploading %d file(s) of %s to %s", len(files), root, repo)
     with hub_errors(repo, api.endpoint):
         url = api.create_repo(repo, repo_type="dataset", private=private, exist_ok=True)
-        api.create_commit(repo_id=repo, repo_type="dataset", operations=operations,
-                          commit_message=commit_message or f"Upload {root.name} with spatial-tasks")
+        remote = remote_files(api, repo, files)
+        todo = [name for name in files if not same_as_remote(root / name, remote.get(name))]
+        batches = _batches(root, sorted(todo, key=lambda n: n == CARD), batch_bytes)
+        skipped = len(files) - len(todo)
+        log.info("uploading %d file(s) of %s to %s in %d commit(s); %d already there", len(todo), root, repo,
+                 len(batches), skipped)
+        message = commit_message or f"Upload {root.name} with spatial-tasks"
+        for i, batch in enumerate(batches, 1):
+            operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(root / name)) for name in batch]
+            api.create_commit(repo_id=repo, repo_type="dataset", operations=operations,
+                              commit_message=message if len(batches) == 1 else f"{message} (part {i}/{len(batches)})")
     return str(url)
+
+
+def remote_files(api, repo: str, names: list[str]) -> dict[str, object]:
+    """{path: RepoFile} for the listed paths that exist in the repo's main branch ({} for a new repo)."""
+    from huggingface_hub import errors
+
+    try:
+        infos = api.get_paths_info(repo, names, repo_type="dataset")
+    except (errors.RevisionNotFoundError, errors.EntryNotFoundError):
+        infos = []
+    return {info.path: info for info in infos if hasattr(info, "size")}
+
+
+def same_as_remote(local: Path, remote: object) -> bool:
+    """The repo's copy has this content: same size and the same LFS sha256 (or git blob sha1)."""
+    if remote is None or getattr(remote, "size", None) != local.stat().st_size:
+        return False
+    lfs = getattr(remote, "lfs", None)
+    if lfs is not None:
+        return _sha256(local) == lfs.sha256
+    return _git_blob_sha1(local) == getattr(remote, "blob_id", None)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _git_blob_sha1(path: Path) -> str:
+    digest = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())  # noqa: S324 - git's object id
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _batches(root: Path, names: list[str], limit: int) -> list[list[str]]:
+    batches: list[list[str]] = []
+    size = 0
+    for name in names:
+        n = (root / name).stat().st_size
+        if not batches or size + n > limit:
+            batches.append([])
+            size = 0
+        batches[-1].append(name)
+        size += n
+    return batches
 
 
 class hub_errors:

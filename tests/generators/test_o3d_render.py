@@ -349,3 +349,18 @@ def test_depth_oracle_scores_one_through_lmms_eval(mini, tmp_path):
     n = run.results["n-samples"]["o3d_generated"]["effective"]
     marked = [d for d in load.load_o3d(str(mini)) if d["is_marked"] and d["subset_name"] != "kb-no-lp"]
     assert n == len(run.samples["o3d_generated"]) == len(marked) > 0
+
+
+def test_the_contact_sheet_shows_the_base_view_and_every_cue(mini, tmp_path):
+    from spatial_tasks.generators.o3d import preview
+
+    key, chosen = preview.pick_scene(preview._rows(mini), position="far", strength=2.0)
+    assert key == ("basic", "cube", "far") and set(chosen) == {"none", *layout.SINGLE_CUES}
+    done = subprocess.run([SPATIAL_TASKS, "preview", "o3d", str(mini), "--out", str(tmp_path / "sheet.png"),
+                           "--position", "far", "--strength", "2", "--size", "128"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    sheet = Image.open(tmp_path / "sheet.png")
+    assert sheet.size[0] == 3 * 128 and sheet.size[1] > 3 * 128  # 3 x 3 panels with titles
+    empty = subprocess.run([SPATIAL_TASKS, "preview", "o3d", str(tmp_path), "--out", str(tmp_path / "x.png")],
+                           capture_output=True, text=True)
+    assert empty.returncode == 2 and "generate o3d" in empty.stderr
