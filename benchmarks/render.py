@@ -1,8 +1,19 @@
-"""SpatialTunnel render benchmark: where the time per image goes, and how workers scale.
+"""Render benchmarks: where the time per image goes, and how workers and Ray nodes scale.
 
-    .venv/bin/python benchmarks/render.py            # ~2-4 min on 2 cores
+    .venv/bin/python benchmarks/render.py            # SpatialTunnel, ~2-4 min on 2 cores
     .venv/bin/python benchmarks/render.py --quick    # fewer images, ~1-2 min
     .venv/bin/python benchmarks/render.py --part throughput   # or: --part split
+    .venv/bin/python benchmarks/render.py --suite o3d [--quick]   # O3-D, ~3-5 min on 2 cores
+
+O3-D (``--suite o3d``): seconds per image at 256 x 256 and 512 x 512 (16 samples) over a mix of
+cues (none, HP, OC, LS, TG, FO, SA, FS), split into the render itself and the rest the generator
+does per image (scene update, EXR write, PNG and passes, haze / masks / depth maps, files) plus
+the dataset step (parquet) per image -- the share outside the render (target < 10 %); then
+throughput of one vs two Ray nodes (ray.cluster_utils on this machine, one CPU per node, one
+actor each, 128 px): images/s once every actor has finished its first image (target >= 1.8x on
+a quiet machine with at least 2 free cores).
+
+SpatialTunnel (the default suite):
 
 1. Seconds per image at 128 x 128 and 512 x 512 (16 samples, the generator's default), split
    into the render itself (``bpy.ops.render.render`` up to Cycles' render_post: path tracing and
@@ -90,12 +101,120 @@ def throughput(resolution: int, n: int, workers: int, threads: int, work: Path) 
             "cores_busy": cpu / wall}
 
 
+O3D_CUES = ([], ["HP"], ["OC"], ["LS"], ["TG"], ["FO"], ["SA"], ["FS"])
+O3D_STAGES_OUTSIDE = ("scene_update", "exr_write", "png_and_passes", "post", "write")
+
+
+def _o3d_specs(n: int, offset: int = 0) -> list[dict]:
+    from spatial_tasks.generators.o3d import assets, sampling
+
+    catalog = assets.catalog()
+    specs = []
+    for i in range(n):
+        cues = O3D_CUES[(i + offset) % len(O3D_CUES)]
+        plan = sampling.plan([tuple(cues)], objects=["cube", "suzanne", "cylinder"][i % 3:i % 3 + 1],
+                             envs=["basic", "forest"][i % 2:i % 2 + 1], fs_pairs=catalog.fs_pairs[:1],
+                             object_cats={k: a.cat for k, a in catalog.objects.items()},
+                             env_cats={k: e.cat for k, e in catalog.envs.items()}, positions=["near", "far"],
+                             strengths=[1.0], no_lp=False, seed=i + offset)
+        config = next(iter(plan.values()))
+        job = config[i % len(config)].to_job()
+        job["image_id"] = f"bench{offset}-{i}"
+        specs.append(job)
+    return specs
+
+
+def o3d_split(resolution: int, n: int, threads: int, work: Path) -> tuple[dict[str, float], float]:
+    """Mean seconds per stage over n images (after a warm-up), and the parquet step per image."""
+    from spatial_tasks.generators.o3d import generate as o3d_generate
+    from spatial_tasks.generators.o3d import sampling
+    from spatial_tasks.generators.o3d.scene import O3DRenderer
+
+    renderer = O3DRenderer(resolution, SAMPLES, threads)
+    specs = _o3d_specs(n + 1, offset=resolution)
+    work.mkdir(parents=True, exist_ok=True)
+    renderer((specs[0], str(work)))
+    stages: dict[str, list[float]] = {}
+    for spec in specs[1:]:
+        for key, value in renderer((spec, str(work)))["timings"].items():
+            stages.setdefault(key, []).append(value)
+    start = time.perf_counter()
+    rows = [o3d_generate._row(work, sampling.ImageSpec(**{**s, "cues": tuple(s["cues"])})) for s in specs[1:]]
+    ds.write_parquet(rows, o3d_generate.image_features("kb-1cue"), work / "bench.parquet")
+    build = (time.perf_counter() - start) / len(rows)
+    return {key: statistics.mean(values) for key, values in stages.items()}, build
+
+
+def o3d_split_section(tmp: Path, cpus: int, quick: bool) -> None:
+    threads = threads_per_worker(1, cpus)
+    print(f"\n1) O3-D seconds per image, 1 worker x {threads} thread(s), {SAMPLES} samples, cues "
+          f"{'/'.join('+'.join(c) or 'none' for c in O3D_CUES)} in turn (mean of N after 1 warm-up image)")
+    print(f"{'size':>9} {'N':>2} {'render':>8} {'update':>7} {'exr':>6} {'png+passes':>10} {'post':>6} {'write':>6} "
+          f"{'parquet':>8} {'outside':>8} {'outside share':>13}")
+    for resolution, n in ((256, 4 if quick else 8), (512, 2 if quick else 8)):
+        split, build = o3d_split(resolution, n, threads, tmp / f"o3d{resolution}")
+        outside = sum(split[k] for k in O3D_STAGES_OUTSIDE) + build
+        print(f"{resolution:>4}x{resolution:<4} {n:>2} {split['render']:>8.3f} {split['scene_update']:>7.4f} "
+              f"{split['exr_write']:>6.3f} {split['png_and_passes']:>10.3f} {split['post']:>6.3f} "
+              f"{split['write']:>6.4f} {build:>8.4f} {outside:>8.3f} {100 * outside / (outside + split['render']):>12.1f}%")
+        sys.stdout.flush()
+
+
+def o3d_ray_section(tmp: Path, quick: bool) -> None:
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from spatial_tasks.generators.o3d.scene import O3DRenderer
+
+    n = 8 if quick else 16
+    print(f"\n2) O3-D throughput on Ray, 128x128, {SAMPLES} samples, {n} images; one CPU per node, one actor "
+          "per node (node start-up and scene build not counted: images/s from the moment every actor "
+          "has finished its first image)")
+    print(f"{'nodes':>5} {'wall s':>7} {'images/s steady':>16}")
+    results = {}
+    for nodes in (1, 2):
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False,
+                                                                "object_store_memory": 100 * 2**20})
+        for _ in range(nodes - 1):
+            cluster.add_node(num_cpus=1, object_store_memory=100 * 2**20)
+        ray.init(address=cluster.address, log_to_driver=False)
+        cluster.wait_for_nodes()
+        try:
+            jobs = [(s, str(tmp / f"ray{nodes}")) for s in _o3d_specs(n + nodes, offset=nodes * 100)]
+            (tmp / f"ray{nodes}").mkdir(parents=True, exist_ok=True)
+            start = time.perf_counter()
+            arrivals = []
+            for _ in run_jobs(jobs, factory=O3DRenderer, factory_args=(128, SAMPLES, 1), workers=nodes,
+                              progress=False, ray_address=cluster.address, cpus_per_worker=1):
+                arrivals.append(time.perf_counter() - start)
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
+        steady = (len(arrivals) - nodes) / (arrivals[-1] - arrivals[nodes - 1])
+        results[nodes] = steady
+        print(f"{nodes:>5} {arrivals[-1]:>7.1f} {steady:>16.3f}")
+        sys.stdout.flush()
+    print(f"2 nodes vs 1 node: {results[2] / results[1]:.2f}x (target >= 1.8x on a quiet machine)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer images per measurement")
+    parser.add_argument("--suite", choices=["spatialtunnel", "o3d"], default="spatialtunnel")
     parser.add_argument("--part", choices=["all", "split", "throughput"], default="all",
                         help="run only 1) the per-image split or 2) the throughput comparison")
     args = parser.parse_args()
+    if args.suite == "o3d":
+        cpus = available_cpus()
+        print(f"O3-D render benchmark: Blender {blender.version_string()}, Cycles CPU, {cpus} CPU(s)")
+        print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        with tempfile.TemporaryDirectory(prefix="o3d-bench-") as tmp:
+            if args.part in ("all", "split"):
+                o3d_split_section(Path(tmp), cpus, args.quick)
+            if args.part in ("all", "throughput"):
+                o3d_ray_section(Path(tmp), args.quick)
+        print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        return
     n128, n512, n_tp = (3, 1, 6) if args.quick else (6, 3, 12)
     cpus = available_cpus()
     print(f"SpatialTunnel render benchmark: Blender {blender.version_string()}, Cycles CPU, {cpus} CPU(s), "

@@ -136,45 +136,35 @@ REAL_PREAMBLES: tuple[tuple[str, str], ...] = (
 REAL_DISTRACTORS = {"low": "the other similar objects", "medium": "the other similar objects",
                     "high": "the other similar objects", "highest": "the objects marked with a blue square"}
 
-# ICL+CoT demonstrations. The paper gives the frame of the worked answer but not the wording per
-# cue; these descriptions are ours, one per cue and target position, each stating what the cue
-# shows in the renders of specs/o3d.md. They contain no ")" (the parser cuts a CoT answer at
-# the first ")") and no depth word (closer / farther / nearer ...), so the only depth verdict
-# of a demonstration is its final sentence.
+# ICL+CoT demonstrations: the authors' wording (specs/o3d.md, "ICL/CoT demonstration text" [code]).
+# A description completes "The object of interest ..." (first cue) and "Additionally, the object ..."
+# (second cue of a 2-cue demonstration); the cue names are joined with " and ". LP's description is
+# the same for both positions and keeps the code's double space. None contains ")" (the parser cuts
+# a CoT answer at the first ")").
 CUE_CODES = ("HP", "OC", "RS", "TG", "SA", "LS", "FO", "FS", "LP")
 CUE_NAMES: dict[str, str] = {
-    "HP": "height in the plane",
-    "OC": "occlusion",
+    "HP": "height-in-plane",
+    "LS": "shadow",
+    "OC": "interposition",
+    "TG": "texture density",
     "RS": "relative size",
-    "TG": "texture gradient",
-    "SA": "aerial perspective",
-    "LS": "light and shadow",
-    "FO": "focus",
     "FS": "familiar size",
+    "FO": "focus",
+    "SA": "aerial perspective",
     "LP": "linear perspective",
 }
 CUE_DESCRIPTIONS: dict[str, dict[str, str]] = {
-    "HP": {"near": "sits lower in the image than the other objects, away from the horizon",
-           "far": "sits higher in the image than the other objects, toward the horizon"},
-    "OC": {"near": "partly hides the objects next to it",
-           "far": "is partly hidden by the objects next to it"},
-    "RS": {"near": "looks larger than the other objects",
-           "far": "looks smaller than the other objects"},
-    "TG": {"near": "has coarser, wider texture stripes than the other objects",
-           "far": "has finer, denser texture stripes than the other objects"},
-    "SA": {"near": "looks clearer and more saturated than the hazier other objects",
-           "far": "looks hazier and paler than the other objects"},
-    "LS": {"near": "casts a shadow onto the other objects",
-           "far": "lies in the shadows cast by the other objects"},
-    "FO": {"near": "is in sharp focus, and the blur of the ground grows from it toward the horizon",
-           "far": ("is in sharp focus, and the blur of the ground grows from it toward the bottom "
-                   "of the image")},
-    "FS": {"near": "is a kind of object that is normally smaller than the others, yet it looks as large "
-                   "as them",
-           "far": "is a kind of object that is normally larger than the others, yet it looks as small "
-                  "as them"},
-    "LP": {"near": "stands where the converging lines of the ground are wider apart",
-           "far": "stands where the converging lines of the ground draw together"},
+    "HP": {"near": "appears lower than the others", "far": "appears higher than the others"},
+    "OC": {"near": "is occluding the other objects", "far": "is occluded by the other objects"},
+    "RS": {"near": "looks larger than the rest", "far": "looks smaller than the rest"},
+    "TG": {"near": "has lower texture density than the others", "far": "has higher texture density than the others"},
+    "FS": {"near": "is usually smaller than the other objects", "far": "is usually larger than the other objects"},
+    "FO": {"near": "is more focused than the others", "far": "is less focused than the others"},
+    "SA": {"near": "is more saturated than the rest", "far": "is less saturated than the rest"},
+    "LS": {"near": "does not have any shadow casted on its front face",
+           "far": "has some shadow casted potentially by the other objects"},
+    "LP": {"near": "is  situated on a ground with some regular patterns",
+           "far": "is  situated on a ground with some regular patterns"},
 }
 COT_RELATION = {"near": "closer than", "far": "farther away than"}
 
@@ -379,33 +369,40 @@ def sample_questions(image_name: str, is_marked: bool, k: int = 1, seed: int = 0
 # ---------------------------------------------------------------------------------------------
 
 
-def _join(parts: Sequence[str]) -> str:
-    if len(parts) <= 2:
-        return " and ".join(parts)
-    return ", ".join(parts[:-1]) + " and " + parts[-1]
-
-
 def cot_answer(cues: Sequence[str], position: str, letter: str) -> str:
-    """The worked answer of one demonstration: "(Let's think step by step. The object of interest
-    {cue description}. Based on the {cue names} pictorial cues, it is likely that the object is
-    {closer than|farther away than} the other objects.) X."."""
+    """The worked answer of one demonstration (the authors' code): "(Let's think step by step. The
+    object of interest {d1}. [Additionally, the object {d2}.] Based on the {names} pictorial cues, it
+    is likely that the object is {closer than|farther away than} the other objects.) X." -- the
+    bracketed sentence only for a 2-cue demonstration."""
     if position not in COT_RELATION:
         raise ValueError(f"position must be 'near' or 'far', not {position!r}")
     if letter not in ("A", "B"):
         raise ValueError(f"letter must be 'A' or 'B', not {letter!r}")
     codes = list(cues)
-    if not codes:
-        raise ValueError("a CoT demonstration needs at least one cue")
+    if not 1 <= len(codes) <= 2:
+        raise ValueError(f"a CoT demonstration has one or two cues, not {codes}")
     unknown = [c for c in codes if c not in CUE_NAMES]
     if unknown:
         raise ValueError(f"unknown cue code(s) {unknown}; choose from {list(CUE_CODES)}")
     return _templates.render(
         BENCHMARK, COT_TEMPLATE,
-        cue_description=_join([CUE_DESCRIPTIONS[c][position] for c in codes]),
-        cue_names=_join([CUE_NAMES[c] for c in codes]),
+        cue_description=CUE_DESCRIPTIONS[codes[0]][position],
+        second_description=CUE_DESCRIPTIONS[codes[1]][position] if len(codes) == 2 else None,
+        cue_names=" and ".join(CUE_NAMES[c] for c in codes),
         relation=COT_RELATION[position],
         letter=letter,
     )
+
+
+def demonstration_question(query: str, key: object, seed: int = 0) -> str:
+    """A demonstration's question: freshly drawn (seeded by ``key``) from the prompts of the query's
+    clarity level (marked queries: the 18 red-circle prompts), never the query's own text."""
+    tags = parse_prompt(query)
+    if tags is None:
+        raise ValueError(f"not an O3-D question in the official form: {query!r}")
+    pool = [p.text for p in (real_prompt_space() if tags.family == "real" else prompt_space())
+            if p.tags.clarity_level == tags.clarity_level and p.text != query.strip()]
+    return random.Random(stable_seed("o3d-demo-question", seed, key)).choice(pool)
 
 
 def icl_demonstration(question: str, cues: Sequence[str], position: str) -> tuple[str, str]:

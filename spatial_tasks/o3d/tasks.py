@@ -49,7 +49,14 @@ from spatial_tasks.common.origin import calling_task, origin_of
 from spatial_tasks.common.pooling import PooledValue, RecordRef, aggregation, fan_out, pool_subtasks  # noqa: F401
 from spatial_tasks.o3d import load, metrics, schema
 from spatial_tasks.o3d.parse import is_correct, parse_answer
-from spatial_tasks.o3d.prompts import correct_letter, cot_answer, parse_prompt, stable_seed, with_answer_instruction
+from spatial_tasks.o3d.prompts import (
+    correct_letter,
+    cot_answer,
+    demonstration_question,
+    parse_prompt,
+    stable_seed,
+    with_answer_instruction,
+)
 
 BENCHMARK = "o3d"
 PROMPT_TEMPLATE = "prompt.jinja"
@@ -396,16 +403,18 @@ def process_docs_icl_cot(dataset: datasets.Dataset) -> datasets.Dataset:
 _DEMO_FIELDS = ("subset_name", "image_name", "subset_row", "image_column", "draw_markers", "is_marked")
 DEMO_TYPE = pa.struct([("subset_name", pa.string()), ("image_name", pa.string()), ("subset_row", pa.int64()),
                        ("image_column", pa.string()), ("draw_markers", pa.bool_()), ("is_marked", pa.bool_()),
-                       ("position", pa.string())])
+                       ("position", pa.string()), ("question", pa.string())])
 
 
 def attach_demonstrations(docs: datasets.Dataset, seed: int = 0) -> datasets.Dataset:
     """Add ``icl_demos`` to every doc: one target-near and one target-far image with exactly the
-    query's cues (another image, the query's marking), in a random order; choices and order are
-    seeded by ``seed`` and the question id, so every run shows the same prompts. Queries whose
-    cue set has no other near or far image are dropped (logged)."""
+    query's cues (another image, the query's marking), in a random order, each with its own
+    question freshly drawn at the query's clarity (prompts.demonstration_question; never the
+    query's text); choices and order are seeded by ``seed`` and the question id, so every run shows
+    the same prompts. Queries whose cue set has no other near or far image are dropped (logged)."""
     table = docs.with_format("arrow")[:]
-    cols = {c: table.column(c).to_pylist() for c in (*_DEMO_FIELDS, "cues", "gt_position", "question_id", "source")}
+    cols = {c: table.column(c).to_pylist()
+            for c in (*_DEMO_FIELDS, "cues", "gt_position", "question_id", "source", "question")}
     pool: dict[tuple, dict[str, dict[str, dict]]] = defaultdict(lambda: {"near": {}, "far": {}})
     for i in range(table.num_rows):
         if cols["gt_position"][i] in ("near", "far"):
@@ -423,7 +432,8 @@ def attach_demonstrations(docs: datasets.Dataset, seed: int = 0) -> datasets.Dat
             candidates = [img for name, img in sorted(pool[key][position].items()) if name != own]
             if not candidates:
                 break
-            chosen.append({**rng.choice(candidates), "position": position})
+            question = demonstration_question(cols["question"][i], (cols["question_id"][i], position), seed)
+            chosen.append({**rng.choice(candidates), "position": position, "question": question})
         if len(chosen) != 2:
             continue
         rng.shuffle(chosen)
@@ -443,11 +453,11 @@ def demonstration_doc(doc: Mapping[str, Any], demo: Mapping[str, Any]) -> dict:
 
 
 def demonstration_answer(doc: Mapping[str, Any], demo: Mapping[str, Any]) -> str:
-    """The worked CoT answer of a demonstration to the query's question (its correct letter)."""
-    tags = parse_prompt(doc["question"])
+    """The worked CoT answer of a demonstration to its own question (that question's correct letter)."""
+    tags = parse_prompt(demo["question"])
     if tags is None:
-        raise ValueError(f"o3d_icl_cot: question of {doc['question_id']!r} is not in the official form: "
-                         f"{doc['question']!r}")
+        raise ValueError(f"o3d_icl_cot: a demonstration question of {doc['question_id']!r} is not in the official "
+                         f"form: {demo['question']!r}")
     return cot_answer(doc["cues"], demo["position"], correct_letter(tags, demo["position"]))
 
 
@@ -494,7 +504,8 @@ def doc_to_text_icl(doc: Mapping[str, Any], lmms_eval_specific_kwargs: Mapping |
     first and keep the placeholders as labels. Chat models get ``doc_to_messages_icl`` instead."""
     kwargs = _prompt_kwargs(lmms_eval_specific_kwargs)
     question = _shown_question(doc, kwargs)
-    demos = [{"question": question, "answer": demonstration_answer(doc, d)} for d in doc["icl_demos"]]
+    demos = [{"question": with_answer_instruction(d["question"], kwargs.get("answer_instruction")),
+              "answer": demonstration_answer(doc, d)} for d in doc["icl_demos"]]
     return templates.render(BENCHMARK, ICL_TEMPLATE, **{**kwargs, "demos": demos, "question": question})
 
 

@@ -183,24 +183,33 @@ def test_sampling_errors(kwargs, message):
 
 
 def test_cot_answer_text():
+    """The authors' wording (specs/o3d.md): the second cue of a pair gets its own sentence."""
     assert P.cot_answer(["RS", "OC"], "far", "B") == (
-        "(Let's think step by step. The object of interest looks smaller than the other objects and is partly "
-        "hidden by the objects next to it. Based on the relative size and occlusion pictorial cues, it is likely "
-        "that the object is farther away than the other objects.) B."
+        "(Let's think step by step. The object of interest looks smaller than the rest. Additionally, the object "
+        "is occluded by the other objects. Based on the relative size and interposition pictorial cues, it is "
+        "likely that the object is farther away than the other objects.) B."
     )
-    assert P.cot_answer(["HP"], "near", "A").endswith(
-        "it is likely that the object is closer than the other objects.) A."
+    assert P.cot_answer(["HP"], "near", "A") == (
+        "(Let's think step by step. The object of interest appears lower than the others. Based on the "
+        "height-in-plane pictorial cues, it is likely that the object is closer than the other objects.) A."
     )
+    assert P.cot_answer(["LP"], "far", "A").startswith(
+        "(Let's think step by step. The object of interest is  situated on a ground with some regular patterns.")
 
 
-def test_every_cue_has_descriptions_without_depth_words_or_brackets():
+def test_every_cue_has_both_descriptions_and_no_bracket():
     for code in P.CUE_CODES:
         for position in ("near", "far"):
-            text = P.CUE_DESCRIPTIONS[code][position]
-            assert ")" not in text
-            assert not any(
-                w in text for w in ("closer", "farther", "nearer", "near ", "far ", "behind", "front")
-            )
+            assert ")" not in P.CUE_DESCRIPTIONS[code][position]  # the parser cuts a CoT answer at ")"
+    assert P.CUE_DESCRIPTIONS["LS"]["near"] == "does not have any shadow casted on its front face"
+
+
+def test_demonstration_questions_are_fresh_and_keep_the_clarity():
+    marked = next(p for p in P.prompt_space() if p.tags.clarity_level == "highest")
+    drawn = {P.demonstration_question(marked.text, ("q", k)) for k in range(60)}
+    assert marked.text not in drawn and len(drawn) > 5
+    assert all(P.parse_prompt(t).clarity_level == "highest" for t in drawn)
+    assert P.demonstration_question(marked.text, ("q", 1)) == P.demonstration_question(marked.text, ("q", 1))
 
 
 @pytest.mark.parametrize("position", ["near", "far"])
@@ -218,6 +227,8 @@ def test_cot_errors():
         P.cot_answer(["HP"], "middle", "A")
     with pytest.raises(ValueError, match="official form"):
         P.icl_demonstration("Is it closer?", ["HP"], "near")
+    with pytest.raises(ValueError, match="one or two cues"):
+        P.cot_answer(["HP", "SA", "OC"], "near", "A")
 
 
 def test_templates_are_strict():

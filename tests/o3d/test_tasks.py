@@ -3,6 +3,7 @@ group pooling, the data-source inference, ICL+CoT shapes, baseline answers, cust
 
 from __future__ import annotations
 
+import json
 import math
 import pickle
 import shutil
@@ -24,9 +25,9 @@ from spatial_tasks.paths import benchmark_tasks_dir
 TASKS_DIR = benchmark_tasks_dir("o3d")
 SAMPLE = TASKS_DIR / "sample"
 QUESTIONS_FILE = SAMPLE / "visual_questions" / "train-00000-of-00001.parquet"
-# The command that made tasks/o3d/sample (README.md, "Bundled sample").
-SAMPLE_ARGS = {"seed": 0, "counts": {"kb-0cue": 6, "kb-1cue": 32, "kb-2cue": 8, "real-012cue-cropped": 12},
-               "image_size": (256, 192)}
+# The fixture with the layout of the release's names (timestamps: strength 1 then 2 per scene).
+FIXTURE_ARGS = {"seed": 0, "counts": {"kb-0cue": 6, "kb-1cue": 32, "kb-2cue": 8, "real-012cue-cropped": 12},
+                "image_size": (256, 192)}
 TASK_HOOKS = {
     "markers": (T.process_docs_markers, T.MARKERS_METRICS),
     "clarity_low": (T.process_docs_clarity_low, T.BASIC_METRICS),
@@ -115,33 +116,37 @@ def test_process_results_fan_out_exactly_the_declared_metrics(sample_docs):
 
 # ---- golden prompts ----------------------------------------------------------------------------
 
+NEAR_0CUE, FAR_0CUE = "kb-0cue/929418134042_near_.png", "kb-0cue/756037282361_far_.png"
+ICL_QUERY = "kb-1cue/865111462387_near_HP.png/marked/0"
 GOLDEN = {
-    ("markers", "kb-0cue/260100000000_near_.png/marked/0"):
+    ("markers", f"{NEAR_0CUE}/marked/0"):
         "Does the object marked with a red circle feel farther or nearer than the objects marked with a blue "
-        "square? A. Nearer. B. Farther. Answer A or B.",
-    ("markers", "kb-0cue/260100000000_near_.png/marked/1"):
-        "Is the object marked with a red circle closer to or farther away from the viewer than the objects "
-        "marked with a blue square? A. Farther. B. Closer. Answer A or B.",
-    ("clarity_low", "kb-0cue/260100000001_far_.png/plain/1"):  # k counts over the whole file
-        "Is the most interesting object positioned farther from or closer to the observer than the rest of the "
-        "objects? A. Farther. B. Closer. Answer A or B.",
-    ("clarity_low", "kb-0cue/260100000004_far_.png/plain/0"):
-        "Is the object that is different at the rear of the other objects? A. Yes. B. No. Answer A or B.",
+        "square? A. Farther. B. Nearer. Answer A or B.",
+    ("markers", f"{FAR_0CUE}/marked/0"):
+        "Relative to the camera, is the object marked with a red circle closer or farther away than the objects "
+        "marked with a blue square? A. Closer. B. Farther. Answer A or B.",
+    ("clarity_low", f"{NEAR_0CUE}/plain/0"):
+        "Is the object that stands out closer to or farther away from the viewer than the rest of the objects? "
+        "A. Farther. B. Closer. Answer A or B.",
+    ("clarity_low", f"{FAR_0CUE}/plain/0"):
+        "Is the special object positioned farther from or closer to the observer than the rest of the objects? "
+        "A. Farther. B. Closer. Answer A or B.",
     ("real", "real-012cue-cropped/img_0600-trfar.jpg/marked/0"):
         "In this image, there is an object marked with a red circle. Is the object closer to the viewer or "
         "farther away than the objects marked with a blue square? A. farther. B. closer. Answer A or B.",
 }
+# Each demonstration has its own freshly drawn question and the authors' CoT wording.
 GOLDEN_ICL = (
-    "<image 1> Is the object marked with a red circle at the rear of the objects marked with a blue square? "
-    "A. No. B. Yes. Answer A or B. (Let's think step by step. The object of interest sits higher in the image "
-    "than the other objects, toward the horizon. Based on the height in the plane pictorial cues, it is likely "
-    "that the object is farther away than the other objects.) B.\n"
-    "<image 2> Is the object marked with a red circle at the rear of the objects marked with a blue square? "
-    "A. No. B. Yes. Answer A or B. (Let's think step by step. The object of interest sits lower in the image "
-    "than the other objects, away from the horizon. Based on the height in the plane pictorial cues, it is "
-    "likely that the object is closer than the other objects.) A.\n"
-    "<image 3> Is the object marked with a red circle at the rear of the objects marked with a blue square? "
-    "A. No. B. Yes. Answer A or B."
+    "<image 1> Is the object marked with a red circle closer to or farther away from the viewer than the objects "
+    "marked with a blue square? A. Closer. B. Farther. Answer A or B. (Let's think step by step. The object of "
+    "interest appears higher than the others. Based on the height-in-plane pictorial cues, it is likely that the "
+    "object is farther away than the other objects.) B.\n"
+    "<image 2> Is the object marked with a red circle positioned farther from or closer to the observer than the "
+    "objects marked with a blue square? A. Closer. B. Farther. Answer A or B. (Let's think step by step. The "
+    "object of interest appears lower than the others. Based on the height-in-plane pictorial cues, it is likely "
+    "that the object is closer than the other objects.) A.\n"
+    "<image 3> Along the line of sight, is the object marked with a red circle positioned before or after the "
+    "objects marked with a blue square? A. Before. B. After. Answer A or B."
 )
 
 
@@ -167,15 +172,16 @@ def test_answer_instruction_is_a_task_parameter(sample_docs, key):
 
 
 def test_icl_prompt_uses_the_answer_instruction_everywhere(sample_docs):
-    doc = _doc(sample_docs["icl_cot"], "kb-1cue/260200000000_near_HP.png/marked/0")
+    doc = _doc(sample_docs["icl_cot"], ICL_QUERY)
     text = T.doc_to_text_icl(doc, {"answer_instruction": "Answer:"})
     assert text == GOLDEN_ICL.replace("Answer A or B.", "Answer:")
 
 
 def test_golden_icl_cot_prompt(sample_docs):
-    doc = _doc(sample_docs["icl_cot"], "kb-1cue/260200000000_near_HP.png/marked/0")
+    doc = _doc(sample_docs["icl_cot"], ICL_QUERY)
     assert T.doc_to_text_icl(doc) == GOLDEN_ICL
-    assert [d["image_name"] for d in doc["icl_demos"]] == ["260200000001_far_HP.png", "260200000002_near_HP.png"]
+    assert [d["image_name"] for d in doc["icl_demos"]] == ["061038373729_far_HP.png", "500397998328_near_HP.png"]
+    assert all(d["question"] != doc["question"] for d in doc["icl_demos"])
 
 
 def test_prompt_text_is_the_dataset_question_and_has_no_trailing_space(sample_docs):
@@ -207,18 +213,19 @@ def test_each_task_keeps_its_slice(sample_docs):
     assert set(real["subset_name"]) == {"real-012cue-cropped"} and all(real["is_marked"])
     assert {d["num_cues"] for d in real} == {0, 1, 2}
     icl = sample_docs["icl_cot"]
-    assert set(icl["subset_name"]) == set(T.ICL_SUBSETS) and len(icl) == 80
+    # kb-2cue's HP+SA, OC+RS and LS+TG have one near and one far image: no other image to show (6 left out)
+    assert set(icl["subset_name"]) == set(T.ICL_SUBSETS) and len(icl) == 32 + 10 - 6
 
 
 def test_records_carry_what_the_metrics_need(sample_docs):
-    doc = _doc(sample_docs["markers"], "kb-0cue/260100000000_near_.png/marked/0")  # A. Nearer. B. Farther.
-    rec = T.record(doc, "A")
+    doc = _doc(sample_docs["markers"], f"{NEAR_0CUE}/marked/0")  # A. Farther. B. Nearer.
+    rec = T.record(doc, "B")
     assert set(rec) == set(T.RECORD_FIELDS)
     assert (rec["label"], rec["correct"], rec["gt_position"]) == ("closer", True, "near")
     assert (rec["query"], rec["order"], rec["formality"], rec["vocabulary"], rec["clarity_level"]) == (
-        "mcq", "normal", "casual", "close-far", "highest")
+        "mcq", "reversed", "casual", "close-far", "highest")
     assert rec["is_real"] is False and rec["icl"] is False and rec["image_family"] == "kb-0cue"
-    assert T.record(doc, "B")["correct"] is False
+    assert T.record(doc, "A")["correct"] is False
     assert T.record(doc, "I cannot tell")["label"] == "unparseable"
     assert T.process_results_icl(doc, ["A"])["acc"]["icl"] is True
     # a rescored record equals the live one
@@ -374,7 +381,7 @@ def test_interleave_rejects_a_missing_image():
 
 
 def test_a_cue_set_without_demonstrations_is_left_out(sample_docs):
-    one_image = sample_docs["icl_cot"].filter(lambda d: d["image_name"] == "260200000000_near_HP.png")
+    one_image = sample_docs["icl_cot"].filter(lambda d: d["image_name"] == ICL_QUERY.split("/")[1])
     assert len(T.attach_demonstrations(one_image.remove_columns("icl_demos"))) == 0
 
 
@@ -386,16 +393,21 @@ def test_write_out_writes_prompts_and_images(sample_docs, tmp_path):
 # ---- cue strengths missing in the source ---------------------------------------------------------
 
 
-def test_null_strengths_are_recovered_from_render_order(questions, sample_docs, tmp_path):
-    copy = tmp_path / "O3-D"
-    shutil.copytree(SAMPLE, copy)
-    path = copy / "kb-1cue" / fixture.PARQUET_NAME  # the release's kb-1cue has no strengths
+def test_null_strengths_are_recovered_from_render_order(tmp_path):
+    """The release's kb-1cue has no strengths: they follow from the render order of its
+    timestamped names (strength 1, then 2, per scene) -- checked on the fixture, which names its
+    images that way (our generator always writes the strengths)."""
+    built = fixture.build_fixture(tmp_path / "O3-D", **FIXTURE_ARGS)
+    questions_file = built / "visual_questions" / fixture.PARQUET_NAME
+    qs = datasets.load_dataset("parquet", data_files={"train": str(questions_file)}, split="train",
+                               cache_dir=str(tmp_path / "cache0"))
+    original = {d["question_id"]: d["cue_strength"]
+                for d in FakeTask(str(built), {"cache_dir": str(tmp_path / "cache1")}, qs).process(T.process_docs_markers)}
+    path = built / "kb-1cue" / fixture.PARQUET_NAME
     table = pq.read_table(path)
     i = table.schema.get_field_index("cue_strength")
     pq.write_table(table.set_column(i, "cue_strength", pa.nulls(table.num_rows, pa.float64())), path)
-    task = FakeTask(str(copy), {"cache_dir": str(tmp_path / "cache")}, questions)
-    docs = task.process(T.process_docs_markers)
-    original = {d["question_id"]: d["cue_strength"] for d in sample_docs["markers"]}
+    docs = FakeTask(str(built), {"cache_dir": str(tmp_path / "cache2")}, qs).process(T.process_docs_markers)
     assert {d["question_id"]: d["cue_strength"] for d in docs} == original
     assert sum(1 for d in docs if d["subset_name"] == "kb-1cue" and d["cue_strength"] == 2.0) > 10
 
@@ -463,12 +475,23 @@ def test_custom_task_yaml_for_o3d(tmp_path):
 
 
 def test_bundled_sample_is_what_the_documented_command_builds(tmp_path):
-    fresh = fixture.build_fixture(tmp_path / "sample", **SAMPLE_ARGS)
+    """tasks/o3d/sample comes from the O3-D generator (README.md, "Bundled sample"): rebuilt here, the
+    same rows (metadata and questions; the images are renders, checked to decode)."""
+    pytest.importorskip("bpy")
+    from spatial_tasks.common.images import check_image
+    from spatial_tasks.generators.o3d.sample import build_sample
+
+    fresh = build_sample(tmp_path / "sample")
     for config in ("visual_questions", *T.SYNTHETIC_TASK_SUBSETS, "real-012cue-cropped"):
         ours = pq.read_table(SAMPLE / config / fixture.PARQUET_NAME)
         theirs = pq.read_table(fresh / config / fixture.PARQUET_NAME)
-        meta = [c for c in ours.column_names if c not in schema.SUBSET_IMAGE_COLUMNS.get(config, ())]
+        meta = [c for c in ours.column_names if c not in (*schema.SUBSET_IMAGE_COLUMNS.get(config, ()), "depth_f32", "scene")]
         assert ours.select(meta).equals(theirs.select(meta)), config
+        for column in schema.SUBSET_IMAGE_COLUMNS.get(config, ()):
+            for cell in ours.column(column).to_pylist():
+                check_image(cell["bytes"], f"{config}/{cell['path']}")
+    generation = json.loads(pq.read_schema(SAMPLE / "kb-1cue" / fixture.PARQUET_NAME).metadata[b"spatial_tasks.generation"])
+    assert generation["generator"] == "spatial_tasks.generators.o3d"
     size = sum(p.stat().st_size for p in SAMPLE.rglob("*") if p.is_file())
     assert size < 1_500_000
 
