@@ -163,7 +163,6 @@ def o3d_split_section(tmp: Path, cpus: int, quick: bool) -> None:
 def o3d_ray_section(tmp: Path, quick: bool) -> None:
     import ray
     from ray.cluster_utils import Cluster
-
     from spatial_tasks.generators.o3d.scene import O3DRenderer
 
     n = 8 if quick else 16

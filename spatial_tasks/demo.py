@@ -38,7 +38,8 @@ INTRO = [
     "(built offline in seconds): its answers are noise -- as text it mostly says nothing the parsers can read "
     "(so its accuracy is 0 and the figures that need readable answers are n/a), as first-token logits it gives "
     "p ≈ 0.5. The data are the small bundled samples (`tasks/spatialtunnel/sample`: 64 phase + 22 size Blender renders "
-    "at 128 px; `tasks/o3d/sample`: 58 PIL-drawn stand-ins in the official O3-D layout; `tasks/dori/sample`: 52 "
+    "at 128 px; `tasks/o3d/sample`: 45 128 px renders of our O3-D generator plus 12 PIL-drawn stand-ins for "
+    "the real crops, in the official O3-D layout; `tasks/dori/sample`: 52 "
     "questions on 96 px Blender renders and transforms of them, made by our DORI generators; `tasks/vague/sample`: 8 "
     "hand-written items in the official format on drawn stand-in scenes with real person tags), not the benchmarks.",
     "",

@@ -42,7 +42,6 @@ from typing import Any
 
 import datasets
 import pyarrow.parquet as pq
-
 from spatial_tasks.generators.common import dataset as ds
 from spatial_tasks.generators.common.blender import check_device
 from spatial_tasks.generators.common.folder import OutputFolder
@@ -56,6 +55,7 @@ from spatial_tasks.generators.common.jobs import (
     threads_per_worker,
 )
 from spatial_tasks.generators.o3d import assets, layout, sampling, scene
+
 from spatial_tasks.o3d import fixture, prompts, schema
 
 log = logging.getLogger(__name__)
@@ -309,7 +309,8 @@ def write_card(out: Path) -> Path:
     if not configs:
         raise FileNotFoundError(f"no {SPLIT}-*.parquet files under {out}/kb-*/")
     questions = ds.parquet_files(out / QUESTIONS, SPLIT)
-    extra = [c for c in ("real-012cue", "real-012cue-cropped", "real-mcue") if ds.parquet_files(out / c, SPLIT)]
+    extra = [{"name": c, "rows": ds.count_rows(ds.parquet_files(out / c, SPLIT))}
+             for c in ("real-012cue", "real-012cue-cropped", "real-mcue") if ds.parquet_files(out / c, SPLIT)]
     total = sum(c["rows"] for c in configs)
     text = ds.render_template(
         CARD_TEMPLATE, configs=configs, split=SPLIT, license=LICENSE, total_rows=total,

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 from PIL import Image
-
 from spatial_tasks.generators.common import dataset as ds
+
 from spatial_tasks.o3d import schema
 
 CUE_TITLES = {

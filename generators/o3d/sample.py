@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
 from spatial_tasks.generators.common import dataset as ds
 from spatial_tasks.generators.o3d import generate as gen
+
 from spatial_tasks.o3d import fixture, schema
 
 RESOLUTION = 128

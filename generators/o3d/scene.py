@@ -21,7 +21,6 @@ the camera's distance (so SA hazes the sky most, as in the authors' renders).
 from __future__ import annotations
 
 import io
-import json
 import logging
 import math
 import os
@@ -31,7 +30,6 @@ from typing import Any
 
 import numpy as np
 from PIL import Image
-
 from spatial_tasks.generators.common import blender
 from spatial_tasks.generators.common.jobs import atomic_write_bytes, atomic_write_json, temporary_sibling
 from spatial_tasks.generators.common.png import strip_text_chunks
@@ -573,7 +571,3 @@ def _normalise(mesh: Any, size: float | None) -> tuple[float, float, float]:
     mesh.update()
     dims = (hi - lo) * scale
     return float(dims[0]), float(dims[1]), float(dims[2])
-
-
-def spec_json(spec: dict) -> str:
-    return json.dumps(spec, sort_keys=True)

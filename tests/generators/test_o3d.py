@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from spatial_tasks.generators.o3d import assets, layout, sampling
 
 from spatial_tasks.cli import with_optional_values
-from spatial_tasks.generators.o3d import assets, layout, sampling
 
 SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 CATS = {"cube": "blender", "sphere": "blender", "basketball": "blender", "tennis_ball": "blender",

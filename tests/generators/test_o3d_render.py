@@ -24,6 +24,7 @@ pytest.importorskip("bpy")
 
 from spatial_tasks.generators.o3d import generate as gen
 from spatial_tasks.generators.o3d import layout, scene
+
 from spatial_tasks.o3d import load, markers, prompts, schema
 
 pytestmark = pytest.mark.render

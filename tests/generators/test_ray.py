@@ -19,7 +19,6 @@ pytest.importorskip("bpy")
 
 from ray import cloudpickle
 from ray.cluster_utils import Cluster
-
 from spatial_tasks.generators.common.jobs import run_jobs
 
 from . import ray_probe
