@@ -36,6 +36,7 @@ processes take turns on the same cores).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import statistics
 import sys
@@ -176,7 +177,7 @@ def o3d_ray_section(tmp: Path, quick: bool) -> None:
                                                                 "object_store_memory": 100 * 2**20})
         for _ in range(nodes - 1):
             cluster.add_node(num_cpus=1, object_store_memory=100 * 2**20)
-        ray.init(address=cluster.address, log_to_driver=False)
+        ray.init(address=cluster.address, log_to_driver=False, logging_level=logging.WARNING)
         cluster.wait_for_nodes()
         try:
             jobs = [(s, str(tmp / f"ray{nodes}")) for s in _o3d_specs(n + nodes, offset=nodes * 100)]
