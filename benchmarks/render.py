@@ -103,7 +103,7 @@ def throughput(resolution: int, n: int, workers: int, threads: int, work: Path) 
 
 
 O3D_CUES = ([], ["HP"], ["OC"], ["LS"], ["TG"], ["FO"], ["SA"], ["FS"])
-O3D_STAGES_OUTSIDE = ("scene_update", "exr_write", "png_and_passes", "post", "write")
+O3D_STAGES_OUTSIDE = ("scene_update", "exr_write", "png_encode", "pass_extraction", "post", "write")
 
 
 def _o3d_specs(n: int, offset: int = 0) -> list[dict]:
@@ -150,13 +150,13 @@ def o3d_split_section(tmp: Path, cpus: int, quick: bool) -> None:
     threads = threads_per_worker(1, cpus)
     print(f"\n1) O3-D seconds per image, 1 worker x {threads} thread(s), {SAMPLES} samples, cues "
           f"{'/'.join('+'.join(c) or 'none' for c in O3D_CUES)} in turn (mean of N after 1 warm-up image)")
-    print(f"{'size':>9} {'N':>2} {'render':>8} {'update':>7} {'exr':>6} {'png+passes':>10} {'post':>6} {'write':>6} "
+    print(f"{'size':>9} {'N':>2} {'render':>8} {'update':>7} {'exr':>6} {'png':>6} {'passes':>6} {'post':>6} {'write':>6} "
           f"{'parquet':>8} {'outside':>8} {'outside share':>13}")
     for resolution, n in ((256, 4 if quick else 8), (512, 2 if quick else 8)):
         split, build = o3d_split(resolution, n, threads, tmp / f"o3d{resolution}")
         outside = sum(split[k] for k in O3D_STAGES_OUTSIDE) + build
         print(f"{resolution:>4}x{resolution:<4} {n:>2} {split['render']:>8.3f} {split['scene_update']:>7.4f} "
-              f"{split['exr_write']:>6.3f} {split['png_and_passes']:>10.3f} {split['post']:>6.3f} "
+              f"{split['exr_write']:>6.3f} {split['png_encode']:>6.3f} {split['pass_extraction']:>6.3f} {split['post']:>6.3f} "
               f"{split['write']:>6.4f} {build:>8.4f} {outside:>8.3f} {100 * outside / (outside + split['render']):>12.1f}%")
         sys.stdout.flush()
 

@@ -40,6 +40,11 @@ RayOption = Annotated[str | None, typer.Option(
     help="Render on a Ray cluster: --ray alone starts a local one, --ray HOST:PORT (or auto) joins one.")]
 DeviceOption = Annotated[str, typer.Option(help="Cycles device: auto (a GPU if any, else CPU), cpu, cuda, optix, "
                                                 "hip, metal, oneapi.")]
+# Flags every Blender generator shares.
+SamplesOption = Annotated[int, typer.Option(help="Cycles samples per pixel.")]
+ShardOption = Annotated[str, typer.Option(help="K/N: render only shard K of N.")]
+WorkersOption = Annotated[int, typer.Option(help="Parallel Blender processes (with --ray: actors).")]
+OverwriteOption = Annotated[bool, typer.Option(help="Replace a dataset made with other flags in --out.")]
 
 DEBUG_ENV = "SPATIAL_TASKS_DEBUG"
 MAX_MESSAGE = 1200
@@ -134,13 +139,13 @@ def generate_spatialtunnel(
     grid: Annotated[int, typer.Option(help="Angular positions per object.")] = 16,
     per_cell: Annotated[int | None, typer.Option(help="Images per grid cell (phase) or per s1 value (size).")] = None,
     resolution: Annotated[int, typer.Option(help="Image side in pixels.")] = 512,
-    samples: Annotated[int, typer.Option(help="Cycles samples per pixel.")] = 16,
+    samples: SamplesOption = 16,
     seed: Annotated[int, typer.Option(help="Run seed; per-image seeds derive from it and the image id.")] = 0,
-    shard: Annotated[str, typer.Option(help="K/N: render only shard K of N.")] = "1/1",
-    workers: Annotated[int, typer.Option(help="Parallel Blender processes (with --ray: actors).")] = 1,
+    shard: ShardOption = "1/1",
+    workers: WorkersOption = 1,
     ray: RayOption = None,
     device: DeviceOption = "cpu",
-    overwrite: Annotated[bool, typer.Option(help="Replace a dataset made with other flags in --out.")] = False,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Render the SpatialTunnel dataset (needs the [render] extra: bpy)."""
     from spatial_tasks.generators.common.blender import check_device
@@ -181,13 +186,13 @@ def generate_dori(
     images: Annotated[Path | None, typer.Option(help="canonical_orientation: the folder of images to transform.")] = None,
     source: Annotated[str, typer.Option(help="canonical_orientation: the source dataset name of --images.")] = "transformed images",
     resolution: Annotated[int, typer.Option(help="Image side in pixels.")] = 256,
-    samples: Annotated[int, typer.Option(help="Cycles samples per pixel.")] = 16,
+    samples: SamplesOption = 16,
     seed: Annotated[int, typer.Option(help="Run seed; per-item seeds derive from it and the item id.")] = 0,
-    shard: Annotated[str, typer.Option(help="K/N: make only shard K of N.")] = "1/1",
-    workers: Annotated[int, typer.Option(help="Parallel Blender processes (with --ray: actors).")] = 1,
+    shard: ShardOption = "1/1",
+    workers: WorkersOption = 1,
     ray: RayOption = None,
     device: DeviceOption = "cpu",
-    overwrite: Annotated[bool, typer.Option(help="Replace a dataset made with other flags in --out.")] = False,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Make DORI questions: Blender renders with recorded angles, or transforms of a folder of images."""
     from spatial_tasks.generators.common.blender import check_device
@@ -213,13 +218,13 @@ def generate_o3d(
     assets: Annotated[Path | None, typer.Option(help="A local folder in Kubric's asset layout (KuBasic, GSO, "
                                                      "HDRI_haven manifests).")] = None,
     resolution: Annotated[int, typer.Option(help="Image side in pixels (the release: 1024).")] = 1024,
-    samples: Annotated[int, typer.Option(help="Cycles samples per pixel.")] = 16,
+    samples: SamplesOption = 16,
     seed: Annotated[int, typer.Option(help="Run seed; odd_scaler and image seeds derive from it.")] = 0,
-    shard: Annotated[str, typer.Option(help="K/N: render only shard K of N.")] = "1/1",
-    workers: Annotated[int, typer.Option(help="Parallel Blender processes (with --ray: actors).")] = 1,
+    shard: ShardOption = "1/1",
+    workers: WorkersOption = 1,
     ray: RayOption = None,
     device: DeviceOption = "cpu",
-    overwrite: Annotated[bool, typer.Option(help="Replace a dataset made with other flags in --out.")] = False,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Render O3-D odd-one-out depth scenes with pictorial cues, in the official Hub layout (needs bpy)."""
     from spatial_tasks.generators.o3d.generate import generate

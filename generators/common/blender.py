@@ -24,6 +24,7 @@ import atexit
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -532,6 +533,50 @@ def save_png(scene: Any, path: Path, *, compression: int = 15, quiet: bool = Tru
     settings.compression = compression
     with quiet_stdout(quiet):
         bpy.data.images["Render Result"].save_render(str(path), scene=scene)
+
+
+class RenderTimer:
+    """Records when Cycles finishes (render_post), so a caller can tell the render itself from the
+    EXR write that ``bpy.ops.render.render(write_still=True)`` does afterwards."""
+
+    def __init__(self) -> None:
+        self.end: float | None = None
+        require_bpy().app.handlers.render_post.append(self._on_render_post)
+
+    def _on_render_post(self, *_: Any) -> None:
+        self.end = time.perf_counter()
+
+
+def render_image_and_passes(scene: Any, work: Path, png_name: str, timer: RenderTimer, *, compression: int = 15,
+                            keep_exr: Path | None = None) -> tuple[bytes, dict[str, np.ndarray], dict[str, float]]:
+    """Render once: the PNG's bytes (Cycles' timing text stripped), every enabled pass, and the
+    seconds of render / exr_write / png_encode / pass_extraction. The EXR goes to
+    ``work/.scratch/<pid>.exr`` (removed, or moved to ``keep_exr``); nothing is left in ``work``."""
+    from .jobs import temporary_sibling
+    from .png import strip_text_chunks
+
+    scratch = Path(work) / ".scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    exr = scratch / f"{os.getpid()}.exr"
+    timer.end = None
+    t0 = time.perf_counter()
+    render_multilayer_exr(scene, exr)
+    t1 = time.perf_counter()
+    end = timer.end if timer.end is not None else t1
+    png_tmp = temporary_sibling(Path(work) / png_name)
+    try:
+        save_png(scene, png_tmp, compression=compression)
+        png = strip_text_chunks(png_tmp.read_bytes())
+    finally:
+        remove_if_exists(png_tmp)
+    t2 = time.perf_counter()
+    passes = read_exr_passes(exr)
+    if keep_exr is not None:
+        exr.replace(keep_exr)
+    else:
+        remove_if_exists(exr)
+    t3 = time.perf_counter()
+    return png, passes, {"render": end - t0, "exr_write": t1 - end, "png_encode": t2 - t1, "pass_extraction": t3 - t2}
 
 
 def read_exr_passes(path: Path) -> dict[str, np.ndarray]:

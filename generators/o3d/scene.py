@@ -23,7 +23,6 @@ from __future__ import annotations
 import io
 import logging
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -31,8 +30,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 from spatial_tasks.generators.common import blender
-from spatial_tasks.generators.common.jobs import atomic_write_bytes, atomic_write_json, temporary_sibling
-from spatial_tasks.generators.common.png import strip_text_chunks
+from spatial_tasks.generators.common.jobs import atomic_write_bytes, atomic_write_json
 from spatial_tasks.generators.o3d import assets as asset_catalog
 from spatial_tasks.generators.o3d import layout as geometry
 
@@ -95,14 +93,10 @@ class O3DRenderer:
         self.blender_version = blender.version_string()
         self.setup_seconds = time.perf_counter() - t0
         self._bpy = blender.require_bpy()
-        self._render_end: float | None = None
-        self._bpy.app.handlers.render_post.append(self._on_render_post)
+        self._timer = blender.RenderTimer()
         self._meshes: dict[str, tuple[Any, tuple[float, float, float]]] = {}
         self._worlds: dict[str, Any] = {}
         self._per_image: list[Any] = []  # objects, lights and materials of the current image
-
-    def _on_render_post(self, *_: Any) -> None:
-        self._render_end = time.perf_counter()
 
     def _build(self) -> None:
         self.scene = blender.reset_scene()
@@ -276,29 +270,16 @@ class O3DRenderer:
         t1 = time.perf_counter()
         timings["scene_update"] = t1 - t0
 
-        scratch = work / ".scratch"
-        scratch.mkdir(parents=True, exist_ok=True)
-        exr = scratch / f"{os.getpid()}.exr"
-        self._render_end = None
-        blender.render_multilayer_exr(self.scene, exr)
+        image_bytes, passes, render_timings = blender.render_image_and_passes(
+            self.scene, work, f"{spec['image_id']}.png", self._timer, compression=PNG_COMPRESSION)
+        timings.update(render_timings)
         t2 = time.perf_counter()
-        end = self._render_end if self._render_end is not None else t2
-        timings["render"] = end - t1
-        timings["exr_write"] = t2 - end
-        png_tmp = temporary_sibling(work / f"{spec['image_id']}.png")
-        blender.save_png(self.scene, png_tmp, compression=PNG_COMPRESSION)
-        passes = blender.read_exr_passes(exr)
-        blender.remove_if_exists(exr)
-        t3 = time.perf_counter()
-        timings["png_and_passes"] = t3 - t2
 
         depth = passes["Depth"][..., 0].astype(np.float32)
         index = np.rint(passes["Object Index"][..., 0]).astype(np.int32)
         background = (index == 0) & (depth > 1e9) | ~np.isfinite(depth)
         depth_metric = np.where(background, np.inf, depth).astype(np.float32)
         depth_finite = np.where(background, BACKGROUND_DEPTH_FACTOR * distance, depth).astype(np.float64)
-        image_bytes = strip_text_chunks(png_tmp.read_bytes())
-        png_tmp.unlink()
         if plan.haze_beta is not None:
             rgb = np.asarray(Image.open(io.BytesIO(image_bytes)).convert("RGB"))
             image_bytes = _png(haze(rgb, depth_finite, plan.haze_beta))
@@ -308,8 +289,8 @@ class O3DRenderer:
         for j in range(1, geometry.N_DISTRACTORS + 1):
             levels[index == TARGET_INDEX + j] = j * 255 // geometry.N_DISTRACTORS
         measured = _measure(index, depth_metric)
-        t4 = time.perf_counter()
-        timings["post"] = t4 - t3
+        t3 = time.perf_counter()
+        timings["post"] = t3 - t2
 
         image_id = spec["image_id"]
         atomic_write_bytes(work / f"{image_id}.png", image_bytes)
@@ -327,7 +308,7 @@ class O3DRenderer:
             "device": self.scene.cycles.device,
         }
         atomic_write_json(work / f"{image_id}.json", record)  # last: marks the image finished
-        timings["write"] = time.perf_counter() - t4
+        timings["write"] = time.perf_counter() - t3
         timings["cpu"] = time.process_time() - cpu0
         problems = [name for name, facts in measured.items() if facts["pixels"] == 0]
         if problems:

@@ -36,15 +36,13 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from spatial_tasks.generators.common import blender
-from spatial_tasks.generators.common.jobs import atomic_write_bytes, atomic_write_json, temporary_sibling
-from spatial_tasks.generators.common.png import strip_text_chunks
+from spatial_tasks.generators.common.jobs import atomic_write_bytes, atomic_write_json
 from spatial_tasks.generators.spatialtunnel.sampling import ImageSpec
 
 from spatial_tasks.spatialtunnel import geometry
@@ -112,9 +110,8 @@ class TunnelRenderer:
             self._build()
         self.blender_version = blender.version_string()
         self.setup_seconds = time.perf_counter() - t0
-        self._render_end: float | None = None
         self._bpy = blender.require_bpy()
-        self._bpy.app.handlers.render_post.append(self._on_render_post)
+        self._timer = blender.RenderTimer()
         log.debug("scene built in %.2f s (Blender %s)", self.setup_seconds, self.blender_version)
 
     def _build(self) -> None:
@@ -136,9 +133,6 @@ class TunnelRenderer:
             lens_mm=geometry.FOCAL_LENGTH_MM, sensor_width_mm=geometry.SENSOR_WIDTH_MM, clip_end=100.0)
         self._build_tunnel()
         self.objects = {slot: self._build_slot(slot) for slot in (1, 2)}
-
-    def _on_render_post(self, *_: Any) -> None:
-        self._render_end = time.perf_counter()
 
     def _build_tunnel(self) -> None:
         h, y0, y1 = geometry.HALF_WIDTH, geometry.TUNNEL_START, geometry.TUNNEL_END
@@ -214,32 +208,13 @@ class TunnelRenderer:
         t1 = time.perf_counter()
         timings["scene_update"] = t1 - t0
 
-        scratch = out_dir / ".scratch"
-        scratch.mkdir(parents=True, exist_ok=True)
-        exr = scratch / f"{os.getpid()}.exr"
-        self._render_end = None
-        blender.render_multilayer_exr(self.scene, exr)
-        t2 = time.perf_counter()
-        render_end = self._render_end if self._render_end is not None else t2
-        timings["render"] = render_end - t1
-        timings["exr_write"] = t2 - render_end
-
-        png_tmp = temporary_sibling(out_dir / f"{spec.image_id}.png")
-        blender.save_png(self.scene, png_tmp, compression=PNG_COMPRESSION)
-        t3 = time.perf_counter()
-        timings["png_encode"] = t3 - t2
-
-        passes = blender.read_exr_passes(exr)
-        if self.keep_passes:
-            exr.replace(out_dir / f"{spec.image_id}.exr")
-        else:
-            blender.remove_if_exists(exr)
-        qa = self._mask_checks(passes["Object Index"], row)
+        keep = out_dir / f"{spec.image_id}.exr" if self.keep_passes else None
+        png, passes, render_timings = blender.render_image_and_passes(
+            self.scene, out_dir, f"{spec.image_id}.png", self._timer, compression=PNG_COMPRESSION, keep_exr=keep)
+        timings.update(render_timings)
         t4 = time.perf_counter()
-        timings["pass_extraction"] = t4 - t3
-
-        atomic_write_bytes(out_dir / f"{spec.image_id}.png", strip_text_chunks(png_tmp.read_bytes()))
-        png_tmp.unlink()
+        qa = self._mask_checks(passes["Object Index"], row)
+        atomic_write_bytes(out_dir / f"{spec.image_id}.png", png)
         record = {
             "row": row,
             "qa": qa,
