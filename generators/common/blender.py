@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib.util
 import os
 import sys
 import time
@@ -387,10 +388,18 @@ def hdri_world(scene: Any, path: Path, *, strength: float = 1.0, rotation: float
 
 def bundled_hdris() -> dict[str, Path]:
     """The CC0 studio-light HDRIs shipped inside Blender (city, courtyard, forest, interior, night,
-    studio, sunrise, sunset), by name."""
-    bpy = require_bpy()
-    folder = Path(bpy.utils.system_resource("DATAFILES", path="studiolights/world"))
-    return {p.stem: p for p in sorted(folder.glob("*.exr"))}
+    studio, sunrise, sunset), by name.
+
+    Found in the installed bpy package without importing it: a process that imports bpy and then
+    waits on Ray no longer sees Ctrl-C, so a generator's driver (which only plans) must not."""
+    if "bpy" in sys.modules:
+        folders = [Path(sys.modules["bpy"].utils.system_resource("DATAFILES", path="studiolights/world"))]
+    else:
+        spec = importlib.util.find_spec("bpy")
+        if spec is None or spec.origin is None:
+            raise ImportError(INSTALL_HINT)
+        folders = sorted(Path(spec.origin).parent.glob("*/datafiles/studiolights/world"))
+    return {p.stem: p for folder in folders[:1] for p in sorted(folder.glob("*.exr"))}
 
 
 def set_sun_rotation(world: Any, sun_rotation: float) -> None:

@@ -251,6 +251,7 @@ def run_jobs(
 # ------------------------------------------------------------------------------- Ray
 
 RAY_RECORD_SUFFIX = ".json"  # the file that marks a job finished: written last
+RAY_POLL_SECONDS = 0.5
 
 
 class RayWorker:
@@ -300,7 +301,13 @@ def _run_on_ray(jobs: Sequence[Any], factory: Callable[..., Callable[[Any], Any]
     try:
         actor = ray.remote(num_cpus=cpus_per_worker, max_restarts=-1, max_task_retries=-1)(RayWorker)
         pool = ActorPool([actor.remote(factory, factory_args) for _ in range(min(workers, len(jobs)))])
-        for i, result, files in pool.map_unordered(lambda a, item: a.run.remote(item), list(enumerate(jobs))):
+        for item in enumerate(jobs):
+            pool.submit(lambda a, value: a.run.remote(value), item)
+        while pool.has_next():
+            try:  # a short wait, so Ctrl-C reaches this process between results
+                i, result, files = pool.get_next_unordered(timeout=RAY_POLL_SECONDS)
+            except TimeoutError:
+                continue
             write_job_files(Path(jobs[i][1]), files)
             yield result
     finally:
