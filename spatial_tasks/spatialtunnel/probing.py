@@ -1,0 +1,115 @@
+"""Contrastive probing metrics (SpatialTunnel paper §5, Eq. 3, Table 5): pure functions over deltas.
+
+For each spatial question and its object-swapped twin ("Is A to the left or right of B?" and
+"Is B to the left or right of A?"), a VLM's hidden state h at the last prompt token gives one
+delta per layer, δ = h(swapped) − h(original). ``label`` is the original question's answer:
+left / right (axis H), above / below (V), far / close (D).
+
+* Sign correction: a delta whose original answer is the canonical direction of its axis (left,
+  above, far) is kept; the opposite answer's delta is negated, so every delta of an axis points the
+  same way when the model encodes the axis consistently.
+* Axis coherence Coh_H / Coh_V / Coh_D: the mean pairwise cosine of the sign-corrected deltas of
+  the axis (all unordered pairs i < j).
+* VD-EI (Eq. 3), the vertical–depth entanglement index, over per-answer mean deltas μ_c (not sign
+  corrected): ¼ [cos(μ_above, μ_far) + cos(μ_below, μ_close) − cos(μ_above, μ_close) −
+  cos(μ_below, μ_far)]. +1: "far" is encoded as "above"; 0: the two axes are unrelated; −1: "far"
+  is encoded as "below".
+
+Paper numbers (Table 5; Coh_H, Coh_V, Coh_D, VD-EI at the chosen layer): Qwen2.5-VL-3B .367 .293
+.043 .457; Molmo-7B .143 .228 .075 .279; NVILA-Lite-2B .323 .289 .052 .539; RoboRefer .649 .830
+.182 .362. Chosen layers (PAPER_LAYERS): Qwen2.5-VL-3B 28 of 36, NVILA-Lite-2B 20 of 28,
+Molmo-7B 23 of 32, Qwen3-VL-235B 87 of 94.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+AXES: dict[str, tuple[str, str]] = {"H": ("left", "right"), "V": ("above", "below"), "D": ("far", "close")}
+AXIS_OF = {label: axis for axis, pair in AXES.items() for label in pair}
+CANONICAL = {pair[0] for pair in AXES.values()}  # left, above, far
+PAPER_LAYERS = {"Qwen2.5-VL-3B": (28, 36), "NVILA-Lite-2B": (20, 28), "Molmo-7B": (23, 32),
+                "Qwen3-VL-235B": (87, 94)}
+PAPER_TABLE5 = {  # (Coh_H, Coh_V, Coh_D, VD-EI)
+    "Qwen2.5-VL-3B": (0.367, 0.293, 0.043, 0.457), "Molmo-7B": (0.143, 0.228, 0.075, 0.279),
+    "NVILA-Lite-2B": (0.323, 0.289, 0.052, 0.539), "RoboRefer-2B-SFT": (0.649, 0.830, 0.182, 0.362),
+    "Qwen2.5-VL-3B +2M": (0.485, 0.586, 0.052, 0.472),
+}
+
+
+def _check(deltas: np.ndarray, labels: Sequence[str]) -> np.ndarray:
+    deltas = np.asarray(deltas, dtype=np.float64)
+    if deltas.ndim != 2:
+        raise ValueError(f"deltas must be a 2-D array (items x hidden size), got shape {deltas.shape}")
+    if len(labels) != deltas.shape[0]:
+        raise ValueError(f"{deltas.shape[0]} deltas but {len(labels)} labels")
+    unknown = sorted({str(label) for label in labels} - set(AXIS_OF))
+    if unknown:
+        raise ValueError(f"unknown answer label(s) {unknown}; expected one of {sorted(AXIS_OF)}")
+    if not np.isfinite(deltas).all():
+        raise ValueError("deltas contain NaN or infinity")
+    return deltas
+
+
+def sign_corrected(deltas: np.ndarray, labels: Sequence[str]) -> np.ndarray:
+    """Each delta times +1 (answer left / above / far) or −1 (right / below / close)."""
+    deltas = _check(deltas, labels)
+    signs = np.array([1.0 if label in CANONICAL else -1.0 for label in labels])
+    return deltas * signs[:, None]
+
+
+def mean_pairwise_cosine(vectors: np.ndarray) -> float:
+    """Mean cosine over all unordered pairs of rows: (|Σ u_i|² − n) / (n (n − 1)) with u_i = v_i / |v_i|.
+    NaN for fewer than two rows; a zero row is an error (it has no direction)."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    n = vectors.shape[0]
+    if n < 2:
+        return float("nan")
+    norms = np.linalg.norm(vectors, axis=1)
+    if (norms == 0).any():
+        raise ValueError("a zero delta has no direction: the swapped prompt gave the same hidden state")
+    unit = vectors / norms[:, None]
+    total = unit.sum(axis=0)
+    return float((total @ total - n) / (n * (n - 1)))
+
+
+def axis_coherence(deltas: np.ndarray, labels: Sequence[str], axis: str) -> float:
+    """Coh_axis (§5): mean pairwise cosine of the axis's sign-corrected deltas (NaN with < 2)."""
+    if axis not in AXES:
+        raise ValueError(f"axis must be one of {list(AXES)}, not {axis!r}")
+    corrected = sign_corrected(deltas, labels)
+    rows = [i for i, label in enumerate(labels) if AXIS_OF[label] == axis]
+    return mean_pairwise_cosine(corrected[rows])
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    if na == 0 or nb == 0:
+        return float("nan")
+    return float(a @ b / (na * nb))
+
+
+def category_means(deltas: np.ndarray, labels: Sequence[str]) -> dict[str, np.ndarray]:
+    """μ_c: the mean (uncorrected) delta of the items whose original answer is c."""
+    deltas = _check(deltas, labels)
+    labels = list(labels)
+    return {c: deltas[[i for i, label in enumerate(labels) if label == c]].mean(axis=0)
+            for c in AXIS_OF if c in labels}
+
+
+def vd_ei(deltas: np.ndarray, labels: Sequence[str]) -> float:
+    """VD-EI (Eq. 3) = ¼ [cos(μ_above, μ_far) + cos(μ_below, μ_close) − cos(μ_above, μ_close) −
+    cos(μ_below, μ_far)]; NaN when one of the four categories has no item."""
+    mu = category_means(deltas, labels)
+    if not {"above", "below", "far", "close"} <= set(mu):
+        return float("nan")
+    return (_cos(mu["above"], mu["far"]) + _cos(mu["below"], mu["close"])
+            - _cos(mu["above"], mu["close"]) - _cos(mu["below"], mu["far"])) / 4
+
+
+def layer_metrics(deltas_by_layer: Mapping[int, np.ndarray], labels: Sequence[str]) -> dict[int, dict[str, float]]:
+    """{layer: {"Coh_H", "Coh_V", "Coh_D", "VD-EI"}} for every layer's (items x hidden) deltas."""
+    return {layer: {**{f"Coh_{axis}": axis_coherence(d, labels, axis) for axis in AXES}, "VD-EI": vd_ei(d, labels)}
+            for layer, d in sorted(deltas_by_layer.items())}

@@ -1,0 +1,108 @@
+"""Contrastive probing metrics (§5, Eq. 3) on synthetic deltas whose values are known by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from spatial_tasks.spatialtunnel import probing as P
+
+E = np.eye(4)
+
+
+def _deltas(directions: dict[str, np.ndarray], n: int = 3, noise: float = 0.0, seed: int = 0):
+    """n items per answer label, each delta along the label's direction (plus optional noise)."""
+    rng = np.random.default_rng(seed)
+    rows, labels = [], []
+    for label, direction in directions.items():
+        for _ in range(n):
+            rows.append(direction + noise * rng.standard_normal(direction.shape))
+            labels.append(label)
+    return np.array(rows), labels
+
+
+def test_perfectly_aligned_axes_are_fully_coherent():
+    """Every 'right' delta is the negated 'left' delta: after sign correction all point one way."""
+    deltas, labels = _deltas({"left": E[0], "right": -E[0], "above": 2 * E[1], "below": -E[1],
+                              "far": E[2], "close": -3 * E[2]})
+    for axis in ("H", "V", "D"):
+        assert P.axis_coherence(deltas, labels, axis) == pytest.approx(1.0)
+
+
+def test_a_model_that_ignores_the_answer_direction_is_not_coherent():
+    deltas, labels = _deltas({"left": E[0], "right": E[0]})  # the model ignores which way the answer goes
+    # half the corrected deltas point each way: pairs within a label +1, across labels -1
+    # 3 + 3 items: 2 * C(3, 2) = 6 pairs at +1, 9 pairs at -1 -> mean (6 - 9) / 15
+    assert P.axis_coherence(deltas, labels, "H") == pytest.approx((6 - 9) / 15)
+
+
+def test_coherence_of_two_directions_sixty_degrees_apart():
+    a = E[0]
+    b = 0.5 * E[0] + math.sqrt(3) / 2 * E[1]  # cos(a, b) = 0.5
+    deltas = np.array([a, b])
+    assert P.axis_coherence(deltas, ["far", "far"], "D") == pytest.approx(0.5)
+    assert P.axis_coherence(np.array([a, -b]), ["far", "close"], "D") == pytest.approx(0.5)
+
+
+def test_mean_pairwise_cosine_matches_the_pairwise_loop():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((7, 5))
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    loop = np.mean([unit[i] @ unit[j] for i in range(7) for j in range(i + 1, 7)])
+    assert P.mean_pairwise_cosine(x) == pytest.approx(loop)
+    assert math.isnan(P.mean_pairwise_cosine(x[:1]))
+
+
+@pytest.mark.parametrize("far, close, expected", [
+    (E[1], -E[1], 1.0),    # "far" encoded exactly as "above": fully entangled
+    (-E[1], E[1], -1.0),   # "far" as "below"
+    (E[2], -E[2], 0.0),    # depth orthogonal to vertical: no entanglement
+])
+def test_vd_ei_by_hand(far, close, expected):
+    deltas, labels = _deltas({"above": E[1], "below": -E[1], "far": far, "close": close})
+    assert P.vd_ei(deltas, labels) == pytest.approx(expected, abs=1e-12)
+
+
+def test_vd_ei_of_a_partly_tilted_depth_axis():
+    """far at 60 degrees from above: (cos 60 + cos 60 - cos 120 - cos 120) / 4 = 0.5."""
+    tilt = 0.5 * E[1] + math.sqrt(3) / 2 * E[2]
+    deltas, labels = _deltas({"above": E[1], "below": -E[1], "far": tilt, "close": -tilt})
+    assert P.vd_ei(deltas, labels) == pytest.approx(0.5)
+
+
+def test_vd_ei_needs_all_four_categories():
+    deltas, labels = _deltas({"above": E[1], "below": -E[1], "far": E[2]})
+    assert math.isnan(P.vd_ei(deltas, labels))
+
+
+def test_layer_metrics_per_layer():
+    deltas, labels = _deltas({"left": E[0], "right": -E[0], "above": E[1], "below": -E[1], "far": E[1],
+                              "close": -E[1]}, noise=0.0)
+    rng = np.random.default_rng(0)
+    out = P.layer_metrics({3: deltas, 1: rng.standard_normal(deltas.shape)}, labels)
+    assert list(out) == [1, 3]
+    assert out[3] == pytest.approx({"Coh_H": 1.0, "Coh_V": 1.0, "Coh_D": 1.0, "VD-EI": 1.0})
+    assert abs(out[1]["VD-EI"]) < 0.9 and set(out[1]) == {"Coh_H", "Coh_V", "Coh_D", "VD-EI"}
+
+
+@pytest.mark.parametrize("deltas, labels, message", [
+    (np.zeros(3), ["left"], "2-D"),
+    (np.ones((2, 3)), ["left"], "2 deltas but 1 labels"),
+    (np.ones((1, 3)), ["up"], "unknown answer label"),
+    (np.array([[np.nan, 1.0]]), ["left"], "NaN"),
+])
+def test_bad_input_is_named(deltas, labels, message):
+    with pytest.raises(ValueError, match=message):
+        P.sign_corrected(deltas, labels)
+
+
+def test_a_zero_delta_is_an_error_not_a_nan():
+    with pytest.raises(ValueError, match="no direction"):
+        P.axis_coherence(np.array([[0.0, 0.0], [1.0, 0.0]]), ["left", "left"], "H")
+
+
+def test_paper_tables_are_kept_as_data():
+    assert P.PAPER_LAYERS["Qwen2.5-VL-3B"] == (28, 36)
+    assert P.PAPER_TABLE5["Qwen2.5-VL-3B"] == (0.367, 0.293, 0.043, 0.457)
