@@ -94,6 +94,12 @@ class HFYesNoMixin:
             self._yes_no_ids_cache = cached
         return cached[1]
 
+    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor] | None:
+        """Model inputs for several requests at once, LEFT-padded (so every row's last position
+        predicts its first generated token), or None when the family cannot batch these items
+        (they are then scored one by one). Default: no batching."""
+        return None
+
     def first_token_logits(self, inputs: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """Logits (1-D, float32, over the vocabulary) of the first token the model would generate."""
         input_ids = inputs.get("input_ids")
@@ -106,36 +112,64 @@ class HFYesNoMixin:
             outputs = self.model(**inputs, **kwargs)
         return outputs.logits[0, -1].float().cpu()
 
-    def score_yes_no(self, context: str, visuals: Sequence | None) -> YesNoLogits:
-        """l_Yes, l_No and the decoded argmax first token for one prompt and its visuals."""
+    def first_token_logits_batch(self, inputs: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """(batch, vocabulary) float32 logits at the last position of left-padded inputs."""
+        kwargs: dict[str, Any] = {"use_cache": False}
+        if "logits_to_keep" in inspect.signature(self.model.forward).parameters:
+            kwargs["logits_to_keep"] = 1
+        with torch.inference_mode():
+            outputs = self.model(**inputs, **kwargs)
+        return outputs.logits[:, -1].float().cpu()
+
+    def _to_yes_no(self, logits: torch.Tensor) -> YesNoLogits:
         yes_id, no_id = self.yes_no_ids()
-        logits = self.first_token_logits(self._yesno_prepare_inputs(context, _as_list(visuals)))
         top = int(torch.argmax(logits))
         text = self.tokenizer.decode([top], skip_special_tokens=False)
         return YesNoLogits(logit_yes=float(logits[yes_id]), logit_no=float(logits[no_id]), text=text)
 
+    def score_yes_no_batch(self, items: Sequence[tuple[str, Sequence | None]]) -> list[YesNoLogits]:
+        """``score_yes_no`` for several (context, visuals) at once: one padded forward pass when
+        the family can batch them, else one by one. Same results as one by one (to float
+        rounding: padding changes the shapes of the matrix products)."""
+        items = [(context, _as_list(visuals)) for context, visuals in items]
+        inputs = self._yesno_prepare_batch(items) if len(items) > 1 else None
+        if inputs is None:
+            return [self.score_yes_no(context, visuals) for context, visuals in items]
+        return [self._to_yes_no(row) for row in self.first_token_logits_batch(inputs)]
+
+    def score_yes_no(self, context: str, visuals: Sequence | None) -> YesNoLogits:
+        """l_Yes, l_No and the decoded argmax first token for one prompt and its visuals."""
+        return self._to_yes_no(self.first_token_logits(self._yesno_prepare_inputs(context, _as_list(visuals))))
+
     def generate_until(self, requests: list[Instance]) -> list[str]:
         """One ``encode_payload`` string per request, in request order (gen_kwargs are ignored:
-        nothing is generated beyond the first token's distribution)."""
+        nothing is generated beyond the first token's distribution). Requests are scored in
+        batches of the model's ``batch_size`` (the lmms-eval model arg; 1 = one by one)."""
         self.yes_no_ids()  # fail before the loop if the answer words are not single tokens
+        size = max(1, int(getattr(self, "batch_size", 1) or 1))
         responses: list[str] = []
         pbar = tqdm(total=len(requests), disable=(self.rank != 0), desc="Yes/No first-token logits")
-        for request in requests:
-            context, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
-            if callable(gen_kwargs) or not (doc_to_visual is None or callable(doc_to_visual)):
-                raise TypeError(
-                    f"{type(self).__name__} is a simple lmms-eval model: it expects requests "
-                    "(context, gen_kwargs, doc_to_visual, doc_id, task, split), not chat-model requests"
-                )
-            visuals = (
-                doc_to_visual(self.task_dict[task][split][doc_id]) if doc_to_visual is not None else None
-            )
-            payload = encode_payload(self.score_yes_no(context, visuals))
-            self.cache_hook.add_partial("generate_until", (context, gen_kwargs), payload)
-            responses.append(payload)
-            pbar.update(1)
+        for start in range(0, len(requests), size):
+            batch = requests[start:start + size]
+            items = [self._request_item(request) for request in batch]
+            for request, scored in zip(batch, self.score_yes_no_batch(items), strict=True):
+                context, gen_kwargs = request.args[0], request.args[1]
+                payload = encode_payload(scored)
+                self.cache_hook.add_partial("generate_until", (context, gen_kwargs), payload)
+                responses.append(payload)
+            pbar.update(len(batch))
         pbar.close()
         return responses
+
+    def _request_item(self, request: Instance) -> tuple[str, Sequence | None]:
+        context, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
+        if callable(gen_kwargs) or not (doc_to_visual is None or callable(doc_to_visual)):
+            raise TypeError(
+                f"{type(self).__name__} is a simple lmms-eval model: it expects requests "
+                "(context, gen_kwargs, doc_to_visual, doc_id, task, split), not chat-model requests"
+            )
+        visuals = doc_to_visual(self.task_dict[task][split][doc_id]) if doc_to_visual is not None else None
+        return context, visuals
 
     def loglikelihood(self, requests: list[Instance]) -> list[tuple[float, bool]]:
         raise NotImplementedError(
@@ -157,7 +191,8 @@ def _as_list(visuals: Sequence | Image.Image | str | None) -> list:
 
 class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
     """lmms-eval's ``qwen2_5_vl`` (same loading, same model_args) answering with first-token
-    Yes/No logits. Extra model_args: ``yes_text`` (default "Yes"), ``no_text`` (default "No").
+    Yes/No logits. Extra model_args: ``yes_text`` (default "Yes"), ``no_text`` (default "No"); its own
+    ``batch_size`` scores that many requests per forward pass (left-padded, as qwen2_5_vl batches).
 
     The prompt is built as ``Qwen2_5_VL.generate_until`` builds it: system prompt, one image
     entry per visual (JPEG data URL with min/max_pixels) before the text, ``<image>`` removed,
@@ -207,6 +242,18 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
         else:
             content = parts + [{"type": "text", "text": context}]
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": content}]
+
+    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor] | None:
+        """Left-padded inputs for several prompts, built as ``Qwen2_5_VL.generate_until`` builds a
+        batch (it pads left when batch_size > 1); None when a request has a video (scored alone)."""
+        if any(isinstance(v, str) and v.endswith(_VIDEO_SUFFIXES) for _, visuals in items for v in visuals):
+            return None
+        messages = [self._yesno_messages(context, visuals) for context, visuals in items]
+        texts = self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        image_inputs, _ = process_vision_info(messages)
+        inputs = self.processor(text=texts, images=image_inputs, videos=None, padding=True, padding_side="left",
+                                return_tensors="pt")
+        return inputs.to("cuda" if self.device_map == "auto" else self.device)
 
     def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
         messages = [self._yesno_messages(context, visuals)]

@@ -174,3 +174,37 @@ def test_text_only_request_and_no_visuals(yesno_model):
     )
     payload = decode_payload(yesno_model.generate_until([request])[0])
     assert payload is not None and 0.0 < payload.p_yes < 1.0
+
+
+@pytest.mark.parametrize("batch_size", [2, 3])
+def test_batched_scoring_equals_one_by_one(tiny_qwen_dir, batch_size):
+    """batch_size=N pads left and runs N prompts per forward pass: the same answers as batch_size=1
+    (prompts of different lengths, so padding is really exercised), in request order. Compared in
+    float32: lmms-eval loads Qwen2.5-VL in bfloat16, where padded shapes move a logit by its last
+    bit (~1e-3), as in lmms-eval's own batched generation."""
+    one = Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), batch_size=1, **MODEL_ARGS)
+    many = Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), batch_size=batch_size, **MODEL_ARGS)
+    for model in (one, many):
+        model.task_dict = {TASK: {SPLIT: DOCS}}
+        model.model.float()
+    requests = [_request(i % 3) for i in range(5)]
+    lengths = {len(one._yesno_prepare_inputs(DOCS[i]["question"], [DOCS[i]["image"]])["input_ids"][0]) for i in range(3)}
+    assert len(lengths) > 1
+    calls = []
+    real_forward = many.model.forward
+
+    def counting_forward(*args, **kwargs):
+        calls.append(kwargs["input_ids"].shape[0])
+        return real_forward(*args, **kwargs)
+
+    many.model.forward = counting_forward
+    try:
+        batched = [decode_payload(r) for r in many.generate_until(requests)]
+    finally:
+        del many.model.forward
+    single = [decode_payload(r) for r in one.generate_until(requests)]
+    assert calls[0] == batch_size and sum(calls) == len(requests)  # really batched
+    for a, b in zip(batched, single, strict=True):
+        assert a.logit_yes == pytest.approx(b.logit_yes, abs=1e-5)
+        assert a.logit_no == pytest.approx(b.logit_no, abs=1e-5)
+        assert a.text == b.text
