@@ -105,18 +105,13 @@ class HFYesNoMixin:
         input_ids = inputs.get("input_ids")
         if input_ids is not None and input_ids.shape[0] != 1:
             raise ValueError(f"first_token_logits expects a batch of one, got {input_ids.shape[0]} sequences")
-        kwargs: dict[str, Any] = {"use_cache": False}
-        if "logits_to_keep" in inspect.signature(self.model.forward).parameters:
-            kwargs["logits_to_keep"] = 1  # only the last position is needed
-        with torch.inference_mode():
-            outputs = self.model(**inputs, **kwargs)
-        return outputs.logits[0, -1].float().cpu()
+        return self.first_token_logits_batch(inputs)[0]
 
     def first_token_logits_batch(self, inputs: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """(batch, vocabulary) float32 logits at the last position of left-padded inputs."""
         kwargs: dict[str, Any] = {"use_cache": False}
         if "logits_to_keep" in inspect.signature(self.model.forward).parameters:
-            kwargs["logits_to_keep"] = 1
+            kwargs["logits_to_keep"] = 1  # only the last position is needed
         with torch.inference_mode():
             outputs = self.model(**inputs, **kwargs)
         return outputs.logits[:, -1].float().cpu()
