@@ -98,6 +98,14 @@ def count_rows(paths: Sequence[Path]) -> int:
     return sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
 
 
+def size_category(n: int) -> str:
+    """The Hub card's ``size_categories`` value for ``n`` rows."""
+    for bound, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
+        if n < bound:
+            return label
+    return "100K<n<1M"
+
+
 def render_template(template: Path, **context: Any) -> str:
     """Render a Jinja template file; a missing field is an error, never an empty string."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(template).parent)),

@@ -269,9 +269,6 @@ class RayWorker:
                      if p.is_file() and not p.name.startswith(".")}
         return i, result, files
 
-    def pid(self) -> int:
-        return os.getpid()
-
 
 def ray_connect(address: str) -> bool:
     """Connect this process to Ray ("local": start a local cluster); True when it started it."""

@@ -156,7 +156,8 @@ def fetch_pybullet(root: Path | None = None, *, archive: Path | None = None) -> 
                 raise RuntimeError(f"could not download pybullet {PYBULLET_VERSION}'s source archive from the package "
                                    f"registry ({done.stderr.strip().splitlines()[-1] if done.stderr.strip() else 'no file'})")
             archive = found[0]
-        staging = Path(tempfile.mkdtemp(dir=target.parent if target.parent.exists() else None, prefix=".pybullet-"))
+        target.parent.mkdir(parents=True, exist_ok=True)  # staging beside the target: one atomic rename
+        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".pybullet-"))
         try:
             with tarfile.open(archive) as tar:
                 members = {m.name.removeprefix(PYBULLET_PREFIX): m for m in tar.getmembers()
@@ -170,7 +171,6 @@ def fetch_pybullet(root: Path | None = None, *, archive: Path | None = None) -> 
             missing = [rel for _, rel, *_ in _PYBULLET if not (staging / rel).is_file()]
             if missing:
                 raise RuntimeError(f"{archive}: pybullet_data lacks {missing}")
-            target.parent.mkdir(parents=True, exist_ok=True)
             if target.exists():
                 shutil.rmtree(target)
             staging.replace(target)  # whole folder at once: never half a cache

@@ -43,7 +43,7 @@ from typing import Any
 import datasets
 import pyarrow.parquet as pq
 from spatial_tasks.generators.common import dataset as ds
-from spatial_tasks.generators.common.blender import check_device
+from spatial_tasks.generators.common.blender import check_device, version_string
 from spatial_tasks.generators.common.folder import OutputFolder
 from spatial_tasks.generators.common.jobs import (
     Shard,
@@ -138,7 +138,7 @@ def select(*, cues: str = "none,all-single", objects: str | None = None, envs: s
                      assets_dir=str(assets_dir) if assets_dir else None, specs=specs)
 
 
-def command_line(sel: Selection, out: Path, workers: int) -> str:
+def command_line(sel: Selection, out: Path) -> str:
     args = ["spatial-tasks", "generate", "o3d", "--cues", sel.cues, "--objects", ",".join(sel.objects),
             "--envs", ",".join(sel.envs), "--positions", ",".join(sel.positions),
             "--strengths", ",".join(f"{s:g}" for s in sel.strengths)]
@@ -224,10 +224,10 @@ def _row(work: Path, spec: sampling.ImageSpec) -> dict[str, Any]:
     }
 
 
-def build(sel: Selection, out: Path, run: dict[str, Any], workers: int) -> list[Path]:
+def build(sel: Selection, out: Path, run: dict[str, Any]) -> list[Path]:
     """Write this shard's parquet files for every selected config, then questions and card."""
     written = []
-    generation = {"generator": GENERATOR, "command": command_line(sel, out, workers), "flags": sel.flags(),
+    generation = {"generator": GENERATOR, "command": command_line(sel, out), "flags": sel.flags(),
                   "seed": sel.seed, "renderer_version": scene.RENDERER_VERSION, "git_commit": git_commit(),
                   "blender_version": run.get("blender_version")}
     for config, specs in sel.specs.items():
@@ -296,8 +296,7 @@ def write_card(out: Path) -> Path:
         generations = [g for g in (ds.read_generation(p) for p in files) if g]
         cue_counts: dict[str, int] = {}
         for path in files:
-            table = pq.read_table(path, columns=["cues", "odd_position", "env_cat", "obj_cat"])
-            for cues in table.column("cues").to_pylist():
+            for cues in pq.read_table(path, columns=["cues"]).column("cues").to_pylist():
                 key = "+".join(schema.parse_cues(cues)) or "none"
                 cue_counts[key] = cue_counts.get(key, 0) + 1
         configs.append({"name": config, "path": f"{config}/{SPLIT}-*.parquet", "files": len(files),
@@ -315,7 +314,7 @@ def write_card(out: Path) -> Path:
     text = ds.render_template(
         CARD_TEMPLATE, configs=configs, split=SPLIT, license=LICENSE, total_rows=total,
         questions_rows=ds.count_rows(questions), extra_configs=extra,
-        size_category=_size_category(total),
+        size_category=ds.size_category(total),
         scene_facts={"lens_mm": layout.LENS_MM, "sensor_mm": layout.SENSOR_MM,
                      "camera_widths": layout.CAMERA_DISTANCE_WIDTHS, "airlight": layout.HAZE_AIRLIGHT,
                      "fstop": layout.FO_FSTOP, "odd_range": layout.ODD_SCALER_RANGE,
@@ -325,13 +324,6 @@ def write_card(out: Path) -> Path:
                   for a, b in assets.BUILTIN_FS_PAIRS])
     atomic_write_text(out / "README.md", text)
     return out / "README.md"
-
-
-def _size_category(n: int) -> str:
-    for bound, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
-        if n < bound:
-            return label
-    return "100K<n<1M"
 
 
 # ------------------------------------------------------------------------------- generate
@@ -355,13 +347,11 @@ def generate(out: Path, *, cues: str = "none,all-single", objects: str | None = 
         folder.claim(QUESTIONS, {"generator": GENERATOR, "seed": seed, "shards": sel.shard.count},
                      ds.parquet_files(folder.root / QUESTIONS, SPLIT), overwrite)
         run = render(sel, folder.root, workers=workers, device=device, ray_address=ray_address, progress=progress)
-        from spatial_tasks.generators.common.blender import version_string
-
         run["blender_version"] = version_string()
-        run["command"] = command_line(sel, folder.root, workers)
+        run["command"] = command_line(sel, folder.root)
         run["git_commit"] = git_commit()
         atomic_write_json(folder.work / f"o3d-{sel.shard.slug}.run.json", run)
         with open(folder.work / "generate.log", "a") as handle:
             handle.write(json.dumps({k: run[k] for k in ("command", "git_commit", "images_rendered", "seconds")}) + "\n")
-        build(sel, folder.root, run, workers)
+        build(sel, folder.root, run)
     return Path(out)

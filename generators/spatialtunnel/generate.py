@@ -87,7 +87,7 @@ def check_flags(variant: str, *, grid: int = 16, per_cell: int | None = None, re
 
 
 def command_line(variant: str, out: Path, grid: int, per_cell: int, resolution: int, samples: int,
-                 seed: int, shard: Shard, workers: int) -> str:
+                 seed: int, shard: Shard) -> str:
     """The generator command that reproduces a run (``--out`` shown by the folder's name only)."""
     args = ["spatial-tasks", "generate", "spatialtunnel", "--variant", variant, "--out", Path(out).name,
             "--grid", str(grid), "--per-cell", str(per_cell), "--resolution", str(resolution),
@@ -155,7 +155,7 @@ def render_variant(variant: str, out: Path, *, grid: int = 16, per_cell: int | N
 
     run = {
         "generator": GENERATOR,
-        "command": command_line(variant, Path(out), grid, per_cell, resolution, samples, seed, shard_obj, workers),
+        "command": command_line(variant, Path(out), grid, per_cell, resolution, samples, seed, shard_obj),
         "flags": {"variant": variant, "grid": grid, "per_cell": per_cell, "resolution": resolution,
                   "samples": samples, "seed": seed, "shard": shard_obj.label, "workers": workers,
                   "threads_per_worker": threads, "backend": "ray" if ray_address else "local", "device": device},
@@ -269,16 +269,9 @@ def write_card(out: Path) -> Path:
         "view_transform": scene.VIEW_TRANSFORM,
     }
     text = ds.render_template(CARD_TEMPLATE, configs=configs, license=LICENSE, split=SPLIT, total_rows=total,
-                              size_category=_size_category(total), scene=scene_facts)
+                              size_category=ds.size_category(total), scene=scene_facts)
     atomic_write_text(Path(out) / "README.md", text)
     return Path(out) / "README.md"
-
-
-def _size_category(n: int) -> str:
-    for bound, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
-        if n < bound:
-            return label
-    return "100K<n<1M"
 
 
 # ------------------------------------------------------------------------------- generate

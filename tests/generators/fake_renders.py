@@ -46,7 +46,7 @@ def write_fake_renders(out: Path, variant: str, *, grid: int, per_cell: int, see
             "render": {"resolution": resolution, "samples": 1, "renderer_version": 1, "blender": "fake"}})
     atomic_write_json(work / f"{shard_obj.slug}.run.json", {
         "generator": gen.GENERATOR,
-        "command": gen.command_line(variant, Path(out), grid, per_cell, resolution, 1, seed, shard_obj, 1),
+        "command": gen.command_line(variant, Path(out), grid, per_cell, resolution, 1, seed, shard_obj),
         "flags": {"variant": variant, "grid": grid, "per_cell": per_cell, "resolution": resolution,
                   "samples": 1, "seed": seed, "shard": shard_obj.label, "workers": 1, "threads_per_worker": 1},
         "seed": seed, "blender_version": "fake 0.0", "renderer_version": 1, "git_commit": "0" * 40,
