@@ -441,6 +441,47 @@ def report_command(
         typer.echo(str(path))
 
 
+@app.command("probe")
+def probe_command(
+    out: Annotated[Path, typer.Option(help="Probe folder: deltas, metrics, figures (an interrupted run resumes).")],
+    model: Annotated[str | None, typer.Option(help="Hugging Face VLM: local folder or Hub id. Without --model and "
+                                                   "--data, recompute metrics and figures from --out.")] = None,
+    data: Annotated[str | None, typer.Option(help="Probing pairs: a .parquet/.tsv file or folder (our generator's "
+                                                  "probing variant, EmbSpatial-style TSV) or cubec/spatialtunnel.")] = None,
+    per_category: Annotated[int | None, typer.Option(help="At most this many pairs per answer (the authors: 200).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the distance references and of --per-category.")] = 42,
+    batch_size: Annotated[int, typer.Option(help="Pairs per forward pass (each pair is two prompts).")] = 8,
+    device: Annotated[str, typer.Option(help="torch device: cpu, cuda, cuda:1 ...")] = "cpu",
+    dtype: Annotated[str, typer.Option(help="Model weights dtype: bfloat16, float16, float32.")] = "bfloat16",
+    family: Annotated[str | None, typer.Option(help="Model family (default: config.json's model_type).")] = None,
+    overwrite: Annotated[bool, typer.Option(help="Replace a probe of another model or data in --out.")] = False,
+) -> None:
+    """Contrastive probing (SpatialTunnel §5): axis coherence and VD-EI per layer, PCA of the deltas."""
+    from spatial_tasks.spatialtunnel.probe import recompute, run_probe
+
+    if model is None and data is None:
+        summary = recompute(out)
+    elif model is None or data is None:
+        raise ValueError("--model and --data go together (neither: recompute from --out)")
+    else:
+        from spatial_tasks.models.hidden_states import load_hidden_state_model
+        from spatial_tasks.spatialtunnel.probe_data import load_probe_pairs
+
+        _one_of("--dtype", dtype, ("bfloat16", "float16", "float32"))
+        pairs = load_probe_pairs(data, per_category=per_category, seed=seed)
+        skipped = f", skipped {dict(pairs.skipped)}" if pairs.skipped else ""
+        typer.echo(f"{len(pairs.pairs)} pairs from {data} ({pairs.layout} layout): {pairs.counts()}{skipped}")
+        summary = run_probe(lambda: load_hidden_state_model(model, family, device=device, dtype=dtype), pairs, out,
+                            model_name=model, batch_size=batch_size, overwrite=overwrite)
+    at = summary.metrics["at_layer"]
+    typer.echo(f"{summary.done}/{summary.total} pairs probed; layer {summary.layer} ({summary.why}): "
+               + ", ".join(f"{k} {v:.3f}" for k, v in at.items()))
+    if summary.metrics["paper_table5"]:
+        typer.echo("paper (Table 5): " + ", ".join(f"{k} {v:.3f}" for k, v in summary.metrics["paper_table5"].items()))
+    for path in summary.files:
+        typer.echo(str(path))
+
+
 @app.command("tiny-model")
 def tiny_model_command(out: Annotated[Path, typer.Option(help="Folder to write the model into.")]) -> None:
     """Build a tiny randomly initialised Qwen2.5-VL (offline; exercises the real model code)."""

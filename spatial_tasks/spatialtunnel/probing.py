@@ -109,7 +109,92 @@ def vd_ei(deltas: np.ndarray, labels: Sequence[str]) -> float:
             - _cos(mu["above"], mu["close"]) - _cos(mu["below"], mu["far"])) / 4
 
 
+def metrics_of(deltas: np.ndarray, labels: Sequence[str]) -> dict[str, float]:
+    """{"Coh_H", "Coh_V", "Coh_D", "VD-EI", "VD-EI (code)"} of one layer's (items x hidden) deltas."""
+    return {**{f"Coh_{axis}": axis_coherence(deltas, labels, axis) for axis in AXES},
+            "VD-EI": vd_ei(deltas, labels), "VD-EI (code)": vd_ei_code(deltas, labels)}
+
+
 def layer_metrics(deltas_by_layer: Mapping[int, np.ndarray], labels: Sequence[str]) -> dict[int, dict[str, float]]:
-    """{layer: {"Coh_H", "Coh_V", "Coh_D", "VD-EI"}} for every layer's (items x hidden) deltas."""
-    return {layer: {**{f"Coh_{axis}": axis_coherence(d, labels, axis) for axis in AXES}, "VD-EI": vd_ei(d, labels)}
-            for layer, d in sorted(deltas_by_layer.items())}
+    """``metrics_of`` for every layer's (items x hidden) deltas."""
+    return {layer: metrics_of(d, labels) for layer, d in sorted(deltas_by_layer.items())}
+
+
+def vd_ei_code(deltas: np.ndarray, labels: Sequence[str]) -> float:
+    """VD-EI as the authors' released code computes it (contrastive-probing ``probing.py``,
+    ``compute_vd_ei_per_layer``): cos(mean sign-corrected vertical delta, mean sign-corrected
+    distance delta). It differs from Eq. 3 (``vd_ei``, the paper's definition and our default):
+    one cosine of two axis means instead of four cosines of per-answer means. Both are +1 when
+    "far" is encoded as "above". NaN when either axis has no item."""
+    corrected = sign_corrected(deltas, labels)
+    rows = {axis: [i for i, label in enumerate(labels) if AXIS_OF[label] == axis] for axis in ("V", "D")}
+    if not rows["V"] or not rows["D"]:
+        return float("nan")
+    return _cos(corrected[rows["V"]].mean(axis=0), corrected[rows["D"]].mean(axis=0))
+
+
+def paper_model(model_name: str, num_layers: int) -> str | None:
+    """The PAPER_LAYERS name of a model whose name contains it (e.g. "Qwen/Qwen2.5-VL-3B-Instruct"
+    is "Qwen2.5-VL-3B") and that has that model's number of decoder layers; None otherwise."""
+    def fold(text: str) -> str:
+        return text.lower().replace("_", "-").replace(".", "-")
+
+    for name, (_, total) in PAPER_LAYERS.items():
+        if fold(name) in fold(model_name) and total == num_layers:
+            return name
+    return None
+
+
+def paper_layer(model_name: str, num_layers: int) -> int | None:
+    """The paper's analysis layer (App. D.1; 0-based decoder-layer index as in the authors' hooks)
+    for one of the paper's models (``paper_model``), else None."""
+    name = paper_model(model_name, num_layers)
+    return PAPER_LAYERS[name][0] if name else None
+
+
+def paper_table5(model_name: str, num_layers: int) -> dict[str, float] | None:
+    """The paper's Table 5 row (Coh_H, Coh_V, Coh_D, VD-EI) for one of its models, else None."""
+    row = PAPER_TABLE5.get(paper_model(model_name, num_layers) or "")
+    return dict(zip(("Coh_H", "Coh_V", "Coh_D", "VD-EI"), row, strict=True)) if row else None
+
+
+def candidate_layers(metrics: Mapping[int, Mapping[str, float]], num_layers: int, near_peak: float = 0.85,
+                     exclude_last: float = 0.07) -> list[int]:
+    """App. D.4's candidate range: the union over axes of the layers whose Coh_axis is near that
+    axis's peak (>= ``near_peak`` x peak), without the output-specialised last layers (the last
+    ``exclude_last`` of the stack). The paper states the rule in words; 0.85 and 0.07 are the
+    authors' code's thresholds (``recommend_layer``). Axes whose peak is <= 0 add nothing."""
+    layers = sorted(metrics)
+    keep = {layer for layer in layers if layer <= round(num_layers * (1 - exclude_last))}
+    union: set[int] = set()
+    for axis in AXES:
+        values = {layer: metrics[layer][f"Coh_{axis}"] for layer in layers if np.isfinite(metrics[layer][f"Coh_{axis}"])}
+        peak = max(values.values(), default=float("nan"))
+        if np.isfinite(peak) and peak > 0:
+            union |= {layer for layer, value in values.items() if value >= near_peak * peak}
+    return sorted(union & keep)
+
+
+def choose_layer(metrics: Mapping[int, Mapping[str, float]], num_layers: int, model_name: str = "") -> tuple[int, str]:
+    """(layer, why): the paper's layer for the paper's models (``paper_layer``), else the layer of
+    the App. D.4 candidate range closest to all three axis peaks (largest min over axes of
+    Coh_axis / peak; deeper wins ties), else the layer with the largest mean coherence."""
+    known = paper_layer(model_name, num_layers)
+    if known is not None and known in metrics:
+        return known, "the paper's layer for this model (App. D.1)"
+    candidates = candidate_layers(metrics, num_layers)
+    peaks = {axis: max((m[f"Coh_{axis}"] for m in metrics.values() if np.isfinite(m[f"Coh_{axis}"])), default=0.0)
+             for axis in AXES}
+
+    def closeness(layer: int) -> tuple[float, int]:
+        ratios = [metrics[layer][f"Coh_{axis}"] / peak for axis, peak in peaks.items() if peak > 0]
+        ratios = [r if np.isfinite(r) else 0.0 for r in ratios]
+        return (min(ratios, default=0.0), layer)
+
+    if candidates:
+        return max(candidates, key=closeness), "App. D.4 rule: near-peak coherence on every axis, not a final layer"
+    means = {layer: np.nanmean([m[f"Coh_{axis}"] for axis in AXES]) for layer, m in metrics.items()}
+    finite = {layer: value for layer, value in means.items() if np.isfinite(value)}
+    if not finite:
+        raise ValueError("no layer has a finite axis coherence: too few items per axis")
+    return max(finite, key=lambda layer: (finite[layer], layer)), "largest mean coherence (no layer near every peak)"

@@ -15,6 +15,7 @@ import datasets
 from PIL import Image, ImageDraw
 
 from spatial_tasks.spatialtunnel import geometry
+from spatial_tasks.spatialtunnel.probe_data import TEMPLATES as PROBE_TEMPLATES
 from spatial_tasks.spatialtunnel.questions import questions_for
 from spatial_tasks.spatialtunnel.schema import CONFIG_FOR_VARIANT, IMAGE_FEATURES
 
@@ -89,3 +90,43 @@ def write_official_tsv(path: Path, per_question: bool = True, drop: tuple[str, .
             lines.append("\t".join(values[h] for h in header))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+# --- contrastive-probing pairs (probe_data layouts) ---------------------------------------
+
+PROBE_OBJECTS = ["red cube", "blue sphere", "green cube", "black sphere"]
+
+
+def png(shade: int = 0) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (32, 24), (shade % 256, 80, 160)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def b64(shade: int = 0) -> str:
+    return base64.b64encode(png(shade)).decode()
+
+
+def write_tsv(path: Path, rows: list[dict], columns: list[str]) -> Path:
+    lines = ["\t".join(columns)] + ["\t".join(str(row.get(c, "")) for c in columns) for row in rows]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def prompt_rows(n_per_label: int = 2) -> list[dict]:
+    rows = []
+    for label, axis in [("left", "H"), ("right", "H"), ("above", "V"), ("below", "V"), ("far", "D"), ("close", "D")]:
+        for k in range(n_per_label):
+            query, reference = PROBE_OBJECTS[k % 4], PROBE_OBJECTS[(k + 1) % 4]
+            rows.append({"index": len(rows), "image": {"bytes": png(len(rows)), "path": None},
+                         "question": PROBE_TEMPLATES[axis].format(query=query, reference=reference), "answer": label})
+    return rows
+
+
+def write_prompt_parquet(path: Path, rows: list[dict]) -> Path:
+    features = datasets.Features({"index": datasets.Value("int64"), "image": datasets.Image(),
+                                  "question": datasets.Value("string"), "answer": datasets.Value("string")})
+    datasets.Dataset.from_list(rows, features=features).to_parquet(str(path))
+    return path
+
+

@@ -83,8 +83,8 @@ def test_layer_metrics_per_layer():
     rng = np.random.default_rng(0)
     out = P.layer_metrics({3: deltas, 1: rng.standard_normal(deltas.shape)}, labels)
     assert list(out) == [1, 3]
-    assert out[3] == pytest.approx({"Coh_H": 1.0, "Coh_V": 1.0, "Coh_D": 1.0, "VD-EI": 1.0})
-    assert abs(out[1]["VD-EI"]) < 0.9 and set(out[1]) == {"Coh_H", "Coh_V", "Coh_D", "VD-EI"}
+    assert out[3] == pytest.approx({"Coh_H": 1.0, "Coh_V": 1.0, "Coh_D": 1.0, "VD-EI": 1.0, "VD-EI (code)": 1.0})
+    assert abs(out[1]["VD-EI"]) < 0.9 and set(out[1]) == {"Coh_H", "Coh_V", "Coh_D", "VD-EI", "VD-EI (code)"}
 
 
 @pytest.mark.parametrize("deltas, labels, message", [
@@ -106,3 +106,52 @@ def test_a_zero_delta_is_an_error_not_a_nan():
 def test_paper_tables_are_kept_as_data():
     assert P.PAPER_LAYERS["Qwen2.5-VL-3B"] == (28, 36)
     assert P.PAPER_TABLE5["Qwen2.5-VL-3B"] == (0.367, 0.293, 0.043, 0.457)
+
+
+def test_vd_ei_code_variant_differs_from_eq3_where_the_means_are_asymmetric():
+    # above = e1, below = -e2 (not the mirror of above), far = e1, close = -e1.
+    # Eq. 3: 1/4 [cos(e1, e1) + cos(-e2, -e1) - cos(e1, -e1) - cos(-e2, e1)] = 1/4 [1 + 0 + 1 - 0] = 0.5.
+    # Code: cos(mean(e1, e2), mean(e1, e1)) = cos((e1 + e2)/2, e1) = 1/sqrt(2).
+    deltas, labels = _deltas({"above": E[1], "below": -E[2], "far": E[1], "close": -E[1]}, noise=0.0)
+    assert P.vd_ei(deltas, labels) == pytest.approx(0.5)
+    assert P.vd_ei_code(deltas, labels) == pytest.approx(1 / math.sqrt(2))
+
+
+def test_vd_ei_code_is_one_when_far_is_above_and_nan_without_an_axis():
+    deltas, labels = _deltas({"above": E[1], "below": -E[1], "far": E[1], "close": -E[1]})
+    assert P.vd_ei_code(deltas, labels) == pytest.approx(1.0, abs=0.05)
+    deltas, labels = _deltas({"left": E[0], "right": -E[0], "above": E[1]})
+    assert math.isnan(P.vd_ei_code(deltas, labels))
+
+
+def _coh(h, v, d):
+    return {"Coh_H": h, "Coh_V": v, "Coh_D": d, "VD-EI": 0.0}
+
+
+def test_paper_layer_for_the_papers_models_only():
+    assert P.paper_layer("Qwen/Qwen2.5-VL-3B-Instruct", 36) == 28
+    assert P.paper_layer("qwen2_5-vl-3b", 36) == 28
+    assert P.paper_layer("Qwen/Qwen2.5-VL-3B-Instruct", 2) is None  # a different stack: no paper layer
+    assert P.paper_layer("my/model", 36) is None
+    metrics = {layer: _coh(0.1, 0.1, 0.1) for layer in range(36)}
+    assert P.choose_layer(metrics, 36, "Qwen/Qwen2.5-VL-3B-Instruct") == (28, "the paper's layer for this model (App. D.1)")
+
+
+def test_candidate_range_and_choice_by_the_d4_rule():
+    # 10 layers; the last 7 % (layer 10 and beyond round(9.3) = 9) are dropped: layer 9 is kept, none later.
+    metrics = {layer: _coh(0.1, 0.1, 0.1) for layer in range(10)}
+    metrics[4] = _coh(1.0, 0.5, 0.1)   # H peak
+    metrics[5] = _coh(0.9, 0.9, 0.05)  # near every peak but D
+    metrics[6] = _coh(0.86, 0.86, 0.2) # near H (0.86 >= 0.85) and V and the D peak
+    metrics[9] = _coh(0.1, 1.0, 0.1)   # V peak, late but kept
+    assert P.candidate_layers(metrics, 10) == [4, 5, 6, 9]
+    # min ratio: 4 -> 0.1/0.2... = min(1, .5, .5) = .5; 5 -> min(.9, .9, .25); 6 -> min(.86, .86, 1) = .86; 9 -> .1
+    assert P.choose_layer(metrics, 10, "unknown") == (6, "App. D.4 rule: near-peak coherence on every axis, not a final layer")
+
+
+def test_choice_without_positive_coherence_falls_back_to_the_largest_mean():
+    metrics = {0: _coh(-0.2, -0.1, -0.3), 1: _coh(-0.1, -0.1, -0.1)}
+    layer, why = P.choose_layer(metrics, 2, "unknown")
+    assert layer == 1 and "largest mean" in why
+    with pytest.raises(ValueError, match="finite"):
+        P.choose_layer({0: _coh(float("nan"), float("nan"), float("nan"))}, 1)

@@ -1,0 +1,137 @@
+"""Last-prompt-token hidden states of a Hugging Face VLM at every language-model layer.
+
+What contrastive probing (SpatialTunnel §5) reads: for a batch of (question, image) prompts, the
+output of each decoder layer of the language model at the last prompt token -- the position
+whose logits give the first generated token. Layers are numbered from 0 as the authors' probing
+code numbers them (a forward hook on ``layers[i]``; the paper's "layer 28 of 36" for
+Qwen2.5-VL-3B is index 28). The hook keeps only that one position of each row, so memory is
+batch x layers x hidden, whatever the prompt length.
+
+A family is a subclass of ``HiddenStateModel`` that loads the model and processor, names the
+decoder layers and builds LEFT-padded inputs (so the last position of every row is its last
+prompt token); ``FAMILIES`` maps the ``model_type`` of a checkpoint's config to its class.
+Qwen2.5-VL builds the prompt as the probing code does: one user turn with the image before the
+question, the chat template's default system turn, the generation prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+
+class HiddenStateModel(ABC):
+    """One loaded VLM that returns last-token hidden states for batches of (question, image)."""
+
+    def __init__(self, pretrained: str, device: str = "cpu", dtype: str = "bfloat16") -> None:
+        self.pretrained = pretrained
+        self.device = torch.device(device)
+        self.dtype = getattr(torch, dtype)
+        self._load()
+
+    # --- family hook -----------------------------------------------------------------
+    @abstractmethod
+    def _load(self) -> None:
+        """Set ``self.model``, ``self.processor`` (and anything else the family needs)."""
+
+    @abstractmethod
+    def decoder_layers(self) -> Sequence[torch.nn.Module]:
+        """The language model's decoder layers, in order."""
+
+    @abstractmethod
+    def prepare_batch(self, items: Sequence[tuple[str, Image.Image]]) -> Mapping[str, torch.Tensor]:
+        """Left-padded model inputs for (question, image) prompts, with the generation prompt."""
+
+    # --- shared part -------------------------------------------------------------------
+    @property
+    def num_layers(self) -> int:
+        return len(self.decoder_layers())
+
+    @property
+    def hidden_size(self) -> int:
+        config = self.model.config
+        return int(getattr(config, "text_config", config).hidden_size)
+
+    def last_token_states(self, items: Sequence[tuple[str, Image.Image]]) -> tuple[np.ndarray, list[str]]:
+        """(states, first_tokens): float32 states of shape (layers, len(items), hidden) and the
+        decoded argmax first token of each prompt (what the model would start answering)."""
+        captured: dict[int, torch.Tensor] = {}
+
+        def hook_for(index: int):
+            def keep_last(module, args, output):
+                hidden = output[0] if isinstance(output, tuple) else output
+                captured[index] = hidden[:, -1, :].detach().float().cpu()
+            return keep_last
+
+        inputs = self.prepare_batch(items)
+        handles = [layer.register_forward_hook(hook_for(i)) for i, layer in enumerate(self.decoder_layers())]
+        try:
+            with torch.inference_mode():
+                logits = self.model(**inputs, use_cache=False, logits_to_keep=1).logits[:, -1]
+        finally:
+            for handle in handles:
+                handle.remove()
+        if len(captured) != self.num_layers:
+            raise RuntimeError(f"{self.pretrained}: captured {len(captured)} of {self.num_layers} decoder layers")
+        states = torch.stack([captured[i] for i in range(self.num_layers)]).numpy()
+        tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        first = [tokenizer.decode([int(t)], skip_special_tokens=False) for t in logits.argmax(-1)]
+        return states, first
+
+
+class Qwen2_5_VLHidden(HiddenStateModel):
+    family = "qwen2_5_vl"
+
+    def _load(self) -> None:
+        from transformers import AutoProcessor, Qwen2_5_VLForConditionalGeneration
+
+        self.model = Qwen2_5_VLForConditionalGeneration.from_pretrained(self.pretrained, dtype=self.dtype)
+        self.model.to(self.device).eval()
+        self.processor = AutoProcessor.from_pretrained(self.pretrained)
+
+    def decoder_layers(self) -> Sequence[torch.nn.Module]:
+        return self.model.model.language_model.layers
+
+    def prepare_batch(self, items: Sequence[tuple[str, Image.Image]]) -> Mapping[str, torch.Tensor]:
+        from qwen_vl_utils import process_vision_info
+
+        messages = [[{"role": "user", "content": [{"type": "image", "image": image.convert("RGB")},
+                                                  {"type": "text", "text": question}]}]
+                    for question, image in items]
+        texts = self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        image_inputs, _ = process_vision_info(messages)
+        inputs = self.processor(text=texts, images=image_inputs, padding=True, padding_side="left",
+                                return_tensors="pt")
+        return inputs.to(self.device)
+
+
+FAMILIES: dict[str, type[HiddenStateModel]] = {"qwen2_5_vl": Qwen2_5_VLHidden}
+
+
+def model_family(pretrained: str) -> str:
+    """The ``model_type`` in a local checkpoint's config.json (a Hub id is asked of the Hub)."""
+    path = Path(pretrained)
+    if path.is_dir():
+        config = path / "config.json"
+        if not config.is_file():
+            raise FileNotFoundError(f"{path}: no config.json (not a Hugging Face model folder)")
+        return str(json.loads(config.read_text(encoding="utf-8")).get("model_type", ""))
+    from transformers import AutoConfig
+
+    return str(AutoConfig.from_pretrained(pretrained).model_type)
+
+
+def load_hidden_state_model(pretrained: str, family: str | None = None, **kwargs: Any) -> HiddenStateModel:
+    """The family's ``HiddenStateModel`` for ``pretrained`` (family from its config unless given)."""
+    family = family or model_family(pretrained)
+    if family not in FAMILIES:
+        raise ValueError(f"{pretrained}: no hidden-state probe for model family {family!r}; "
+                         f"supported: {sorted(FAMILIES)} (add a HiddenStateModel subclass to FAMILIES)")
+    return FAMILIES[family](pretrained, **kwargs)

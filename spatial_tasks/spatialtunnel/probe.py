@@ -1,0 +1,212 @@
+"""``spatial-tasks probe``: contrastive probing of a VLM's hidden states (SpatialTunnel paper §5).
+
+For every pair (``probe_data``) the model reads the question and its object-swapped twin; the
+last prompt token's hidden state at every decoder layer gives δ = h(swapped) − h(original).
+
+The output folder is the record of the run, and a run can stop at any point:
+
+* ``probe.json``   what was probed (model, data, pairs' fingerprint, layers, hidden size);
+* ``deltas.npy``   float32 (layers, pairs, hidden), a memory-mapped array written batch by batch:
+                   RAM holds one batch, never all layers x pairs;
+* ``pairs.jsonl``  one line per finished pair (row, id, answer, questions, the model's first
+                   tokens), appended after its deltas are flushed -- the resume point;
+* ``metrics.json`` / ``metrics.csv``  Coh_H/V/D, VD-EI (Eq. 3) and the code's VD-EI per layer,
+                   the chosen layer and why, the paper's Table 5 row when the model is one of its;
+* ``coherence.png`` and ``pca_layer<L>.png``.
+
+Running again with the same model and data finishes what is missing; metrics and figures are
+recomputed from the saved deltas without the model (``recompute``).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from spatial_tasks.common import images
+from spatial_tasks.paths import output_folder
+from spatial_tasks.spatialtunnel import probing
+from spatial_tasks.spatialtunnel.probe_data import TEMPLATES, ProbeData, ProbePair
+
+META = "probe.json"
+DELTAS = "deltas.npy"
+PAIRS = "pairs.jsonl"
+METRICS = "metrics.json"
+METRICS_CSV = "metrics.csv"
+FILES = (META, DELTAS, PAIRS, METRICS, METRICS_CSV)
+
+
+class ProbeError(RuntimeError):
+    """A probe folder that cannot be resumed or read; the message says which file and why."""
+
+
+@dataclass
+class ProbeSummary:
+    out: Path
+    done: int
+    total: int
+    layer: int
+    why: str
+    metrics: dict
+    files: list[Path]
+
+
+def fingerprint(pairs: Sequence[ProbePair]) -> str:
+    """What makes two runs the same data: ids, answers, objects and image bytes, in order."""
+    digest = hashlib.sha256()
+    for pair in pairs:
+        for part in (pair.pair_id, pair.label, pair.query, pair.reference):
+            digest.update(part.encode("utf-8") + b"\0")
+        digest.update(hashlib.sha256(pair.image).digest())
+    return digest.hexdigest()
+
+
+def _read_meta(out: Path) -> dict | None:
+    path = out / META
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as err:
+        raise ProbeError(f"{path}: not valid JSON ({err}); remove the folder or use --overwrite") from None
+
+
+def done_rows(out: Path) -> dict[int, dict]:
+    """The finished pairs of ``out`` by row. A last line cut off by a crash is dropped (its pair is
+    redone); any other bad line is an error naming it."""
+    path = out / PAIRS
+    if not path.is_file():
+        return {}
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    if lines and lines[-1]:  # no final newline: the last write was interrupted
+        path.write_bytes(b"\n".join(lines[:-1]) + (b"\n" if len(lines) > 1 else b""))
+    records: dict[int, dict] = {}
+    for number, line in enumerate(lines[:-1], start=1):
+        try:
+            record = json.loads(line)
+            records[int(record["row"])] = record
+        except (ValueError, KeyError, TypeError):
+            raise ProbeError(f"{path}, line {number}: not a pair record; remove the folder or use --overwrite") from None
+    return records
+
+
+def run_probe(load_model: Callable[[], object], data: ProbeData, out: Path, *, model_name: str,
+              batch_size: int = 8, overwrite: bool = False) -> ProbeSummary:
+    """Probe every pair of ``data`` not yet done in ``out`` (``load_model`` is called only when
+    something is left to do), then write metrics and figures."""
+    if batch_size < 1:
+        raise ValueError(f"--batch-size must be >= 1, got {batch_size}")
+    out = output_folder(out)
+    pairs = data.pairs
+    meta = _read_meta(out)
+    wanted = {"model": model_name, "data": data.source, "layout": data.layout, "pairs": len(pairs),
+              "fingerprint": fingerprint(pairs)}
+    if meta is not None and overwrite:
+        for name in FILES:
+            (out / name).unlink(missing_ok=True)
+        meta = None
+    if meta is not None:
+        what = {"model": "model", "pairs": "number of pairs", "fingerprint": "pairs (ids, answers, objects or images)"}
+        differs = [what[key] for key in what if meta.get(key) != wanted[key]]
+        if differs:
+            raise ProbeError(f"{out / META}: this folder holds a probe with another {' and other '.join(differs)} "
+                             f"(it probed {meta.get('model')!r} on {meta.get('pairs')} pairs of {meta.get('data')!r}); "
+                             "use another --out, or --overwrite to replace it")
+    done = done_rows(out)
+    todo = [row for row in range(len(pairs)) if row not in done]
+    model = None
+    if todo:
+        model = load_model()
+        shape = (model.num_layers, len(pairs), model.hidden_size)
+        if meta is None:
+            meta = {**wanted, "num_layers": shape[0], "hidden_size": shape[2], "templates": TEMPLATES,
+                    "layer_numbering": "0-based decoder layers (output of layers[i]), as the authors' hooks"}
+            deltas = np.lib.format.open_memmap(out / DELTAS, mode="w+", dtype=np.float32, shape=shape)
+            _write_json(out / META, meta)
+        else:
+            deltas = _open_deltas(out, meta, mode="r+")
+            if deltas.shape != shape:
+                raise ProbeError(f"{out / DELTAS}: shape {deltas.shape} but the model gives {shape}")
+        with open(out / PAIRS, "a", encoding="utf-8") as log, tqdm(total=len(pairs), initial=len(done),
+                                                                   desc="probing pairs", unit="pair") as bar:
+            for start in range(0, len(todo), batch_size):
+                rows = todo[start:start + batch_size]
+                batch = [pairs[row] for row in rows]
+                picture = [images.open_image(p.image, p.where).convert("RGB") for p in batch]
+                prompts = ([(p.question(), im) for p, im in zip(batch, picture)]
+                           + [(p.swapped_question(), im) for p, im in zip(batch, picture)])
+                states, first = model.last_token_states(prompts)
+                n = len(batch)
+                deltas[:, rows, :] = states[:, n:, :] - states[:, :n, :]
+                deltas.flush()
+                log.writelines(json.dumps({"row": row, "id": pair.pair_id, "label": pair.label, "axis": pair.axis,
+                                          "question": pair.question(), "swapped": pair.swapped_question(),
+                                          "first_token": first[i], "first_token_swapped": first[n + i]}) + "\n" for i, (row, pair) in enumerate(zip(rows, batch)))
+                log.flush()
+                os.fsync(log.fileno())
+                bar.update(n)
+        del deltas
+    elif meta is None:
+        raise ProbeError(f"{out}: nothing to probe (no pairs) and no earlier probe here")
+    return recompute(out)
+
+
+def _open_deltas(out: Path, meta: dict, mode: str = "r") -> np.ndarray:
+    path = out / DELTAS
+    if not path.is_file():
+        raise ProbeError(f"{path}: missing (the folder has {META} but no deltas); use --overwrite")
+    deltas = np.load(path, mmap_mode=mode)
+    expected = (meta["num_layers"], meta["pairs"], meta["hidden_size"])
+    if deltas.shape != tuple(expected):
+        raise ProbeError(f"{path}: shape {deltas.shape}, expected {tuple(expected)} from {META}")
+    return deltas
+
+
+def _write_json(path: Path, value: object) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(value, indent=1, allow_nan=True), encoding="utf-8")
+    tmp.replace(path)
+
+
+def recompute(out: Path) -> ProbeSummary:
+    """Metrics, the chosen layer and the figures from the saved deltas of ``out`` (no model)."""
+    out = Path(out)
+    meta = _read_meta(out)
+    if meta is None:
+        raise ProbeError(f"{out}: no {META} here (not a probe folder)")
+    done = done_rows(out)
+    if not done:
+        raise ProbeError(f"{out}: no finished pair yet ({PAIRS} is empty)")
+    deltas = _open_deltas(out, meta)
+    rows = sorted(done)
+    labels = [done[row]["label"] for row in rows]
+    per_layer = {layer: probing.metrics_of(np.asarray(deltas[layer, rows, :]), labels)
+                 for layer in tqdm(range(meta["num_layers"]), desc="metrics per layer", unit="layer", leave=False)}
+    layer, why = probing.choose_layer(per_layer, meta["num_layers"], meta["model"])
+    counts = {label: labels.count(label) for label in probing.AXIS_OF}
+    paper = probing.paper_table5(meta["model"], meta["num_layers"])
+    result = {"model": meta["model"], "data": meta["data"], "pairs_done": len(rows), "pairs": meta["pairs"],
+              "counts": counts, "layer": layer, "layer_reason": why, "at_layer": per_layer[layer],
+              "paper_table5": paper, "per_layer": {str(k): v for k, v in per_layer.items()}}
+    _write_json(out / METRICS, result)
+    with open(out / METRICS_CSV, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        keys = list(next(iter(per_layer.values())))
+        writer.writerow(["layer", *keys])
+        for k, values in per_layer.items():
+            writer.writerow([k, *(f"{values[key]:.6f}" for key in keys)])
+    from spatial_tasks.spatialtunnel.probe_plots import coherence_plot, pca_plot
+
+    files = [out / METRICS, out / METRICS_CSV,
+             coherence_plot(per_layer, layer, meta["model"], paper, out / "coherence.png"),
+             pca_plot(np.asarray(deltas[layer, rows, :]), labels, layer, meta["model"], out / f"pca_layer{layer}.png")]
+    return ProbeSummary(out=out, done=len(rows), total=meta["pairs"], layer=layer, why=why, metrics=result, files=files)

@@ -1,0 +1,139 @@
+"""spatial-tasks probe on the tiny Qwen2.5-VL: the real hidden-state path end to end (its numbers
+are noise), deltas equal to h(swapped) − h(original), resume after an interruption, recompute
+without the model, and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from spatial_tasks.models.hidden_states import Qwen2_5_VLHidden, load_hidden_state_model
+from spatial_tasks.spatialtunnel import probing
+from spatial_tasks.spatialtunnel.probe import ProbeError, recompute, run_probe
+from spatial_tasks.spatialtunnel.probe_data import load_probe_pairs
+
+from .fakes import prompt_rows, write_prompt_parquet
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tiny_qwen_dir):
+    return load_hidden_state_model(str(tiny_qwen_dir), device="cpu", dtype="float32")
+
+
+@pytest.fixture
+def pairs(tmp_path):
+    return load_probe_pairs(write_prompt_parquet(tmp_path / "cp.parquet", prompt_rows(3)))
+
+
+class CountingModel:
+    """The real model, counting prompts; raises KeyboardInterrupt on call ``interrupt_at``."""
+
+    def __init__(self, model, interrupt_at: int | None = None):
+        self.model, self.interrupt_at, self.calls, self.prompts = model, interrupt_at, 0, 0
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+    def last_token_states(self, items):
+        self.calls += 1
+        if self.calls == self.interrupt_at:
+            raise KeyboardInterrupt
+        self.prompts += len(items)
+        return self.model.last_token_states(items)
+
+
+def test_family_hook_finds_qwen_and_refuses_unknown(tiny_model, tiny_qwen_dir, tmp_path):
+    assert isinstance(tiny_model, Qwen2_5_VLHidden)
+    assert (tiny_model.num_layers, tiny_model.hidden_size) == (2, 64)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llava"}))
+    with pytest.raises(ValueError, match="no hidden-state probe for model family 'llava'; supported: \\['qwen2_5_vl'\\]"):
+        load_hidden_state_model(str(tmp_path))
+
+
+def test_deltas_are_swapped_minus_original_at_every_layer(tiny_model, pairs, tmp_path):
+    summary = run_probe(lambda: tiny_model, pairs, tmp_path / "out", model_name="tiny", batch_size=4)
+    assert (summary.done, summary.total) == (18, 18)
+    deltas = np.load(tmp_path / "out" / "deltas.npy")
+    assert deltas.shape == (2, 18, 64) and deltas.dtype == np.float32
+    for row in (0, 7, 17):  # one by one, unpadded: same as the padded batches
+        pair = pairs.pairs[row]
+        image = pair_image(pair)
+        original, _ = tiny_model.last_token_states([(pair.question(), image)])
+        swapped, _ = tiny_model.last_token_states([(pair.swapped_question(), image)])
+        np.testing.assert_allclose(deltas[:, row], swapped[:, 0] - original[:, 0], atol=1e-5)
+    assert np.abs(deltas).max() > 0  # the swap changes the state
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    labels = [pairs.pairs[row].label for row in range(18)]
+    expected = probing.metrics_of(deltas[metrics["layer"]], labels)
+    assert metrics["at_layer"] == pytest.approx(expected)
+    assert set(metrics["per_layer"]) == {"0", "1"} and metrics["counts"] == {label: 3 for label in probing.AXIS_OF}
+    assert metrics["paper_table5"] is None
+    for name in ("coherence.png", f"pca_layer{metrics['layer']}.png", "metrics.csv"):
+        assert (tmp_path / "out" / name).stat().st_size > 0
+    records = [json.loads(line) for line in (tmp_path / "out" / "pairs.jsonl").read_text().splitlines()]
+    assert [r["row"] for r in records] == list(range(18))
+    assert records[0]["swapped"] == pairs.pairs[0].swapped_question()
+
+
+def pair_image(pair):
+    from spatial_tasks.common.images import open_image
+
+    return open_image(pair.image, pair.where).convert("RGB")
+
+
+def test_interrupted_probe_resumes_with_the_same_deltas(tiny_model, pairs, tmp_path):
+    run_probe(lambda: tiny_model, pairs, tmp_path / "full", model_name="tiny", batch_size=4)
+    flaky = CountingModel(tiny_model, interrupt_at=3)
+    with pytest.raises(KeyboardInterrupt):
+        run_probe(lambda: flaky, pairs, tmp_path / "cut", model_name="tiny", batch_size=4)
+    assert len((tmp_path / "cut" / "pairs.jsonl").read_text().splitlines()) == 8  # two batches kept
+    with open(tmp_path / "cut" / "pairs.jsonl", "a") as log:
+        log.write('{"row": 8, "id": "8", "lab')  # a line cut off by the crash: redone, not trusted
+    again = CountingModel(tiny_model)
+    summary = run_probe(lambda: again, pairs, tmp_path / "cut", model_name="tiny", batch_size=4)
+    assert again.prompts == 2 * 10 and summary.done == 18  # only the 10 missing pairs, two prompts each
+    np.testing.assert_allclose(np.load(tmp_path / "cut" / "deltas.npy"), np.load(tmp_path / "full" / "deltas.npy"),
+                               atol=1e-5)
+    done = CountingModel(tiny_model)
+    run_probe(lambda: done, pairs, tmp_path / "cut", model_name="tiny")
+    assert done.calls == 0  # nothing left: the model is not even needed
+
+
+def test_other_model_or_data_in_the_folder_is_refused_unless_overwrite(tiny_model, pairs, tmp_path):
+    run_probe(lambda: tiny_model, pairs, tmp_path / "out", model_name="tiny", batch_size=8)
+    with pytest.raises(ProbeError, match="holds a probe with another model \\(it probed 'tiny' on 18 pairs"):
+        run_probe(lambda: tiny_model, pairs, tmp_path / "out", model_name="other")
+    fewer = load_probe_pairs(pairs.source, per_category=1)
+    with pytest.raises(ProbeError, match="another number of pairs and other pairs \\(ids, answers"):
+        run_probe(lambda: tiny_model, fewer, tmp_path / "out", model_name="tiny")
+    summary = run_probe(lambda: tiny_model, fewer, tmp_path / "out", model_name="tiny", overwrite=True)
+    assert summary.total == 6 and np.load(tmp_path / "out" / "deltas.npy").shape == (2, 6, 64)
+
+
+def test_recompute_needs_no_model_and_gives_the_same_metrics(tiny_model, pairs, tmp_path):
+    first = run_probe(lambda: tiny_model, pairs, tmp_path / "out", model_name="tiny", batch_size=5)
+    (tmp_path / "out" / "metrics.json").unlink()
+    second = recompute(tmp_path / "out")
+    assert second.metrics == first.metrics
+    with pytest.raises(ProbeError, match="no probe.json here"):
+        recompute(tmp_path)
+
+
+def test_cli_probe_and_recompute(tiny_qwen_dir, tmp_path):
+    data = write_prompt_parquet(tmp_path / "cp.parquet", prompt_rows(2))
+    cli = [sys.executable, "-m", "spatial_tasks.cli"]
+    run = subprocess.run([*cli, "probe", "--model", str(tiny_qwen_dir), "--data", str(data), "--out",
+                          str(tmp_path / "out"), "--batch-size", "3", "--dtype", "float32"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "12 pairs from" in run.stdout and "12/12 pairs probed; layer" in run.stdout
+    assert "probing pairs" in run.stderr  # the progress bar
+    again = subprocess.run([*cli, "probe", "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "12/12 pairs probed" in again.stdout
+    lone = subprocess.run([*cli, "probe", "--out", str(tmp_path / "x"), "--model", str(tiny_qwen_dir)],
+                          capture_output=True, text=True, timeout=120)
+    assert lone.returncode == 2 and lone.stderr.strip() == "error: --model and --data go together (neither: recompute from --out)"

@@ -1,0 +1,154 @@
+"""Probing pairs enter through probe_data.load_probe_pairs: the three layouts, §D.1 distance pairs,
+and one clear error per bad field."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from spatial_tasks.common.validate import DataError
+from spatial_tasks.spatialtunnel.probe_data import TEMPLATES, ProbeDataError, load_probe_pairs, question_pair
+
+from .fakes import b64, png, prompt_rows, write_prompt_parquet, write_tsv
+
+
+def test_templates_round_trip():
+    for axis, template in TEMPLATES.items():
+        text = template.format(query="red cube", reference="blue sphere")
+        assert question_pair(text) == (axis, "red cube", "blue sphere")
+    assert question_pair("Is the red cube left of the blue sphere?") is None
+
+
+def test_prompt_layout_parquet(tmp_path):
+    data = load_probe_pairs(write_prompt_parquet(tmp_path / "cp.parquet", prompt_rows()))
+    assert data.layout == "prompts"
+    assert data.counts() == {label: 2 for label in ("left", "right", "above", "below", "far", "close")}
+    pair = data.pairs[4]  # above, k=0
+    assert (pair.label, pair.query, pair.reference, pair.axis) == ("above", "red cube", "blue sphere", "V")
+    assert pair.question() == "Is the red cube above or below the blue sphere? Answer with only one word."
+    assert pair.swapped_question() == "Is the blue sphere above or below the red cube? Answer with only one word."
+    far = data.pairs[8]
+    assert far.swapped_question() == "Compared to red cube, is blue sphere far or close from you? Answer with only one word."
+    assert pair.image == png(4)
+
+
+def test_object_layout_tsv(tmp_path):
+    rows = [{"index": 0, "category": "left", "image": b64(0), "answer": "left", "A": "red cube", "B": "blue sphere"},
+            {"index": 1, "category": "under", "image": b64(1), "answer": "under", "A": "green cube", "B": "red cube"},
+            {"index": 2, "category": "far", "image": b64(2), "answer": "B", "A": "red cube", "B": "blue sphere"},
+            {"index": 3, "category": "close", "image": b64(3), "answer": "A", "A": "None", "B": "blue sphere"}]
+    data = load_probe_pairs(write_tsv(tmp_path / "cp.tsv", rows, ["index", "category", "image", "answer", "A", "B"]))
+    assert data.layout == "objects"
+    got = [(p.label, p.query, p.reference) for p in data.pairs]
+    assert got == [("left", "red cube", "blue sphere"), ("below", "green cube", "red cube"),
+                   ("far", "blue sphere", "red cube"), ("close", "None", "blue sphere")]  # "None" stays a name
+
+
+def test_mcq_layout_distance_pairs_follow_d1(tmp_path):
+    """App. D.1: the target is the correct option, the reference is drawn uniformly from the other
+    options (seeded); unknown options are never drawn and an unknown target skips the row."""
+    columns = ["index", "question_id", "category", "question", "image", "answer", "A", "B", "C", "D"]
+    rows = [{"index": i, "question_id": f"q{i}", "category": "far", "question": "Which object is farthest from you?",
+             "image": b64(i), "answer": "C", "A": "sofa", "B": "Unknown", "C": "lamp", "D": "table"} for i in range(40)]
+    rows.append({"index": 40, "question_id": "q40", "category": "close", "question": "Which is closest?",
+                 "image": b64(40), "answer": "A", "A": "unknown", "B": "sofa", "C": "lamp", "D": "table"})
+    path = write_tsv(tmp_path / "mcq.tsv", rows, columns)
+    data = load_probe_pairs(path, seed=3)
+    assert len(data.pairs) == 40 and data.skipped == Counter({"distance target unknown": 1})
+    assert {p.query for p in data.pairs} == {"lamp"}
+    references = Counter(p.reference for p in data.pairs)
+    assert set(references) == {"sofa", "table"} and min(references.values()) >= 10  # uniform over the two
+    again = load_probe_pairs(path, seed=3)
+    assert [p.reference for p in again.pairs] == [p.reference for p in data.pairs]
+    other = load_probe_pairs(path, seed=4)
+    assert [p.reference for p in other.pairs] != [p.reference for p in data.pairs]
+
+
+def test_mcq_layout_relation_pairs_take_objects_from_the_question(tmp_path):
+    columns = ["index", "category", "question", "image", "answer", "A", "B", "C", "D"]
+    rows = [{"index": 0, "category": "left", "question": "How are the sofa and the lamp positioned in relation to each "
+             "other in the image?", "image": b64(0), "answer": "B", "A": "The sofa is above the lamp.",
+             "B": "The lamp is left of the sofa.", "C": "x", "D": "y"},
+            {"index": 1, "category": "above", "question": "What is the positional relationship between the cup and "
+             "the shelf in the image?", "image": b64(1), "answer": "A", "A": "The cup is above the shelf.",
+             "B": "b", "C": "c", "D": "d"}]
+    data = load_probe_pairs(write_tsv(tmp_path / "emb.tsv", rows, columns))
+    # row 0: the correct option names the lamp first, so the lamp is the query ("the lamp is left of the sofa")
+    assert [(p.label, p.query, p.reference) for p in data.pairs] == [("left", "lamp", "sofa"), ("above", "cup", "shelf")]
+
+
+def test_per_category_cap_is_a_seeded_sample_in_source_order(tmp_path):
+    path = write_prompt_parquet(tmp_path / "cp.parquet", prompt_rows(5))
+    data = load_probe_pairs(path, per_category=2, seed=1)
+    assert data.counts() == {label: 2 for label in ("left", "right", "above", "below", "far", "close")}
+    ids = [int(p.pair_id) for p in data.pairs]
+    assert ids == sorted(ids)
+    assert [p.pair_id for p in load_probe_pairs(path, per_category=2, seed=1).pairs] == [p.pair_id for p in data.pairs]
+
+
+def test_folder_source_reads_every_parquet(tmp_path):
+    rows = prompt_rows()
+    (tmp_path / "probing").mkdir()
+    write_prompt_parquet(tmp_path / "probing" / "test-00000-of-00002.parquet", rows[:6])
+    write_prompt_parquet(tmp_path / "probing" / "test-00001-of-00002.parquet", rows[6:])
+    assert len(load_probe_pairs(tmp_path).pairs) == 12
+
+
+def _bad_prompt(tmp_path, **change) -> Path:
+    rows = prompt_rows(1)
+    rows[3].update(change)
+    return write_prompt_parquet(tmp_path / "bad.parquet", rows)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"answer": "up"}, r"row 3, field 'answer': 'up' is not one of"),
+    ({"answer": "left"}, r"row 3, field 'answer': 'left' does not answer a V-axis question"),
+    ({"question": "Is the cube above the ball?"}, r"row 3, field 'question': .* none of the three probing templates"),
+    ({"question": TEMPLATES["V"].format(query="red cube", reference="Red Cube")}, "the two objects are the same"),
+    ({"index": 0}, r"row 3, field 'index': duplicate index '0' \(also at .*row 0\)"),
+    ({"image": {"bytes": png(0)[:60], "path": None}}, r"row 3, column 'image'.*(damaged|truncated|not a readable)"),
+])
+def test_bad_prompt_rows_are_named(tmp_path, change, message):
+    with pytest.raises(DataError, match=message) as info:  # ProbeDataError, or ImageError for an image
+        load_probe_pairs(_bad_prompt(tmp_path, **change))
+    assert "bad.parquet" in str(info.value)
+
+
+def test_bad_tsv_rows_are_named(tmp_path):
+    columns = ["index", "category", "image", "answer", "A", "B"]
+    good = {"index": 0, "category": "left", "image": b64(0), "answer": "left", "A": "cube", "B": "ball"}
+    cases = [({"category": "behind"}, r"cp.tsv, row 1 \(line 3\), field 'category': 'behind' is not one of"),
+             ({"category": "far", "answer": "Z"}, r"field 'answer': 'Z' is not an option letter"),
+             ({"answer": "right"}, r"field 'answer': 'right' is neither the category 'left' nor an option letter"),
+             ({"B": ""}, r"field 'B': empty object name"),
+             ({"image": "not base64!"}, r"row 1 \(line 3\), column 'image': not valid base64")]
+    for change, message in cases:
+        path = write_tsv(tmp_path / "cp.tsv", [good, {**good, "index": 1, **change}], columns)
+        with pytest.raises(DataError, match=message):
+            load_probe_pairs(path)
+
+
+@pytest.mark.parametrize("columns, message", [
+    (["index", "image", "question"], r"missing column\(s\) \['answer'\]"),
+    (["index", "category", "image", "answer", "A"], r"a 'category' table needs columns \['B'\]"),
+    (["index", "question", "answer"], "no 'image' column"),
+])
+def test_missing_columns_are_named(tmp_path, columns, message):
+    path = write_tsv(tmp_path / "cols.tsv", [{c: "x" for c in columns}], columns)
+    with pytest.raises(ProbeDataError, match=message):
+        load_probe_pairs(path)
+
+
+def test_bad_sources(tmp_path):
+    with pytest.raises(ProbeDataError, match="no such file or folder"):
+        load_probe_pairs(tmp_path / "missing.tsv")
+    (tmp_path / "x.csv").write_text("a\n")
+    with pytest.raises(ProbeDataError, match=r"must be a \.parquet or \.tsv file"):
+        load_probe_pairs(tmp_path / "x.csv")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ProbeDataError, match="no .parquet or .tsv file"):
+        load_probe_pairs(tmp_path / "empty")
+    with pytest.raises(ProbeDataError, match="name the file of this Hub dataset"):
+        load_probe_pairs("someone/other-dataset")
