@@ -135,9 +135,11 @@ def custom_task_command(
 @generate_app.command("spatialtunnel")
 def generate_spatialtunnel(
     out: Annotated[Path, typer.Option(help="Dataset folder to write (an interrupted run resumes there).")],
-    variant: Annotated[str, typer.Option(help="phase, size or all.")] = "all",
+    variant: Annotated[str, typer.Option(help="phase, size, all (phase and size) or probing (contrastive-probing "
+                                              "pairs for `spatial-tasks probe`).")] = "all",
     grid: Annotated[int, typer.Option(help="Angular positions per object.")] = 16,
-    per_cell: Annotated[int | None, typer.Option(help="Images per grid cell (phase) or per s1 value (size).")] = None,
+    per_cell: Annotated[int | None, typer.Option(help="Images per grid cell (phase), per s1 value (size) or per "
+                                                      "answer (probing).")] = None,
     resolution: Annotated[int, typer.Option(help="Image side in pixels.")] = 512,
     samples: SamplesOption = 16,
     seed: Annotated[int, typer.Option(help="Run seed; per-image seeds derive from it and the image id.")] = 0,

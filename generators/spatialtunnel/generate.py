@@ -1,7 +1,7 @@
 """Generate SpatialTunnel datasets: render images (Blender), then build parquet shards + card.
 
-    spatial-tasks generate spatialtunnel --variant phase|size|all --out DIR \\
-        [--grid 16] [--per-cell 12 (phase) / 100 (size)] [--resolution 512] [--samples 16] \\
+    spatial-tasks generate spatialtunnel --variant phase|size|all|probing --out DIR \\
+        [--grid 16] [--per-cell 12 (phase) / 100 (size) / 200 (probing)] [--resolution 512] [--samples 16] \\
         [--seed 0] [--shard K/N] [--workers W] [--overwrite]
 
     python -m spatial_tasks.generators.spatialtunnel.generate ...   # same flags, plus --step
@@ -54,7 +54,7 @@ from spatial_tasks.generators.common.jobs import (
 from spatial_tasks.generators.spatialtunnel import sampling, scene
 
 from spatial_tasks.spatialtunnel import geometry
-from spatial_tasks.spatialtunnel.schema import CONFIG_FOR_VARIANT, IMAGE_FEATURES, SPLIT
+from spatial_tasks.spatialtunnel.schema import CONFIG_FOR_VARIANT, FEATURES_FOR_VARIANT, SPLIT
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,6 @@ MAX_ROWS_PER_FILE = 500  # ~100-200 MB per parquet file at 512 px
 CARD_TEMPLATE = Path(__file__).with_name("card.md.jinja")
 LICENSE = "cc-by-4.0"
 GENERATOR = "spatial_tasks.generators.spatialtunnel"
-ROW_FIELDS = [name for name in IMAGE_FEATURES if name != "image"]
 
 
 # ---------------------------------------------------------------------------------- flags
@@ -73,7 +72,7 @@ def check_flags(variant: str, *, grid: int = 16, per_cell: int | None = None, re
                 samples: int = 16, seed: int = 0, shard: str = "1/1", workers: int = 1) -> tuple[list[str], Shard]:
     """Validate the flags before anything runs; errors name the flag. Returns (variants, shard)."""
     if variant == "all":
-        variants = list(sampling.VARIANTS)
+        variants = list(sampling.BENCHMARK_VARIANTS)
     else:
         sampling.check_variant(variant)
         variants = [variant]
@@ -219,7 +218,7 @@ def build_variant(variant: str, out: Path, *, grid: int = 16, per_cell: int | No
     for j, n in enumerate(layout[shard_obj.index - 1]):  # one file's images in memory at a time
         rows = [_row(work, spec) for spec in specs[start:start + n]]
         path = config_dir / ds.parquet_name(SPLIT, first + j, total_files)
-        written.append(ds.write_parquet(rows, IMAGE_FEATURES, path, generation))
+        written.append(ds.write_parquet(rows, FEATURES_FOR_VARIANT[variant], path, generation))
         start += n
     ds.remove_other_layouts(config_dir, SPLIT, total_files)
     write_card(Path(out))
@@ -229,7 +228,7 @@ def build_variant(variant: str, out: Path, *, grid: int = 16, per_cell: int | No
 
 def _row(work: Path, spec: sampling.ImageSpec) -> dict[str, Any]:
     record = json.loads((work / f"{spec.image_id}.json").read_text())
-    row = {name: record["row"][name] for name in ROW_FIELDS}
+    row = {name: record["row"][name] for name in FEATURES_FOR_VARIANT[spec.variant] if name != "image"}
     row["image"] = {"bytes": (work / f"{spec.image_id}.png").read_bytes(), "path": f"{spec.image_id}.png"}
     return row
 
@@ -320,11 +319,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m spatial_tasks.generators.spatialtunnel.generate",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--variant", required=True, choices=[*sampling.VARIANTS, "all"],
-                        help="phase: the 16 x 16 theta grid; size: the s1 sweep; all: both")
+                        help="phase: the 16 x 16 theta grid; size: the s1 sweep; all: both; "
+                             "probing: contrastive-probing pairs (--per-cell per answer)")
     parser.add_argument("--out", required=True, type=Path, help="dataset folder (created)")
     parser.add_argument("--grid", type=int, default=16, help="angular positions per object (>= 2)")
     parser.add_argument("--per-cell", type=int, default=None,
-                        help="images per (theta1, theta2) cell (phase, default 12) or per s1 value (size, default 100)")
+                        help="images per (theta1, theta2) cell (phase, default 12), per s1 value (size, default 100) "
+                             "or per answer (probing, default 200)")
     parser.add_argument("--resolution", type=int, default=512, help="image width = height in pixels (>= 16)")
     parser.add_argument("--samples", type=int, default=16, help="Cycles samples per pixel")
     parser.add_argument("--seed", type=int, default=0, help="run seed; per-image seeds derive from it")

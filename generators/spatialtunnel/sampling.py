@@ -6,6 +6,10 @@ The image list of a variant is fixed by its flags, in this order (positions coun
   (0..per_cell-1): ``image_id = "phase-r{r:02d}-c{c:02d}-k{k:02d}"``.
 * size: for s1 in SIZE_SWEEP (0.10, 0.12, ... 0.30), then replicate k:
   ``image_id = "size-s{100*s1:03d}-k{k:02d}"`` (e.g. "size-s010-k07").
+* probing (contrastive-probing pairs, §5): for each answer left, right, above, below, far, close,
+  then replicate k (``--per-cell`` pairs per answer, balanced):
+  ``image_id = "probing-{answer}-k{k:03d}"``; one question in the probing templates
+  (probe_data.TEMPLATES) about the object that has that relation to the other.
 
 Each image's seed is ``derive_seed(run_seed, image_id)`` (SHA-256), and everything random is
 drawn from ``random.Random(seed)`` using only ``random()`` (whose stream CPython keeps stable
@@ -20,6 +24,9 @@ across versions), in this order:
    while the two objects could overlap in the image (``may_overlap``: a big near object at
    the same angle can hide a small far one completely). The phase grid never overlaps.
 
+Probing pairs draw (colour, shape) x 2, roughness x 2, one size factor, the sun rotation, then
+their angles (``_probing_spec``).
+
 The same flags and seed therefore give the same images on any machine, shard or worker.
 """
 
@@ -33,11 +40,14 @@ from dataclasses import asdict, dataclass
 from spatial_tasks.generators.common.jobs import derive_seed
 
 from spatial_tasks.spatialtunnel import geometry
+from spatial_tasks.spatialtunnel.probe_data import CATEGORY_ORDER, TEMPLATES
+from spatial_tasks.spatialtunnel.probing import AXIS_OF
 from spatial_tasks.spatialtunnel.questions import questions_for
 from spatial_tasks.spatialtunnel.schema import COLORS, SHAPES
 
-VARIANTS = ("phase", "size")
-DEFAULT_PER_CELL = {"phase": 12, "size": 100}
+VARIANTS = ("phase", "size", "probing")
+BENCHMARK_VARIANTS = ("phase", "size")  # what --variant all renders
+DEFAULT_PER_CELL = {"phase": 12, "size": 100, "probing": 200}  # probing: pairs per answer, as the official set
 SEED_NAMESPACE = "spatialtunnel"
 NOMINAL_SIZES = (0.2, 0.1)  # half-extents of obj1 (far) and obj2 (near), paper §3
 SIZE_FACTOR_RANGE = (1.0, 1.5)
@@ -47,6 +57,8 @@ SIZE_SUM = 0.4  # size variant: s1 + s2
 SIZE_SWEEP = tuple(round(0.10 + 0.02 * i, 2) for i in range(11))  # s1 = 0.10 ... 0.30
 OVERLAP_MARGIN = 0.01  # image-plane units (x/depth): ~5 px at 512 px between the objects' outlines
 MAX_THETA_DRAWS = 1000
+DEPTH_MID = (geometry.DEPTH_NEAR + geometry.DEPTH_FAR) / 2  # probing left/right and above/below pairs
+PROBE_SIZE = 0.15  # probing left/right and above/below: both objects' nominal half-extent
 OBJECT_KINDS = tuple((colour, shape) for colour in COLORS for shape in SHAPES)
 
 
@@ -82,6 +94,8 @@ class ImageSpec:
     sun_rotation: float
     position1: tuple[float, float, float]
     position2: tuple[float, float, float]
+    probe_label: str | None = None  # probing variant: the original question's answer
+    probe_query_slot: int | None = None  # probing variant: the object (1 or 2) the question asks about
 
     @property
     def obj1(self) -> str:
@@ -95,9 +109,16 @@ class ImageSpec:
         """The sampled fields of the dataset row (schema.IMAGE_FEATURES names), JSON-ready."""
         row = asdict(self)
         row.pop("position_in_variant")
+        label, slot = row.pop("probe_label"), row.pop("probe_query_slot")
         row["position1"], row["position2"] = list(self.position1), list(self.position2)
         row["obj1"], row["obj2"] = self.obj1, self.obj2
-        row["questions"] = questions_for(self.obj1, self.obj2)
+        if self.variant != "probing":
+            row["questions"] = questions_for(self.obj1, self.obj2)
+            return row
+        query, reference = (self.obj1, self.obj2) if slot == 1 else (self.obj2, self.obj1)
+        axis = AXIS_OF[label]
+        row.update(index=self.position_in_variant, question=TEMPLATES[axis].format(query=query, reference=reference),
+                   answer=label, query=query, reference=reference)
         return row
 
 
@@ -139,6 +160,57 @@ def phase_image_id(theta1_index: int, theta2_index: int, replicate: int) -> str:
 
 def size_image_id(s1: float, replicate: int) -> str:
     return f"size-s{round(s1 * 100):03d}-k{replicate:02d}"
+
+
+def probing_image_id(label: str, replicate: int) -> str:
+    return f"probing-{label}-k{replicate:03d}"
+
+
+def _probing_spec(position: int, label: str, replicate: int, grid: int, run_seed: int) -> ImageSpec:
+    """One probing pair. left/right: both objects at DEPTH_MID, mirrored across the vertical
+    plane (same height, same size); above/below: mirrored across the horizontal plane; far/close:
+    the phase grid's depths and sizes (equal apparent sizes) at two angles drawn at random. The
+    question asks about the object that has the answer's relation to the other."""
+    image_id = probing_image_id(label, replicate)
+    seed = image_seed(run_seed, image_id)
+    rng = random.Random(seed)
+    kind1 = _pick(rng, OBJECT_KINDS)
+    kind2 = _pick(rng, [k for k in OBJECT_KINDS if k != kind1])
+    roughness1 = _uniform(rng, *ROUGHNESS_RANGE)
+    roughness2 = _uniform(rng, *ROUGHNESS_RANGE)
+    factor = _uniform(rng, *SIZE_FACTOR_RANGE)
+    sun_rotation = _uniform(rng, *SUN_ROTATION_RANGE)
+    axis = AXIS_OF[label]
+    thetas = [geometry.theta_degrees(i, grid) for i in range(grid)]
+    for _ in range(MAX_THETA_DRAWS):
+        if axis == "D":
+            theta1, theta2 = _pick(rng, thetas), _pick(rng, thetas)
+            depths, sizes = (geometry.DEPTH_FAR, geometry.DEPTH_NEAR), (NOMINAL_SIZES[0] * factor, NOMINAL_SIZES[1] * factor)
+        else:  # keep angles whose mirror image is a clearly different place
+            usable = [t for t in thetas if abs(math.cos(math.radians(t)) if axis == "H" else math.sin(math.radians(t))) > 0.3]
+            theta1 = _pick(rng, usable)
+            theta2 = (180.0 - theta1) % 360.0 if axis == "H" else (360.0 - theta1) % 360.0
+            depths, sizes = (DEPTH_MID, DEPTH_MID), (PROBE_SIZE * factor, PROBE_SIZE * factor)
+        position1 = geometry.object_center(theta1, depths[0], sizes[0])
+        position2 = geometry.object_center(theta2, depths[1], sizes[1])
+        if not may_overlap(position1, sizes[0], position2, sizes[1]):
+            break
+    else:
+        raise ValueError(f"{image_id}: the objects overlap in the image for every angle drawn")
+    # which object has the answer's relation to the other: x for left/right, z for above/below, depth for far/close
+    coordinate = {"H": 0, "V": 2, "D": 1}[axis]
+    first_is_larger = position1[coordinate] > position2[coordinate]
+    wants_larger = label in ("right", "above", "far")
+    query_slot = 1 if first_is_larger == wants_larger else 2
+    return ImageSpec(
+        position_in_variant=position, image_id=image_id, variant="probing", grid=grid, seed=seed,
+        theta1_index=round(theta1 / (360.0 / grid)) % grid, theta2_index=round(theta2 / (360.0 / grid)) % grid,
+        theta1=theta1, theta2=theta2, depth1=depths[0], depth2=depths[1], size1=sizes[0], size2=sizes[1],
+        size1_nominal=sizes[0] / factor, size2_nominal=sizes[1] / factor,
+        color1=kind1[0], shape1=kind1[1], color2=kind2[0], shape2=kind2[1],
+        roughness1=roughness1, roughness2=roughness2, sun_rotation=sun_rotation,
+        position1=position1, position2=position2, probe_label=label, probe_query_slot=query_slot,
+    )
 
 
 def _spec(position: int, image_id: str, variant: str, grid: int, run_seed: int,
@@ -189,7 +261,11 @@ def plan(variant: str, *, grid: int = geometry.DEFAULT_GRID, per_cell: int | Non
     if per_cell < 1:
         raise ValueError(f"--per-cell must be >= 1, got {per_cell}")
     specs: list[ImageSpec] = []
-    if variant == "phase":
+    if variant == "probing":
+        for label in CATEGORY_ORDER:
+            for k in range(per_cell):
+                specs.append(_probing_spec(len(specs), label, k, grid, seed))
+    elif variant == "phase":
         for r in range(grid):
             for c in range(grid):
                 for k in range(per_cell):

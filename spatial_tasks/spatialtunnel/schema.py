@@ -15,7 +15,7 @@ from __future__ import annotations
 import datasets
 
 VARIANTS = ("phase", "size")
-CONFIG_FOR_VARIANT = {"phase": "phase_variation", "size": "size_variation"}
+CONFIG_FOR_VARIANT = {"phase": "phase_variation", "size": "size_variation", "probing": "contrastive_probing"}
 SPLIT = "test"
 COLORS = ("red", "green", "blue", "yellow", "cyan", "magenta", "black")
 SHAPES = ("sphere", "cube")
@@ -105,3 +105,17 @@ DOC_FIELDS: dict[str, str] = {
     "answer": "string: Yes | No",
     "source": "string: which loader produced the doc",
 }
+
+# The generator's ``probing`` variant (config ``contrastive_probing``): one probing question per
+# image in the prompt layout of probe_data (index, image, question, answer) plus the scene.
+PROBING_FEATURES = datasets.Features(
+    {
+        **{name: feature for name, feature in IMAGE_FEATURES.items() if name != "questions"},
+        "index": datasets.Value("int64"),
+        "question": datasets.Value("string"),  # probe_data.TEMPLATES, about `query` relative to `reference`
+        "answer": datasets.Value("string"),  # left | right | above | below | far | close
+        "query": datasets.Value("string"),
+        "reference": datasets.Value("string"),
+    }
+)
+FEATURES_FOR_VARIANT = {"phase": IMAGE_FEATURES, "size": IMAGE_FEATURES, "probing": PROBING_FEATURES}

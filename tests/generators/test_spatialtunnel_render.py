@@ -187,3 +187,24 @@ def test_size_variant_renders(tmp_path):
     run = json.loads((out / "_work" / "size_variation" / "shard-00001-of-00001.run.json").read_text())
     assert run["qa_problems"] == []  # both objects visible at their recorded centres in every image
     assert all(r["size1"] + r["size2"] == pytest.approx(0.4) for r in rows)
+
+
+def test_probing_variant_renders_pairs_that_probe_reads(tmp_path):
+    """Blender renders the probing pairs; the dataset loads through probe_data, and the recorded
+    pixel centres agree with every answer."""
+    from spatial_tasks.spatialtunnel.probe_data import load_probe_pairs
+
+    out = gen.generate("probing", tmp_path / "probing", grid=16, per_cell=1, resolution=64, samples=2)
+    run = json.loads((out / "_work" / "contrastive_probing" / "shard-00001-of-00001.run.json").read_text())
+    assert run["qa_problems"] == []  # both objects visible at their recorded centres
+    rows = _rows(out, "contrastive_probing")
+    assert [r["answer"] for r in rows] == ["left", "right", "above", "below", "far", "close"]
+    for row in rows:
+        query, reference = ("1", "2") if row["query"] == row["obj1"] else ("2", "1")
+        (qx, qy), (rx, ry) = row[f"pixel{query}"], row[f"pixel{reference}"]
+        truth = {"left": qx < rx, "right": qx > rx, "above": qy < ry, "below": qy > ry,
+                 "far": row[f"depth{query}"] > row[f"depth{reference}"], "close": row[f"depth{query}"] < row[f"depth{reference}"]}
+        assert truth[row["answer"]], row["image_id"]
+    data = load_probe_pairs(out / "contrastive_probing")
+    assert data.layout == "prompts" and [p.label for p in data.pairs] == [r["answer"] for r in rows]
+    assert "contrastive_probing" in (out / "README.md").read_text()

@@ -283,3 +283,54 @@ def test_atomic_write_leaves_no_temporary_file(tmp_path):
     with pytest.raises(TypeError):
         atomic_write_bytes(tmp_path / "b.bin", 3)  # type: ignore[arg-type]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin"]
+
+
+# ------------------------------------------------------------------------ probing variant
+
+
+def _query_and_reference(spec):
+    row = spec.metadata()
+    first = row["query"] == spec.obj1
+    return (spec.position1, spec.position2) if first else (spec.position2, spec.position1), row
+
+
+def test_probing_plan_is_balanced_and_every_answer_is_true():
+    from spatial_tasks.spatialtunnel.probe_data import TEMPLATES, question_pair
+
+    specs = sampling.plan("probing", grid=16, per_cell=30, seed=0)
+    assert len(sampling.plan("probing")) == 6 * 200  # the official set's size by default
+    assert Counter(s.metadata()["answer"] for s in specs) == {a: 30 for a in
+                                                               ("left", "right", "above", "below", "far", "close")}
+    assert specs[0].image_id == "probing-left-k000" and specs[-1].image_id == "probing-close-k029"
+    for spec in specs:
+        (query, reference), row = _query_and_reference(spec)
+        qx, qy = geometry.project(query, 512, 512)
+        rx, ry = geometry.project(reference, 512, 512)
+        truth = {"left": qx < rx, "right": qx > rx, "above": qy < ry, "below": qy > ry,
+                 "far": query[1] > reference[1], "close": query[1] < reference[1]}
+        assert truth[row["answer"]], spec.image_id
+        axis, q, r = question_pair(row["question"])
+        assert (q, r) == (row["query"], row["reference"]) and row["question"] == TEMPLATES[axis].format(query=q, reference=r)
+        assert row["index"] == spec.position_in_variant and "questions" not in row
+        assert not sampling.may_overlap(spec.position1, spec.size1, spec.position2, spec.size2)
+        if row["answer"] in ("left", "right", "above", "below"):  # only the asked axis differs
+            assert spec.depth1 == spec.depth2 == sampling.DEPTH_MID and spec.size1 == spec.size2
+            same = 2 if row["answer"] in ("left", "right") else 0  # z for left/right, x for above/below
+            assert spec.position1[same] == pytest.approx(spec.position2[same])
+        else:  # far/close: equal apparent sizes, as in the phase grid
+            assert spec.size1 / spec.depth1 == pytest.approx(spec.size2 / spec.depth2)
+
+
+def test_probing_distance_pairs_are_not_all_consistent():
+    """The tunnel breaks "higher = farther" for probing too: both splits occur among far/close pairs."""
+    specs = [s for s in sampling.plan("probing", grid=16, per_cell=40, seed=0) if s.metadata()["answer"] in ("far", "close")]
+    relations = Counter(geometry.vertical_relation(geometry.project(s.position1, 512, 512)[1],
+                                                   geometry.project(s.position2, 512, 512)[1], 512).two_way
+                        for s in specs)
+    assert relations["consistent"] >= 20 and relations["counter"] >= 20
+
+
+def test_all_means_the_benchmark_variants():
+    variants, _ = gen.check_flags("all")
+    assert variants == ["phase", "size"]
+    assert gen.check_flags("probing")[0] == ["probing"]
