@@ -433,13 +433,17 @@ def prompts_command(benchmark: Annotated[str, typer.Argument(help="o3d")]) -> No
 
 @app.command("report")
 def report_command(
-    results_dir: Annotated[Path, typer.Argument(help="lmms-eval --output_path folder (run with --log_samples).")],
     out: Annotated[Path, typer.Option(help="Folder for report.md and the PNGs (a report there is replaced).")],
+    results_dir: Annotated[Path | None, typer.Argument(help="lmms-eval --output_path folder (run with --log_samples); "
+                                                         "may be left out with --probe.")] = None,
+    probe: Annotated[list[Path] | None, typer.Option(help="A `spatial-tasks probe` folder to add (repeatable).")] = None,
 ) -> None:
-    """Turn lmms-eval results (and logged samples) into report.md and plots."""
+    """Turn lmms-eval results (and logged samples) and probe folders into report.md and plots."""
     from spatial_tasks.report import write_report
 
-    for path in write_report(results_dir, out):
+    if results_dir is None and not probe:
+        raise ValueError("give an lmms-eval results folder, or --probe FOLDER, or both")
+    for path in write_report(results_dir, out, probes=probe or ()):
         typer.echo(str(path))
 
 

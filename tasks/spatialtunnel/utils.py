@@ -20,3 +20,23 @@ from spatial_tasks.spatialtunnel.tasks import (  # noqa: F401
     process_results_size,
     pool_subtasks,
 )
+from spatial_tasks.spatialtunnel.resplit_tasks import (  # noqa: F401,E402
+    cv_bench_doc_to_text,
+    cv_bench_doc_to_visual,
+    embspatial_doc_to_messages,
+    embspatial_doc_to_text,
+    embspatial_doc_to_visual,
+    process_docs_cv_bench_depth,
+    process_docs_embspatial_depth,
+    process_results_cv_bench_depth,
+    process_results_embspatial_depth,
+)
+from spatial_tasks.spatialtunnel.resplit_tasks import agg_acc_all as resplit_agg_acc_all  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit_tasks import agg_acc_amb as resplit_agg_acc_amb  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit_tasks import agg_acc_cons as resplit_agg_acc_cons  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit_tasks import agg_acc_ctr as resplit_agg_acc_ctr  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit_tasks import agg_delta as resplit_agg_delta  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit_tasks import agg_n_amb as resplit_agg_n_amb  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit_tasks import agg_n_cons as resplit_agg_n_cons  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit_tasks import agg_n_ctr as resplit_agg_n_ctr  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit_tasks import agg_unparseable as resplit_agg_unparseable  # noqa: F401,E402

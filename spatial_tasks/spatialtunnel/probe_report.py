@@ -1,0 +1,44 @@
+"""Probing part of ``spatial-tasks report``: for each probe folder, the metrics at the chosen
+layer next to the paper's Table 5, and its figures redrawn from the saved deltas."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from spatial_tasks.common.formatting import number
+from spatial_tasks.spatialtunnel.probe import recompute
+
+LEGEND = [
+    "- **Coh_H / Coh_V / Coh_D**: axis coherence, the mean pairwise cosine of the sign-corrected deltas "
+    "h(swapped) − h(original) of the left/right, above/below and far/close questions (§5).",
+    "- **VD-EI**: Eq. 3, ¼[cos(μ_above, μ_far) + cos(μ_below, μ_close) − cos(μ_above, μ_close) − "
+    "cos(μ_below, μ_far)]; +1 when \"far\" is encoded as \"above\". **VD-EI (code)**: the authors' code's "
+    "variant, cos of the mean sign-corrected vertical and distance deltas.",
+    "- Paper, Table 5 (at the paper's layer): Qwen2.5-VL-3B .367 .293 .043 .457; Molmo-7B .143 .228 .075 .279; "
+    "NVILA-Lite-2B .323 .289 .052 .539; RoboRefer .649 .830 .182 .362.",
+]
+KEYS = ("Coh_H", "Coh_V", "Coh_D", "VD-EI", "VD-EI (code)")
+
+
+def probe_section(probes: list[Path], out: Path) -> tuple[list[Path], list[str]]:
+    table = ["| probe | model | pairs | layer | " + " | ".join(KEYS) + " |", "|---|---|---:|---:|" + "---:|" * len(KEYS)]
+    files: list[Path] = []
+    reasons = []
+    for folder in probes:
+        summary = recompute(folder)
+        reasons.append(f"- Layer of `{folder}`: {summary.why}.")
+        m = summary.metrics
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(folder).resolve().name)
+        table.append(f"| {folder} | {m['model']} | {summary.done}/{summary.total} | {summary.layer} | "
+                     + " | ".join(number(m["at_layer"][k], signed=True) for k in KEYS) + " |")
+        if m["paper_table5"]:
+            table.append(f"| paper, Table 5 | {m['model']} | | {summary.layer} | "
+                         + " | ".join(number(m["paper_table5"].get(k), signed=True) for k in KEYS) + " |")
+        for figure in summary.files:
+            if figure.suffix == ".png":
+                target = out / f"probe_{name}_{figure.name}"
+                shutil.copyfile(figure, target)
+                files.append(target)
+    return files, [*table, "", *LEGEND, *reasons]
