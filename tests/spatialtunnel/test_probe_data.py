@@ -152,3 +152,11 @@ def test_bad_sources(tmp_path):
         load_probe_pairs(tmp_path / "empty")
     with pytest.raises(ProbeDataError, match="name the file of this Hub dataset"):
         load_probe_pairs("someone/other-dataset")
+
+
+def test_bundled_probing_sample_is_balanced_and_valid():
+    from spatial_tasks.paths import benchmark_tasks_dir
+
+    data = load_probe_pairs(benchmark_tasks_dir("spatialtunnel") / "sample" / "contrastive_probing")
+    assert data.layout == "prompts" and data.counts() == {label: 4 for label in
+                                                          ("left", "right", "above", "below", "far", "close")}

@@ -157,3 +157,15 @@ def test_table1_counts_on_the_real_data(source, path, name):
     relations = resplit_docs(dataset, source)["depth_split"]
     counts = {r: relations.count(r) for r in ("consistent", "counter", "ambiguous")}
     assert counts == resplit.PAPER_TABLE1[source]
+
+
+def test_bundled_stand_ins_are_what_the_fixture_builds(tmp_path):
+    from spatial_tasks.paths import benchmark_tasks_dir
+    from spatial_tasks.spatialtunnel.resplit_fixture import build_sample
+
+    sample = benchmark_tasks_dir("spatialtunnel") / "sample"
+    for built in build_sample(tmp_path):
+        bundled = sample / built.parent.name / built.name
+        fresh = datasets.load_dataset("parquet", data_files=str(built), split="train")
+        shipped = datasets.load_dataset("parquet", data_files=str(bundled), split="train")
+        assert fresh.to_list() == shipped.to_list(), f"{bundled} is stale: rerun resplit_fixture"
