@@ -85,7 +85,9 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
               "samples with the functions of the live run.") if root is not None else (
               "Source: probe folders only (no lmms-eval results).")
     sections = ["# spatial-tasks report", "", *intro, "" if intro else "", source, ""]
-    for benchmark, entries in sorted(by_benchmark.items(), key=lambda item: item[0] != "spatialtunnel"):
+    # SpatialTunnel and its re-splits first, then the other benchmarks in a fixed order
+    order = sorted(by_benchmark, key=lambda name: (not name.startswith("spatialtunnel"), name))
+    for benchmark, entries in ((name, by_benchmark[name]) for name in order):
         files, lines = makers[benchmark](entries, out)
         written += files
         sections += [f"## {TITLES.get(benchmark, benchmark)}", "", *lines, ""]

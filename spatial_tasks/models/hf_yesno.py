@@ -20,8 +20,10 @@ generation prompt). Register it in ``spatial_tasks/lmms_plugin.py`` as
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,6 +38,7 @@ from tqdm import tqdm
 from spatial_tasks.common.yesno import YesNoLogits, encode_payload
 
 _VIDEO_SUFFIXES = (".mp4", ".avi", ".mov")
+GROUP_WINDOW = 256  # requests whose visuals are loaded and ordered by image at a time (group_images)
 
 
 class YesNoTokenError(ValueError):
@@ -100,6 +103,26 @@ class HFYesNoMixin:
         (they are then scored one by one). Default: no batching."""
         return None
 
+    def _yesno_image_order(self, context: str, visuals: list) -> list:
+        """The visuals in the order the prompt shows them (each occurrence once). Default: as given."""
+        return visuals
+
+    def _yesno_image_parts(self, inputs: Mapping[str, torch.Tensor]) -> list[dict[str, torch.Tensor]] | None:
+        """The vision-encoder inputs of each image of a prepared batch, in the order the model
+        consumes them (``_yesno_forward_with_features`` gets one feature tensor per part, same
+        order), or None when the family cannot reuse image features (then nothing is grouped)."""
+        return None
+
+    def _yesno_encode_images(self, parts: Sequence[dict[str, torch.Tensor]]) -> list[torch.Tensor]:
+        """Run the vision encoder once over several images' parts; one feature tensor per part."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _yesno_encode_images to group by image")
+
+    def _yesno_forward_with_features(self, inputs: Mapping[str, torch.Tensor],
+                                     features: Sequence[torch.Tensor]) -> torch.Tensor:
+        """(batch, vocabulary) float32 last-position logits of ``inputs`` with the given image
+        features in place of the vision encoder's output."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _yesno_forward_with_features")
+
     def first_token_logits(self, inputs: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """Logits (1-D, float32, over the vocabulary) of the first token the model would generate."""
         input_ids = inputs.get("input_ids")
@@ -136,23 +159,81 @@ class HFYesNoMixin:
         """l_Yes, l_No and the decoded argmax first token for one prompt and its visuals."""
         return self._to_yes_no(self.first_token_logits(self._yesno_prepare_inputs(context, _as_list(visuals))))
 
+    def score_grouped(self, items: Sequence[tuple[str, Sequence | None]], batch_size: int,
+                      on_batch=None) -> list[YesNoLogits]:
+        """``score_yes_no`` for every item, in item order, with each distinct image encoded ONCE.
+
+        Items are ordered by the content of their images (``image_key``: a hash of the decoded
+        pixels, so one image reached through two docs counts once) and scored in padded batches of
+        ``batch_size``; the vision encoder runs only on images whose features are not cached, and
+        a feature is dropped after the last item of ``items`` that uses it -- memory holds the
+        features of at most the images of the current batch plus those shared with later ones.
+        Items with a video, and families without the grouping hooks, are scored ungrouped.
+        ``on_batch(n)`` is called after each batch (progress)."""
+        items = [(context, _as_list(visuals)) for context, visuals in items]
+        results: list[YesNoLogits | None] = [None] * len(items)
+        keys = [[image_key(v) if isinstance(v, Image.Image) else None for v in self._yesno_image_order(context, visuals)]
+                for context, visuals in items]
+        groupable = [i for i, k in enumerate(keys) if None not in k]
+        for i in (i for i, k in enumerate(keys) if None in k):  # videos and odd visuals: as before
+            results[i] = self.score_yes_no(*items[i])
+            if on_batch:
+                on_batch(1)
+        order = sorted(groupable, key=lambda i: (keys[i], i))
+        remaining = Counter(key for i in order for key in keys[i])
+        cache: dict[str, torch.Tensor] = {}
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            batch = [items[i] for i in rows]
+            inputs = self._yesno_prepare_batch(batch) if len(batch) > 1 else self._yesno_prepare_inputs(*batch[0])
+            parts = self._yesno_image_parts(inputs) if inputs is not None else None
+            batch_keys = [key for i in rows for key in keys[i]]
+            if parts is None or len(parts) != len(batch_keys):
+                scored = self.score_yes_no_batch(batch)
+            else:
+                new = {key: part for key, part in zip(batch_keys, parts) if key not in cache}
+                if new:
+                    cache.update(zip(new, self._yesno_encode_images(list(new.values()))))
+                logits = self._yesno_forward_with_features(inputs, [cache[key] for key in batch_keys])
+                scored = [self._to_yes_no(row) for row in logits]
+                for key in batch_keys:
+                    remaining[key] -= 1
+                    if remaining[key] == 0:
+                        cache.pop(key, None)
+            for i, result in zip(rows, scored, strict=True):
+                results[i] = result
+            if on_batch:
+                on_batch(len(rows))
+        return results  # type: ignore[return-value]
+
     def generate_until(self, requests: list[Instance]) -> list[str]:
         """One ``encode_payload`` string per request, in request order (gen_kwargs are ignored:
         nothing is generated beyond the first token's distribution). Requests are scored in
-        batches of the model's ``batch_size`` (the lmms-eval model arg; 1 = one by one)."""
+        batches of the model's ``batch_size`` (the lmms-eval model arg; 1 = one by one); with
+        ``group_images`` (default on) they are taken ``group_window`` at a time, ordered by image
+        within the window, and each distinct image of a window is encoded once (``score_grouped``).
+        The window bounds memory: only its requests' visuals are held."""
         self.yes_no_ids()  # fail before the loop if the answer words are not single tokens
         size = max(1, int(getattr(self, "batch_size", 1) or 1))
+        grouped = bool(getattr(self, "group_images", False))
+        window = max(size, int(getattr(self, "group_window", GROUP_WINDOW) or GROUP_WINDOW)) if grouped else size
         responses: list[str] = []
         pbar = tqdm(total=len(requests), disable=(self.rank != 0), desc="Yes/No first-token logits")
-        for start in range(0, len(requests), size):
-            batch = requests[start:start + size]
-            items = [self._request_item(request) for request in batch]
-            for request, scored in zip(batch, self.score_yes_no_batch(items), strict=True):
+        for start in range(0, len(requests), window):
+            chunk = requests[start:start + window]
+            items = [self._request_item(request) for request in chunk]
+            if grouped:
+                scores = self.score_grouped(items, size, on_batch=pbar.update)
+            else:
+                scores = []
+                for first in range(0, len(items), size):
+                    scores += self.score_yes_no_batch(items[first:first + size])
+                    pbar.update(len(items[first:first + size]))
+            for request, scored in zip(chunk, scores, strict=True):
                 context, gen_kwargs = request.args[0], request.args[1]
                 payload = encode_payload(scored)
                 self.cache_hook.add_partial("generate_until", (context, gen_kwargs), payload)
                 responses.append(payload)
-            pbar.update(len(batch))
         pbar.close()
         return responses
 
@@ -174,6 +255,13 @@ class HFYesNoMixin:
 
     def generate_until_multi_round(self, requests: list[Instance]) -> list[str]:
         raise NotImplementedError(f"{type(self).__name__} scores single-turn yes/no questions only")
+
+
+def image_key(image: Image.Image) -> str:
+    """What makes two images the same input: mode, size and the decoded pixels (BLAKE2b)."""
+    digest = hashlib.blake2b(image.tobytes(), digest_size=16)
+    digest.update(f"{image.mode}:{image.size}".encode())
+    return digest.hexdigest()
 
 
 def _as_list(visuals: Sequence | Image.Image | str | None) -> list:
@@ -199,11 +287,22 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
         pretrained: str = "Qwen/Qwen2.5-VL-3B-Instruct",
         yes_text: str = "Yes",
         no_text: str = "No",
+        group_images: bool | str = True,
+        group_window: int | str = GROUP_WINDOW,
+        dtype: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(pretrained=pretrained, **kwargs)
         self.yes_text = str(yes_text)
         self.no_text = str(no_text)
+        self.group_images = _flag(group_images, "group_images")
+        self.group_window = int(group_window)
+        if self.group_window < 1:
+            raise ValueError(f"group_window must be >= 1, got {group_window!r}")
+        if dtype is not None:  # lmms-eval's qwen2_5_vl always loads bfloat16; float32 for exact comparisons
+            if dtype not in ("bfloat16", "float16", "float32"):
+                raise ValueError(f"dtype must be bfloat16, float16 or float32, not {dtype!r}")
+            self._model.to(getattr(torch, dtype))
         self.yes_no_ids()  # a tokenizer without single-token answers fails at load time
 
     def _yesno_messages(self, context: str, visuals: list) -> list[dict]:
@@ -250,6 +349,39 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
                                 return_tensors="pt")
         return inputs.to("cuda" if self.device_map == "auto" else self.device)
 
+    def _yesno_image_order(self, context: str, visuals: list) -> list:
+        if not self.interleave_visuals or not visuals:
+            return visuals
+        numbers = re.findall(r"<image (\d+)>", context)
+        return [visuals[min(int(n) - 1, len(visuals) - 1)] for n in numbers]
+
+    def _yesno_image_parts(self, inputs: Mapping[str, torch.Tensor]) -> list[dict[str, torch.Tensor]] | None:
+        """Each image's rows of ``pixel_values`` (its grid's t*h*w patches) and its grid row."""
+        if "pixel_values_videos" in inputs:
+            return None
+        grids = inputs.get("image_grid_thw")
+        if grids is None:
+            return []
+        sizes = grids.prod(-1).tolist()
+        pixels = torch.split(inputs["pixel_values"], sizes)
+        return [{"pixel_values": p, "image_grid_thw": g.unsqueeze(0)} for p, g in zip(pixels, grids, strict=True)]
+
+    def _yesno_encode_images(self, parts: Sequence[dict[str, torch.Tensor]]) -> list[torch.Tensor]:
+        with torch.inference_mode():
+            out = self.model.model.get_image_features(torch.cat([p["pixel_values"] for p in parts]),
+                                                      torch.cat([p["image_grid_thw"] for p in parts]),
+                                                      return_dict=True)
+        return list(out.pooler_output)
+
+    def _yesno_forward_with_features(self, inputs: Mapping[str, torch.Tensor],
+                                     features: Sequence[torch.Tensor]) -> torch.Tensor:
+        from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+        kept = {k: v for k, v in inputs.items() if k != "pixel_values"}
+        if features:
+            kept["mm_encoder_outputs"] = {"image": BaseModelOutputWithPooling(pooler_output=tuple(features))}
+        return self.first_token_logits_batch(kept)
+
     def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
         messages = [self._yesno_messages(context, visuals)]
         texts = self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
@@ -269,6 +401,18 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
             return_tensors="pt",
         )
         return inputs.to("cuda" if self.device_map == "auto" else self.device)
+
+
+def _flag(value: bool | str, name: str) -> bool:
+    """A boolean model arg given as a bool or as lmms-eval's text ("True", "false", "1", "0")."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes"):
+        return True
+    if text in ("0", "false", "no"):
+        return False
+    raise ValueError(f"{name} must be true or false, not {value!r}")
 
 
 def _interleave(context: str, visual_parts: list[dict]) -> list[dict]:

@@ -215,36 +215,56 @@ def _check_tokenizer(tokenizer) -> None:
             raise RuntimeError(f"{word!r} must be a single token, got {tokenizer.convert_ids_to_tokens(ids)}")
 
 
-def _config(tokenizer):
+# Model shapes. "tiny" is what tests use; "mid" scales the real 3B down so that a CPU run of the
+# throughput benchmark takes minutes while the vision tower keeps a realistic share of the cost;
+# "3b" is Qwen2.5-VL-3B-Instruct's architecture (random weights), for GPU benchmarks. M-RoPE
+# sections sum to head_dim / 2.
+SHAPES: dict[str, dict[str, dict]] = {
+    "tiny": {
+        "text": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "mrope_section": [2, 3, 3]},
+        "vision": {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "fullatt_block_indexes": [1]},
+    },
+    "mid": {
+        "text": {"hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 6, "num_attention_heads": 8,
+                 "num_key_value_heads": 2, "mrope_section": [8, 12, 12]},
+        "vision": {"depth": 8, "hidden_size": 320, "intermediate_size": 864, "num_heads": 5,
+                   "fullatt_block_indexes": [3, 7]},
+    },
+    "3b": {
+        "text": {"hidden_size": 2048, "intermediate_size": 11008, "num_hidden_layers": 36, "num_attention_heads": 16,
+                 "num_key_value_heads": 2, "mrope_section": [16, 24, 24], "vocab_size": 151936},
+        "vision": {"depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16,
+                   "fullatt_block_indexes": [7, 15, 23, 31]},
+    },
+}
+
+
+def _config(tokenizer, shape: str = "tiny"):
     from transformers import Qwen2_5_VLConfig
 
+    if shape not in SHAPES:
+        raise ValueError(f"shape must be one of {sorted(SHAPES)}, not {shape!r}")
+    text, vision = dict(SHAPES[shape]["text"]), SHAPES[shape]["vision"]
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
+    mrope = text.pop("mrope_section")
     text_config = {
-        "vocab_size": len(tokenizer),
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,  # head_dim 16
-        "num_key_value_heads": 2,
+        "vocab_size": text.pop("vocab_size", len(tokenizer)),
+        **text,
         "max_position_embeddings": 32768,
         "rms_norm_eps": 1e-6,
-        # M-RoPE: temporal/height/width sections must sum to head_dim / 2.
-        "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [2, 3, 3]},
+        "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": mrope},
         "bos_token_id": ids["<|endoftext|>"],
         "eos_token_id": ids["<|im_end|>"],
         "pad_token_id": ids["<|endoftext|>"],
     }
     vision_config = {
-        "depth": 2,
-        "hidden_size": 32,
-        "intermediate_size": 64,
-        "num_heads": 2,  # head_dim 16
-        "out_hidden_size": 64,  # = text hidden size
+        **vision,
+        "out_hidden_size": text_config["hidden_size"],
         "patch_size": 14,
         "spatial_merge_size": 2,
         "temporal_patch_size": 2,
         "window_size": 112,
-        "fullatt_block_indexes": [1],
         "tokens_per_second": 2,
     }
     return Qwen2_5_VLConfig(
@@ -254,16 +274,17 @@ def _config(tokenizer):
         video_token_id=ids["<|video_pad|>"],
         vision_start_token_id=ids["<|vision_start|>"],
         vision_end_token_id=ids["<|vision_end|>"],
-        tie_word_embeddings=True,
+        tie_word_embeddings=True,  # as the real 3B
     )
 
 
-def build_tiny_qwen2_5_vl(out_dir: Path, seed: int = 0) -> Path:
+def build_tiny_qwen2_5_vl(out_dir: Path, seed: int = 0, shape: str = "tiny", dtype: str = "float32") -> Path:
     """Write a tiny random Qwen2.5-VL (weights, configs, tokenizer, processor) to ``out_dir``.
 
     The folder loads offline with ``AutoProcessor``, ``AutoTokenizer`` and
     ``Qwen2_5_VLForConditionalGeneration.from_pretrained``. The same ``seed`` gives the same
-    weights; the global torch RNG state is left untouched. Returns ``out_dir``.
+    weights; the global torch RNG state is left untouched. ``shape``: a key of SHAPES (the
+    benchmarks use "mid" and "3b"). Returns ``out_dir``.
     """
     import torch
     from transformers import GenerationConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor
@@ -275,11 +296,11 @@ def build_tiny_qwen2_5_vl(out_dir: Path, seed: int = 0) -> Path:
 
     tokenizer = _train_tokenizer(vocab_size=1024)
     _check_tokenizer(tokenizer)
-    config = _config(tokenizer)
+    config = _config(tokenizer, shape)
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = Qwen2_5_VLForConditionalGeneration(config).eval()
+        model = Qwen2_5_VLForConditionalGeneration(config).eval().to(getattr(torch, dtype))
     model.generation_config = GenerationConfig(
         bos_token_id=config.text_config.bos_token_id,
         eos_token_id=[config.text_config.eos_token_id, config.text_config.pad_token_id],

@@ -1,0 +1,102 @@
+"""First-token Yes/No scoring throughput: batch 1, batch 8 ungrouped, batch 8 grouped by image.
+
+    .venv/bin/python benchmarks/score_throughput.py [--shape mid] [--images 12] [--device cpu]
+    python benchmarks/score_throughput.py --shape 3b --device cuda --images 64      # on a GPU
+
+``qwen2_5_vl_yesno`` scores SpatialTunnel-shaped requests -- ``--images`` distinct 512 x 512
+images, 4 questions each (the logit task asks 4 per image), as lmms-eval hands them over -- with
+a randomly initialised Qwen2.5-VL of the given shape (spatial_tasks.models.tiny_qwen.SHAPES:
+"mid" scales the 3B down so that a CPU run takes minutes; "3b" is the real architecture). With
+``group_images`` each distinct image goes through the vision tower once and its features serve
+all its questions. Also checks that the three settings give the same logits (max |Δ|). Prints
+questions/s per setting and ends with ``grouped/ungrouped at batch 8: X.XXx``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from lmms_eval.api.instance import Instance
+from PIL import Image, ImageDraw
+
+from spatial_tasks.common.yesno import decode_payload
+from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
+from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
+
+TASK, SPLIT = "bench", "test"
+TEMPLATES = ("Is the {a} closer to the camera than the {b}?", "Is the {b} closer to the camera than the {a}?",
+             "Is the {b} farther from the camera than the {a}?", "Is the {a} farther from the camera than the {b}?")
+
+
+def _docs(images: int) -> list[dict]:
+    docs = []
+    for i in range(images):
+        image = Image.new("RGB", (512, 512), (70 + i % 50, 70, 80))
+        draw = ImageDraw.Draw(image)
+        draw.ellipse([60 + 3 * i % 200, 300, 140 + 3 * i % 200, 380], fill=(220, 30, 30))
+        draw.rectangle([320, 80 + 5 * i % 200, 380, 140 + 5 * i % 200], fill=(30, 30, 220))
+        for template in TEMPLATES:
+            question = template.format(a="red sphere", b="blue cube") + " Answer with yes or no."
+            docs.append({"image": image, "question": question})
+    return docs
+
+
+def _requests(docs: list[dict]) -> list[Instance]:
+    return [Instance(request_type="generate_until",
+                     arguments=(doc["question"], {}, lambda d: [d["image"]], i, TASK, SPLIT), idx=0,
+                     metadata={"task": TASK, "doc_id": i, "repeats": 1}) for i, doc in enumerate(docs)]
+
+
+def _run(model: Qwen2_5_VLYesNo, requests: list[Instance]) -> tuple[float, list]:
+    model.generate_until(requests[:8])  # warm-up
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    out = model.generate_until(requests)
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return len(requests) / (time.perf_counter() - start), [decode_payload(r) for r in out]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shape", default="mid", choices=["tiny", "mid", "3b"])
+    parser.add_argument("--images", type=int, default=12, help="distinct images (4 questions each)")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--dtype", default=None, help="default: float32 on CPU, bfloat16 on CUDA")
+    parser.add_argument("--attn", default="sdpa", help="attn_implementation (sdpa, eager, flash_attention_2)")
+    args = parser.parse_args()
+    dtype = args.dtype or ("bfloat16" if args.device.startswith("cuda") else "float32")
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    docs = _docs(args.images)
+    requests = _requests(docs)
+    with tempfile.TemporaryDirectory() as tmp:
+        pretrained = str(build_tiny_qwen2_5_vl(Path(tmp) / args.shape, seed=0, shape=args.shape, dtype=dtype))
+        common = {"pretrained": pretrained, "device": args.device, "device_map": args.device, "dtype": dtype,
+                  "attn_implementation": args.attn, "max_pixels": 512 * 512}
+        print(f"{len(requests)} questions on {args.images} distinct 512 x 512 images (4 each); random Qwen2.5-VL "
+              f"shape {args.shape!r}, {dtype}, {args.attn}, device {args.device}, torch threads {torch.get_num_threads()}")
+        settings = {"batch 1": dict(batch_size=1, group_images=False),
+                    "batch 8 ungrouped": dict(batch_size=8, group_images=False),
+                    "batch 8 grouped": dict(batch_size=8, group_images=True)}
+        rates, scores = {}, {}
+        for name, kwargs in settings.items():
+            model = Qwen2_5_VLYesNo(**common, **kwargs)
+            model.task_dict = {TASK: {SPLIT: docs}}
+            rates[name], scores[name] = _run(model, requests)
+            del model
+            print(f"{name:>18}: {rates[name]:8.2f} questions/s")
+        for name in ("batch 8 ungrouped", "batch 8 grouped"):
+            diff = max(max(abs(a.logit_yes - b.logit_yes), abs(a.logit_no - b.logit_no))
+                       for a, b in zip(scores[name], scores["batch 1"], strict=True))
+            print(f"max |Δ logit| {name} vs batch 1: {diff:.2e}")
+    print(f"grouped/ungrouped at batch 8: {rates['batch 8 grouped'] / rates['batch 8 ungrouped']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""Scores do not depend on batching: qwen2_5_vl_yesno at batch 1, batch 8 ungrouped and batch 8
+grouped by image give the same first-token logits (float32, 1e-5), and grouping runs the vision
+tower once per distinct image -- on the tiny Qwen2.5-VL's real code."""
+
+from __future__ import annotations
+
+import pytest
+from lmms_eval.api.instance import Instance
+from PIL import Image, ImageDraw
+
+from spatial_tasks.common.yesno import decode_payload
+from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo, image_key
+
+ARGS = {"device": "cpu", "device_map": "cpu", "min_pixels": 3136, "max_pixels": 50176, "dtype": "float32"}
+TASK, SPLIT = "grouped", "test"
+
+
+def _image(shift: int, size=(160, 120)) -> Image.Image:
+    image = Image.new("RGB", size, (90, 90, 90))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle([20 + shift, 40, 50 + shift, 70], fill=(220, 30, 30))
+    draw.ellipse([90, 20, 110, 40], fill=(30, 30, 220))
+    return image
+
+
+A, B, C = _image(0), _image(40, (200, 100)), _image(10, (96, 96))
+A_COPY = _image(0)  # the same pixels as A, another object: another doc's copy of the image
+QUESTIONS = ["Is the red cube closer to the camera than the blue sphere? Answer with yes or no.", "Near?",
+             "Is the blue sphere farther from the camera than the red cube, seen from where the camera stands?"]
+DOCS = [
+    {"images": [A], "q": QUESTIONS[0]}, {"images": [B], "q": QUESTIONS[1]}, {"images": [A_COPY], "q": QUESTIONS[2]},
+    {"images": [C], "q": QUESTIONS[0]}, {"images": [], "q": "Is the sky blue? Answer with yes or no."},
+    {"images": [A, C], "q": QUESTIONS[1]}, {"images": [B], "q": QUESTIONS[2]}, {"images": [A], "q": QUESTIONS[1]},
+    {"images": [C], "q": QUESTIONS[2]}, {"images": [B], "q": QUESTIONS[0]}, {"images": [A_COPY], "q": QUESTIONS[0]},
+]
+DISTINCT = 3  # A (and its copy), B, C
+
+
+def _requests() -> list[Instance]:
+    return [Instance(request_type="generate_until",
+                     arguments=(doc["q"], {"max_new_tokens": 8}, lambda d: d["images"], i, TASK, SPLIT), idx=0,
+                     metadata={"task": TASK, "doc_id": i, "repeats": 1}) for i, doc in enumerate(DOCS)]
+
+
+def _model(tiny_qwen_dir, **kwargs) -> Qwen2_5_VLYesNo:
+    model = Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), **{**ARGS, **kwargs})
+    model.task_dict = {TASK: {SPLIT: DOCS}}
+    return model
+
+
+def _count_encoded_images(model) -> list[int]:
+    """Images per vision-tower call (the rows of grid_thw), recorded on the real module."""
+    counts: list[int] = []
+    visual = model.model.model.visual
+    real = visual.forward
+
+    def counting(hidden_states, grid_thw=None, **kwargs):
+        counts.append(int(grid_thw.shape[0]))
+        return real(hidden_states, grid_thw=grid_thw, **kwargs)
+
+    visual.forward = counting
+    return counts
+
+
+def test_image_key_is_the_pixels():
+    assert image_key(A) == image_key(A_COPY) and A is not A_COPY
+    assert image_key(A) != image_key(B) != image_key(C)
+    assert image_key(A) != image_key(A.convert("L"))
+
+
+@pytest.fixture(scope="module")
+def scores(tiny_qwen_dir):
+    out, encoded = {}, {}
+    for name, kwargs in {"batch 1": dict(batch_size=1, group_images=False),
+                         "batch 8 ungrouped": dict(batch_size=8, group_images=False),
+                         "batch 8 grouped": dict(batch_size=8, group_images=True),
+                         "batch 3 grouped, window 4": dict(batch_size=3, group_images=True, group_window=4)}.items():
+        model = _model(tiny_qwen_dir, **kwargs)
+        encoded[name] = _count_encoded_images(model)
+        out[name] = [decode_payload(r) for r in model.generate_until(_requests())]
+    return out, encoded
+
+
+@pytest.mark.parametrize("name", ["batch 8 ungrouped", "batch 8 grouped", "batch 3 grouped, window 4"])
+def test_scores_do_not_depend_on_batching_or_grouping(scores, name):
+    out, _ = scores
+    for got, want in zip(out[name], out["batch 1"], strict=True):
+        assert got.logit_yes == pytest.approx(want.logit_yes, abs=1e-5)
+        assert got.logit_no == pytest.approx(want.logit_no, abs=1e-5)
+        assert got.p_yes == pytest.approx(want.p_yes, abs=1e-6)
+        assert got.text == want.text
+
+
+def test_grouping_encodes_each_distinct_image_once(scores):
+    _, encoded = scores
+    occurrences = sum(len(doc["images"]) for doc in DOCS)
+    assert sum(encoded["batch 1"]) == occurrences == 11  # one by one: every image of every request
+    assert sum(encoded["batch 8 ungrouped"]) == occurrences
+    assert sum(encoded["batch 8 grouped"]) == DISTINCT  # A and its copy in another doc count once
+    # windows of 4 requests: an image is encoded once per window it appears in, never more
+    windows = [DOCS[i:i + 4] for i in range(0, len(DOCS), 4)]
+    per_window = sum(len({image_key(im) for doc in window for im in doc["images"]}) for window in windows)
+    assert sum(encoded["batch 3 grouped, window 4"]) == per_window
+
+
+def test_bad_grouping_args_are_clear_errors(tiny_qwen_dir):
+    with pytest.raises(ValueError, match="group_images must be true or false, not 'maybe'"):
+        _model(tiny_qwen_dir, group_images="maybe")
+    with pytest.raises(ValueError, match="group_window must be >= 1"):
+        _model(tiny_qwen_dir, group_window=0)
+    with pytest.raises(ValueError, match="dtype must be bfloat16, float16 or float32"):
+        _model(tiny_qwen_dir, dtype="float64")
