@@ -12,10 +12,13 @@ Adding a family: subclass ``HFYesNoMixin`` together with the family's lmms-eval 
 (mixin first, so its ``generate_until``/``loglikelihood`` win) and implement
 ``_yesno_prepare_inputs(context, visuals)`` so it builds the model inputs exactly as the
 family's ``generate_until`` does (system prompt, image entries, chat template with the
-generation prompt). Register it in ``spatial_tasks/lmms_plugin.py`` as
+generation prompt). For speed, ``_yesno_prepare_batch`` (left-padded batches) and the grouping
+hooks ``_yesno_image_parts`` / ``_yesno_encode_images`` / ``_yesno_forward_with_features`` (each
+distinct image through the vision tower once, ``score_grouped``); without them requests are
+scored one by one, with the same results. Register it in ``spatial_tasks/lmms_plugin.py`` as
 ``ModelManifest(model_id="<family>_yesno", simple_class_path="spatial_tasks.models.hf_yesno.<Class>")``.
 
-    lmms-eval --model qwen2_5_vl_yesno --model_args pretrained=Qwen/Qwen2.5-VL-3B-Instruct ...
+    lmms-eval --model qwen2_5_vl_yesno --batch_size 8 --model_args pretrained=Qwen/Qwen2.5-VL-3B-Instruct ...
 """
 
 from __future__ import annotations
@@ -209,7 +212,7 @@ class HFYesNoMixin:
     def generate_until(self, requests: list[Instance]) -> list[str]:
         """One ``encode_payload`` string per request, in request order (gen_kwargs are ignored:
         nothing is generated beyond the first token's distribution). Requests are scored in
-        batches of the model's ``batch_size`` (the lmms-eval model arg; 1 = one by one); with
+        batches of the model's ``batch_size`` (lmms-eval's --batch_size; 1 = one by one); with
         ``group_images`` (default on) they are taken ``group_window`` at a time, ordered by image
         within the window, and each distinct image of a window is encoded once (``score_grouped``).
         The window bounds memory: only its requests' visuals are held."""
@@ -274,8 +277,11 @@ def _as_list(visuals: Sequence | Image.Image | str | None) -> list:
 
 class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
     """lmms-eval's ``qwen2_5_vl`` (same loading, same model_args) answering with first-token
-    Yes/No logits. Extra model_args: ``yes_text`` (default "Yes"), ``no_text`` (default "No"); its own
-    ``batch_size`` scores that many requests per forward pass (left-padded, as qwen2_5_vl batches).
+    Yes/No logits. Extra model_args: ``yes_text`` (default "Yes"), ``no_text`` (default "No"),
+    ``group_images``, ``group_window``, ``dtype`` (below). lmms-eval's ``--batch_size`` scores that many requests per forward pass (left-padded, as
+    qwen2_5_vl batches); ``group_images`` (default true) encodes each distinct image once per
+    ``group_window`` requests (``score_grouped``); ``dtype`` (bfloat16 | float16 | float32) casts
+    the model after lmms-eval's bfloat16 load (float32 for exact comparisons).
 
     The prompt is built as ``Qwen2_5_VL.generate_until`` builds it: system prompt, one image
     entry per visual (JPEG data URL with min/max_pixels) before the text, ``<image>`` removed,

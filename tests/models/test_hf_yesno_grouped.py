@@ -110,3 +110,26 @@ def test_bad_grouping_args_are_clear_errors(tiny_qwen_dir):
         _model(tiny_qwen_dir, group_window=0)
     with pytest.raises(ValueError, match="dtype must be bfloat16, float16 or float32"):
         _model(tiny_qwen_dir, dtype="float64")
+
+
+@pytest.mark.cli
+def test_lmms_eval_scores_and_samples_do_not_depend_on_batch_size(tiny_qwen_dir, tmp_path):
+    """The real lmms-eval CLI on the bundled logit sample (64 images x 4 questions): batch_size=1
+    ungrouped and batch_size=8 grouped by image log the same records; p(Yes) agrees to 1e-6 (float32;
+    the last float digits of a padded matrix product may differ)."""
+    from lmms import TINY_QWEN_ARGS, run_lmms_eval
+
+    task = "spatialtunnel_logit_sample_phase"
+    base = f"pretrained={tiny_qwen_dir},{TINY_QWEN_ARGS},dtype=float32"
+    # lmms-eval hands its --batch_size to the model (a batch_size in --model_args would clash)
+    one = run_lmms_eval(tmp_path / "one", "qwen2_5_vl_yesno", f"{base},group_images=False", task, "--batch_size", "1")
+    eight = run_lmms_eval(tmp_path / "eight", "qwen2_5_vl_yesno", base, task, "--batch_size", "8")
+    a, b = one.samples[task], eight.samples[task]
+    assert len(a) == len(b) == 256
+    for x, y in zip(sorted(a, key=lambda s: s["doc_id"]), sorted(b, key=lambda s: s["doc_id"]), strict=True):
+        rx, ry = x["v"], y["v"]
+        assert rx["p_yes"] == pytest.approx(ry["p_yes"], abs=1e-6)
+        assert rx["score"] == pytest.approx(ry["score"], abs=1e-6)
+        same = {k for k in rx if k not in ("p_yes", "score", "response")}
+        assert {k: rx[k] for k in same} == {k: ry[k] for k in same}
+    assert one.metrics(task)["v"] == pytest.approx(eight.metrics(task)["v"], abs=1e-6)
