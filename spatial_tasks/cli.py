@@ -460,11 +460,13 @@ def probe_command(
     device: Annotated[str, typer.Option(help="torch device: cpu, cuda, cuda:1 ...")] = "cpu",
     dtype: Annotated[str, typer.Option(help="Model weights dtype: bfloat16, float16, float32.")] = "bfloat16",
     family: Annotated[str | None, typer.Option(help="Model family (default: config.json's model_type).")] = None,
+    layers: Annotated[str | None, typer.Option(help="Decoder layers to keep, 0-based: 20-28,30 (default: all).")] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace a probe of another model or data in --out.")] = False,
 ) -> None:
     """Contrastive probing (SpatialTunnel §5): axis coherence and VD-EI per layer, PCA of the deltas."""
-    from spatial_tasks.spatialtunnel.probe import recompute, run_probe
+    from spatial_tasks.spatialtunnel.probe import parse_layers, recompute, run_probe
 
+    chosen = parse_layers(layers)
     if model is None and data is None:
         summary = recompute(out)
     elif model is None or data is None:
@@ -478,7 +480,7 @@ def probe_command(
         skipped = f", skipped {dict(pairs.skipped)}" if pairs.skipped else ""
         typer.echo(f"{len(pairs.pairs)} pairs from {data} ({pairs.layout} layout): {pairs.counts()}{skipped}")
         summary = run_probe(lambda: load_hidden_state_model(model, family, device=device, dtype=dtype), pairs, out,
-                            model_name=model, batch_size=batch_size, overwrite=overwrite)
+                            model_name=model, batch_size=batch_size, overwrite=overwrite, layers=chosen)
     at = summary.metrics["at_layer"]
     typer.echo(f"{summary.done}/{summary.total} pairs probed; layer {summary.layer} ({summary.why}): "
                + ", ".join(f"{k} {v:.3f}" for k, v in at.items()))

@@ -59,9 +59,12 @@ class HiddenStateModel(ABC):
         config = self.model.config
         return int(getattr(config, "text_config", config).hidden_size)
 
-    def last_token_states(self, items: Sequence[tuple[str, Image.Image]]) -> tuple[np.ndarray, list[str]]:
-        """(states, first_tokens): float32 states of shape (layers, len(items), hidden) and the
-        decoded argmax first token of each prompt (what the model would start answering)."""
+    def last_token_states(self, items: Sequence[tuple[str, Image.Image]],
+                          layers: Sequence[int] | None = None) -> tuple[np.ndarray, list[str]]:
+        """(states, first_tokens): float32 states of shape (len(layers), len(items), hidden) --
+        every decoder layer when ``layers`` is None -- and the decoded argmax first token of each
+        prompt (what the model would start answering)."""
+        layers = list(range(self.num_layers)) if layers is None else list(layers)
         captured: dict[int, torch.Tensor] = {}
 
         def hook_for(index: int):
@@ -71,16 +74,18 @@ class HiddenStateModel(ABC):
             return keep_last
 
         inputs = self.prepare_batch(items)
-        handles = [layer.register_forward_hook(hook_for(i)) for i, layer in enumerate(self.decoder_layers())]
+        modules = self.decoder_layers()
+        handles = [modules[i].register_forward_hook(hook_for(i)) for i in layers]
         try:
             with torch.inference_mode():
                 logits = self.model(**inputs, use_cache=False, logits_to_keep=1).logits[:, -1]
         finally:
             for handle in handles:
                 handle.remove()
-        if len(captured) != self.num_layers:
-            raise RuntimeError(f"{self.pretrained}: captured {len(captured)} of {self.num_layers} decoder layers")
-        states = torch.stack([captured[i] for i in range(self.num_layers)]).numpy()
+        missing = [i for i in layers if i not in captured]
+        if missing:
+            raise RuntimeError(f"{self.pretrained}: decoder layer(s) {missing} produced no output")
+        states = torch.stack([captured[i] for i in layers]).numpy()
         tokenizer = getattr(self.processor, "tokenizer", self.processor)
         first = [tokenizer.decode([int(t)], skip_special_tokens=False) for t in logits.argmax(-1)]
         return states, first

@@ -6,7 +6,8 @@ last prompt token's hidden state at every decoder layer gives Î´ = h(swapped) âˆ
 The output folder is the record of the run, and a run can stop at any point:
 
 * ``probe.json``   what was probed (model, data, pairs' fingerprint, layers, hidden size);
-* ``deltas.npy``   float32 (layers, pairs, hidden), a memory-mapped array written batch by batch:
+* ``deltas.npy``   float32 (layers, pairs, hidden) -- every decoder layer, or ``--layers`` --,
+                   a memory-mapped array written batch by batch:
                    RAM holds one batch, never all layers x pairs;
 * ``pairs.jsonl``  one line per finished pair (row, id, answer, questions, the model's first
                    tokens), appended after its deltas are flushed -- the resume point;
@@ -99,10 +100,28 @@ def done_rows(out: Path) -> dict[int, dict]:
     return records
 
 
+def parse_layers(text: str | None) -> list[int] | None:
+    """``--layers``: comma-separated 0-based layer indices and ranges ("20-28,30"); None: all."""
+    if text is None or not text.strip():
+        return None
+    layers: set[int] = set()
+    for part in text.split(","):
+        low, dash, high = part.strip().partition("-")
+        try:
+            first, last = int(low), int(high if dash else low)
+        except ValueError:
+            raise ValueError(f"--layers {text!r}: {part.strip()!r} is not a layer index or a range such as 20-28") from None
+        if first < 0 or last < first:
+            raise ValueError(f"--layers {text!r}: {part.strip()!r} is not an increasing range of indices >= 0")
+        layers.update(range(first, last + 1))
+    return sorted(layers)
+
+
 def run_probe(load_model: Callable[[], object], data: ProbeData, out: Path, *, model_name: str,
-              batch_size: int = 8, overwrite: bool = False) -> ProbeSummary:
+              batch_size: int = 8, overwrite: bool = False, layers: list[int] | None = None) -> ProbeSummary:
     """Probe every pair of ``data`` not yet done in ``out`` (``load_model`` is called only when
-    something is left to do), then write metrics and figures."""
+    something is left to do), at ``layers`` (0-based decoder layers; None: all), then write
+    metrics and figures."""
     if batch_size < 1:
         raise ValueError(f"--batch-size must be >= 1, got {batch_size}")
     out = output_folder(out)
@@ -117,6 +136,8 @@ def run_probe(load_model: Callable[[], object], data: ProbeData, out: Path, *, m
     if meta is not None:
         what = {"model": "model", "pairs": "number of pairs", "fingerprint": "pairs (ids, answers, objects or images)"}
         differs = [what[key] for key in what if meta.get(key) != wanted[key]]
+        if layers is not None and _layers(meta) != layers:
+            differs.append(f"set of layers (it holds {_layers(meta)})")
         if differs:
             raise ProbeError(f"{out / META}: this folder holds a probe with another {' and other '.join(differs)} "
                              f"(it probed {meta.get('model')!r} on {meta.get('pairs')} pairs of {meta.get('data')!r}); "
@@ -126,9 +147,17 @@ def run_probe(load_model: Callable[[], object], data: ProbeData, out: Path, *, m
     model = None
     if todo:
         model = load_model()
-        shape = (model.num_layers, len(pairs), model.hidden_size)
         if meta is None:
-            meta = {**wanted, "num_layers": shape[0], "hidden_size": shape[2], "templates": TEMPLATES,
+            chosen = list(range(model.num_layers)) if layers is None else layers
+            bad = [i for i in chosen if i >= model.num_layers]
+            if bad:
+                raise ValueError(f"--layers {bad}: {model_name} has decoder layers 0..{model.num_layers - 1}")
+        else:
+            chosen = _layers(meta)
+        shape = (len(chosen), len(pairs), model.hidden_size)
+        if meta is None:
+            meta = {**wanted, "num_layers": model.num_layers, "layers": chosen, "hidden_size": shape[2],
+                    "templates": TEMPLATES,
                     "layer_numbering": "0-based decoder layers (output of layers[i]), as the authors' hooks"}
             deltas = np.lib.format.open_memmap(out / DELTAS, mode="w+", dtype=np.float32, shape=shape)
             _write_json(out / META, meta)
@@ -144,7 +173,7 @@ def run_probe(load_model: Callable[[], object], data: ProbeData, out: Path, *, m
                 picture = [images.open_image(p.image, p.where).convert("RGB") for p in batch]
                 prompts = ([(p.question(), im) for p, im in zip(batch, picture)]
                            + [(p.swapped_question(), im) for p, im in zip(batch, picture)])
-                states, first = model.last_token_states(prompts)
+                states, first = model.last_token_states(prompts, chosen)
                 n = len(batch)
                 deltas[:, rows, :] = states[:, n:, :] - states[:, :n, :]
                 deltas.flush()
@@ -165,10 +194,15 @@ def _open_deltas(out: Path, meta: dict, mode: str = "r") -> np.ndarray:
     if not path.is_file():
         raise ProbeError(f"{path}: missing (the folder has {META} but no deltas); use --overwrite")
     deltas = np.load(path, mmap_mode=mode)
-    expected = (meta["num_layers"], meta["pairs"], meta["hidden_size"])
+    expected = (len(_layers(meta)), meta["pairs"], meta["hidden_size"])
     if deltas.shape != tuple(expected):
         raise ProbeError(f"{path}: shape {deltas.shape}, expected {tuple(expected)} from {META}")
     return deltas
+
+
+def _layers(meta: dict) -> list[int]:
+    """The decoder layers a probe folder holds, in the order of ``deltas.npy``'s first axis."""
+    return list(meta.get("layers", range(meta["num_layers"])))
 
 
 def _write_json(path: Path, value: object) -> None:
@@ -189,8 +223,9 @@ def recompute(out: Path) -> ProbeSummary:
     deltas = _open_deltas(out, meta)
     rows = sorted(done)
     labels = [done[row]["label"] for row in rows]
-    per_layer = {layer: probing.metrics_of(np.asarray(deltas[layer, rows, :]), labels)
-                 for layer in tqdm(range(meta["num_layers"]), desc="metrics per layer", unit="layer", leave=False)}
+    saved = _layers(meta)
+    per_layer = {layer: probing.metrics_of(np.asarray(deltas[k, rows, :]), labels)
+                 for k, layer in enumerate(tqdm(saved, desc="metrics per layer", unit="layer", leave=False))}
     layer, why = probing.choose_layer(per_layer, meta["num_layers"], meta["model"])
     counts = {label: labels.count(label) for label in probing.AXIS_OF}
     paper = probing.paper_table5(meta["model"], meta["num_layers"])
@@ -208,5 +243,6 @@ def recompute(out: Path) -> ProbeSummary:
 
     files = [out / METRICS, out / METRICS_CSV,
              coherence_plot(per_layer, layer, meta["model"], paper, out / "coherence.png"),
-             pca_plot(np.asarray(deltas[layer, rows, :]), labels, layer, meta["model"], out / f"pca_layer{layer}.png")]
+             pca_plot(np.asarray(deltas[saved.index(layer), rows, :]), labels, layer, meta["model"],
+                      out / f"pca_layer{layer}.png")]
     return ProbeSummary(out=out, done=len(rows), total=meta["pairs"], layer=layer, why=why, metrics=result, files=files)

@@ -121,3 +121,23 @@ def test_generates_from_an_image(tiny_qwen_dir):
     assert inputs["image_grid_thw"].tolist() == [[1, 6, 8]]  # 84 x 112 pixels after smart resize
     out = model.generate(**inputs, max_new_tokens=3, do_sample=False)
     assert 1 <= out.shape[1] - inputs["input_ids"].shape[1] <= 3
+
+
+@pytest.mark.parametrize("shape, billions", [("mid", (0.02, 0.2)), ("3b", (3.6, 3.9))])
+def test_benchmark_shapes_build_valid_configs(tokenizer, shape, billions):
+    """The throughput benchmark's shapes: valid Qwen2.5-VL configs; "3b" has the real model's size
+    (~3.75 B parameters, counted on the meta device without allocating them)."""
+    import torch
+    from transformers import Qwen2_5_VLForConditionalGeneration
+
+    from spatial_tasks.models.tiny_qwen import _config
+
+    config = _config(tokenizer, shape)
+    text = config.text_config
+    head_dim = text.hidden_size // text.num_attention_heads
+    assert sum(text.rope_parameters["mrope_section"]) == head_dim // 2
+    assert config.vision_config.out_hidden_size == text.hidden_size
+    with torch.device("meta"):
+        model = Qwen2_5_VLForConditionalGeneration(config)
+    params = sum(p.numel() for p in model.parameters()) / 1e9
+    assert billions[0] < params < billions[1]

@@ -38,12 +38,12 @@ class CountingModel:
     def __getattr__(self, name):
         return getattr(self.model, name)
 
-    def last_token_states(self, items):
+    def last_token_states(self, items, layers=None):
         self.calls += 1
         if self.calls == self.interrupt_at:
             raise KeyboardInterrupt
         self.prompts += len(items)
-        return self.model.last_token_states(items)
+        return self.model.last_token_states(items, layers)
 
 
 def test_family_hook_finds_qwen_and_refuses_unknown(tiny_model, tiny_qwen_dir, tmp_path):
@@ -137,3 +137,26 @@ def test_cli_probe_and_recompute(tiny_qwen_dir, tmp_path):
     lone = subprocess.run([*cli, "probe", "--out", str(tmp_path / "x"), "--model", str(tiny_qwen_dir)],
                           capture_output=True, text=True, timeout=120)
     assert lone.returncode == 2 and lone.stderr.strip() == "error: --model and --data go together (neither: recompute from --out)"
+
+
+def test_layers_keep_only_those_layers(tiny_model, pairs, tmp_path):
+    run_probe(lambda: tiny_model, pairs, tmp_path / "all", model_name="tiny", batch_size=6)
+    summary = run_probe(lambda: tiny_model, pairs, tmp_path / "one", model_name="tiny", batch_size=6, layers=[1])
+    kept = np.load(tmp_path / "one" / "deltas.npy")
+    assert kept.shape == (1, 18, 64)
+    np.testing.assert_allclose(kept[0], np.load(tmp_path / "all" / "deltas.npy")[1], atol=1e-5)
+    assert summary.layer == 1 and set(summary.metrics["per_layer"]) == {"1"}
+    with pytest.raises(ProbeError, match=r"another set of layers \(it holds \[1\]\)"):
+        run_probe(lambda: tiny_model, pairs, tmp_path / "one", model_name="tiny", layers=[0, 1])
+    with pytest.raises(ValueError, match=r"--layers \[2\]: tiny has decoder layers 0..1"):
+        run_probe(lambda: tiny_model, pairs, tmp_path / "bad", model_name="tiny", layers=[0, 2])
+
+
+def test_parse_layers():
+    from spatial_tasks.spatialtunnel.probe import parse_layers
+
+    assert parse_layers(None) is None and parse_layers(" ") is None
+    assert parse_layers("20-22, 30,21") == [20, 21, 22, 30]
+    for bad in ("x", "5-3", "-1", "1-"):
+        with pytest.raises(ValueError, match="--layers"):
+            parse_layers(bad)
