@@ -199,10 +199,10 @@ class HFYesNoMixin:
                     cache.update(zip(new, self._yesno_encode_images(list(new.values()))))
                 logits = self._yesno_forward_with_features(inputs, [cache[key] for key in batch_keys])
                 scored = [self._to_yes_no(row) for row in logits]
-                for key in batch_keys:
-                    remaining[key] -= 1
-                    if remaining[key] == 0:
-                        cache.pop(key, None)
+            for key in batch_keys:  # a feature goes after its last use
+                remaining[key] -= 1
+                if remaining[key] == 0:
+                    cache.pop(key, None)
             for i, result in zip(rows, scored, strict=True):
                 results[i] = result
             if on_batch:

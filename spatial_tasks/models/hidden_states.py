@@ -122,7 +122,9 @@ FAMILIES: dict[str, type[HiddenStateModel]] = {"qwen2_5_vl": Qwen2_5_VLHidden}
 
 def model_family(pretrained: str) -> str:
     """The ``model_type`` in a local checkpoint's config.json (a Hub id is asked of the Hub)."""
-    path = Path(pretrained)
+    path = Path(pretrained).expanduser()
+    if not path.exists() and (pretrained.startswith(("/", ".", "~")) or pretrained.count("/") != 1):
+        raise FileNotFoundError(f"--model {pretrained}: no such folder (and not a Hub model id OWNER/NAME)")
     if path.is_dir():
         config = path / "config.json"
         if not config.is_file():

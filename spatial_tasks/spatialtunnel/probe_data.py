@@ -177,7 +177,12 @@ def resolve_source(source: str | Path) -> list[Path]:
             raise ProbeDataError(f"{text}: name the file of this Hub dataset as {repo}:FILE.tsv")
         from huggingface_hub import hf_hub_download
 
-        return [Path(hf_hub_download(repo, filename or OFFICIAL_FILE, repo_type="dataset"))]
+        name = filename or OFFICIAL_FILE
+        try:
+            return [Path(hf_hub_download(repo, name, repo_type="dataset"))]
+        except Exception as err:  # noqa: BLE001 - offline, missing repo or file: say which
+            reason = " ".join(str(err).split())[:300]
+            raise ProbeDataError(f"{text}: could not get {name} of the Hub dataset {repo} ({reason})") from None
     raise ProbeDataError(f"{text}: no such file or folder (nor a Hub dataset id OWNER/NAME)")
 
 

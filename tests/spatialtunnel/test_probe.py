@@ -160,3 +160,10 @@ def test_parse_layers():
     for bad in ("x", "5-3", "-1", "1-"):
         with pytest.raises(ValueError, match="--layers"):
             parse_layers(bad)
+
+
+def test_missing_model_folder_is_named(tmp_path):
+    from spatial_tasks.models.hidden_states import model_family
+
+    with pytest.raises(FileNotFoundError, match=f"--model {tmp_path}/nothing: no such folder"):
+        model_family(str(tmp_path / "nothing"))

@@ -160,3 +160,13 @@ def test_bundled_probing_sample_is_balanced_and_valid():
     data = load_probe_pairs(benchmark_tasks_dir("spatialtunnel") / "sample" / "contrastive_probing")
     assert data.layout == "prompts" and data.counts() == {label: 4 for label in
                                                           ("left", "right", "above", "below", "far", "close")}
+
+
+def test_official_source_offline_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(ProbeDataError, match=r"cubec/spatialtunnel: could not get contrastive_probing.tsv of the Hub "
+                                             r"dataset cubec/spatialtunnel \("):
+        load_probe_pairs("cubec/spatialtunnel")
