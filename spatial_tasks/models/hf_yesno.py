@@ -126,6 +126,13 @@ class HFYesNoMixin:
         features in place of the vision encoder's output."""
         raise NotImplementedError(f"{type(self).__name__} must implement _yesno_forward_with_features")
 
+    def _yesno_forward_shared_prefix(self, inputs: Mapping[str, torch.Tensor], features: Sequence[torch.Tensor],
+                                     row_keys: Sequence[Sequence[str]]) -> torch.Tensor | None:
+        """Like ``_yesno_forward_with_features``, but the rows on one image run the prompt up to
+        and including the image once and only their own question suffixes in a batch (KV-cache
+        reuse); None when the family or these rows do not allow it (then the plain path runs)."""
+        return None
+
     def first_token_logits(self, inputs: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """Logits (1-D, float32, over the vocabulary) of the first token the model would generate."""
         input_ids = inputs.get("input_ids")
@@ -182,11 +189,16 @@ class HFYesNoMixin:
             results[i] = self.score_yes_no(*items[i])
             if on_batch:
                 on_batch(1)
-        order = sorted(groupable, key=lambda i: (keys[i], i))
+        # one-image requests apart from the others, so that a batch can share prompt prefixes
+        order = sorted(groupable, key=lambda i: (len(keys[i]) != 1, keys[i], i))
+        batches: list[list[int]] = []
+        for i in order:
+            if not batches or len(batches[-1]) == batch_size or (len(keys[i]) == 1) != (len(keys[batches[-1][0]]) == 1):
+                batches.append([])
+            batches[-1].append(i)
         remaining = Counter(key for i in order for key in keys[i])
         cache: dict[str, torch.Tensor] = {}
-        for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size]
+        for rows in batches:
             batch = [items[i] for i in rows]
             inputs = self._yesno_prepare_batch(batch) if len(batch) > 1 else self._yesno_prepare_inputs(*batch[0])
             parts = self._yesno_image_parts(inputs) if inputs is not None else None
@@ -197,7 +209,12 @@ class HFYesNoMixin:
                 new = {key: part for key, part in zip(batch_keys, parts) if key not in cache}
                 if new:
                     cache.update(zip(new, self._yesno_encode_images(list(new.values()))))
-                logits = self._yesno_forward_with_features(inputs, [cache[key] for key in batch_keys])
+                features = [cache[key] for key in batch_keys]
+                logits = None
+                if getattr(self, "share_prefix", False):
+                    logits = self._yesno_forward_shared_prefix(inputs, features, [keys[i] for i in rows])
+                if logits is None:
+                    logits = self._yesno_forward_with_features(inputs, features)
                 scored = [self._to_yes_no(row) for row in logits]
             for key in batch_keys:  # a feature goes after its last use
                 remaining[key] -= 1
@@ -214,7 +231,8 @@ class HFYesNoMixin:
         nothing is generated beyond the first token's distribution). Requests are scored in
         batches of the model's ``batch_size`` (lmms-eval's --batch_size; 1 = one by one); with
         ``group_images`` (default on) they are taken ``group_window`` at a time, ordered by image
-        within the window, and each distinct image of a window is encoded once (``score_grouped``).
+        within the window, and each distinct image of a window is encoded once (``score_grouped``;
+        with ``share_prefix`` the prompt up to the image is also run once per image and batch).
         The window bounds memory: only its requests' visuals are held."""
         self.yes_no_ids()  # fail before the loop if the answer words are not single tokens
         size = max(1, int(getattr(self, "batch_size", 1) or 1))
@@ -280,7 +298,9 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
     Yes/No logits. Extra model_args: ``yes_text`` (default "Yes"), ``no_text`` (default "No"),
     ``group_images``, ``group_window``, ``dtype`` (below). lmms-eval's ``--batch_size`` scores that many requests per forward pass (left-padded, as
     qwen2_5_vl batches); ``group_images`` (default true) encodes each distinct image once per
-    ``group_window`` requests (``score_grouped``); ``dtype`` (bfloat16 | float16 | float32) casts
+    ``group_window`` requests (``score_grouped``); ``share_prefix`` (default true, with grouping)
+    runs the prompt up to the image once per image and batches only the question suffixes on its
+    KV cache (``_yesno_forward_shared_prefix``); ``dtype`` (bfloat16 | float16 | float32) casts
     the model after lmms-eval's bfloat16 load (float32 for exact comparisons).
 
     The prompt is built as ``Qwen2_5_VL.generate_until`` builds it: system prompt, one image
@@ -295,6 +315,7 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
         no_text: str = "No",
         group_images: bool | str = True,
         group_window: int | str = GROUP_WINDOW,
+        share_prefix: bool | str = True,
         dtype: str | None = None,
         **kwargs: Any,
     ) -> None:
@@ -302,6 +323,7 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
         self.yes_text = str(yes_text)
         self.no_text = str(no_text)
         self.group_images = _flag(group_images, "group_images")
+        self.share_prefix = _flag(share_prefix, "share_prefix")
         self.group_window = int(group_window)
         if self.group_window < 1:
             raise ValueError(f"group_window must be >= 1, got {group_window!r}")
@@ -387,6 +409,65 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
         if features:
             kept["mm_encoder_outputs"] = {"image": BaseModelOutputWithPooling(pooler_output=tuple(features))}
         return self.first_token_logits_batch(kept)
+
+    def _yesno_forward_shared_prefix(self, inputs: Mapping[str, torch.Tensor], features: Sequence[torch.Tensor],
+                                     row_keys: Sequence[Sequence[str]]) -> torch.Tensor | None:
+        """Per image: one pass over the tokens up to ``<|vision_end|>`` (system turn, image) with
+        its KV cache kept, then the rows' question suffixes in one batch on a copy of that cache,
+        left-padded after the prefix, with Qwen2.5-VL's M-RoPE positions continued from the full
+        prompt's own (text positions after the image are equal on the three axes)."""
+        from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+        if (self.interleave_visuals or any(len(k) != 1 for k in row_keys) or "pixel_values_videos" in inputs
+                or "mm_token_type_ids" not in inputs):
+            return None
+        ids, mask, grids = inputs["input_ids"], inputs["attention_mask"].bool(), inputs["image_grid_thw"]
+        types = inputs["mm_token_type_ids"]
+        end_id = self.model.config.vision_end_token_id
+        pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        rows_of: dict[str, list[int]] = {}
+        for row, (key,) in enumerate(row_keys):
+            rows_of.setdefault(key, []).append(row)
+        out: list[tuple[list[int], torch.Tensor]] = []
+        for key, rows in rows_of.items():
+            reals = [ids[r][mask[r]] for r in rows]
+            ends = (reals[0] == end_id).nonzero()
+            if len(ends) != 1:
+                return None
+            cut = int(ends[0, 0]) + 1
+            prefix = reals[0][:cut]
+            if any(len(r) <= cut or not torch.equal(r[:cut], prefix) for r in reals):
+                return None
+            grid = grids[rows[0]:rows[0] + 1]
+            image = {"image": BaseModelOutputWithPooling(pooler_output=(features[rows[0]],))}
+            full, full_types = reals[0][None], types[rows[0]][mask[rows[0]]][None]
+            with torch.inference_mode():
+                first = self.model(input_ids=prefix[None], attention_mask=torch.ones_like(prefix[None]),
+                                   mm_token_type_ids=full_types[:, :cut], image_grid_thw=grid,
+                                   mm_encoder_outputs=image, use_cache=True, logits_to_keep=1)
+                positions, _ = self.model.model.get_rope_index(full, mm_token_type_ids=full_types, image_grid_thw=grid,
+                                                               attention_mask=torch.ones_like(full))
+                start = positions[:, 0, cut]  # (3,): the first suffix token's position
+                suffixes = [r[cut:] for r in reals]
+                width, n = max(len(x) for x in suffixes), len(rows)
+                suffix_ids = torch.full((n, width), pad_id, dtype=ids.dtype, device=ids.device)
+                suffix_mask = torch.zeros((n, width), dtype=inputs["attention_mask"].dtype, device=ids.device)
+                offsets = torch.zeros((n, width), dtype=torch.long, device=ids.device)
+                for j, x in enumerate(suffixes):
+                    suffix_ids[j, width - len(x):] = x
+                    suffix_mask[j, width - len(x):] = 1
+                    offsets[j, width - len(x):] = torch.arange(len(x), device=ids.device)
+                cache = first.past_key_values
+                cache.batch_repeat_interleave(n)
+                position_ids = start.view(3, 1, 1).to(ids.device) + offsets.unsqueeze(0)
+                attention = torch.cat([torch.ones((n, cut), dtype=suffix_mask.dtype, device=ids.device), suffix_mask], 1)
+                last = self.model(input_ids=suffix_ids, attention_mask=attention, position_ids=position_ids,
+                                  past_key_values=cache, use_cache=True, logits_to_keep=1)
+            out.append((rows, last.logits[:, -1].float().cpu()))
+        logits = torch.empty((len(row_keys), out[0][1].shape[-1]), dtype=torch.float32)
+        for rows, values in out:
+            logits[rows] = values
+        return logits
 
     def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
         messages = [self._yesno_messages(context, visuals)]

@@ -182,8 +182,9 @@ def test_batched_scoring_equals_one_by_one(tiny_qwen_dir, batch_size):
     (prompts of different lengths, so padding is really exercised), in request order. Compared in
     float32: lmms-eval loads Qwen2.5-VL in bfloat16, where padded shapes move a logit by its last
     bit (~1e-3), as in lmms-eval's own batched generation."""
-    one = Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), batch_size=1, **MODEL_ARGS)
-    many = Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), batch_size=batch_size, **MODEL_ARGS)
+    # the padded-batch path alone (grouping by image and prefix sharing: test_hf_yesno_grouped.py)
+    one = Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), batch_size=1, group_images=False, **MODEL_ARGS)
+    many = Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), batch_size=batch_size, group_images=False, **MODEL_ARGS)
     for model in (one, many):
         model.task_dict = {TASK: {SPLIT: DOCS}}
         model.model.float()

@@ -71,19 +71,27 @@ def test_image_key_is_the_pixels():
 @pytest.fixture(scope="module")
 def scores(tiny_qwen_dir):
     out, encoded = {}, {}
+    shared: dict[str, list[bool]] = {}
     for name, kwargs in {"batch 1": dict(batch_size=1, group_images=False),
                          "batch 8 ungrouped": dict(batch_size=8, group_images=False),
-                         "batch 8 grouped": dict(batch_size=8, group_images=True),
-                         "batch 3 grouped, window 4": dict(batch_size=3, group_images=True, group_window=4)}.items():
+                         "batch 8 grouped": dict(batch_size=8, group_images=True, share_prefix=False),
+                         "batch 3 grouped, window 4": dict(batch_size=3, group_images=True, group_window=4,
+                                                           share_prefix=False),
+                         "batch 8 grouped, shared prefix": dict(batch_size=8, group_images=True, share_prefix=True),
+                         "batch 3 grouped, shared prefix": dict(batch_size=3, group_images=True)}.items():
         model = _model(tiny_qwen_dir, **kwargs)
         encoded[name] = _count_encoded_images(model)
+        used = shared.setdefault(name, [])
+        real = model._yesno_forward_shared_prefix
+        model._yesno_forward_shared_prefix = lambda *a, real=real, used=used: used.append(real(*a) is not None) or real(*a)
         out[name] = [decode_payload(r) for r in model.generate_until(_requests())]
-    return out, encoded
+    return out, encoded, shared
 
 
-@pytest.mark.parametrize("name", ["batch 8 ungrouped", "batch 8 grouped", "batch 3 grouped, window 4"])
+@pytest.mark.parametrize("name", ["batch 8 ungrouped", "batch 8 grouped", "batch 3 grouped, window 4",
+                                  "batch 8 grouped, shared prefix", "batch 3 grouped, shared prefix"])
 def test_scores_do_not_depend_on_batching_or_grouping(scores, name):
-    out, _ = scores
+    out, _, _ = scores
     for got, want in zip(out[name], out["batch 1"], strict=True):
         assert got.logit_yes == pytest.approx(want.logit_yes, abs=1e-5)
         assert got.logit_no == pytest.approx(want.logit_no, abs=1e-5)
@@ -91,8 +99,17 @@ def test_scores_do_not_depend_on_batching_or_grouping(scores, name):
         assert got.text == want.text
 
 
+def test_shared_prefix_runs_on_one_image_batches_only(scores):
+    """The KV-cache path served every batch of one-image requests (and only those): the request
+    without an image and the two-image one went through the plain path."""
+    _, _, shared = scores
+    assert shared["batch 8 grouped"] == [] and shared["batch 1"] == []
+    assert shared["batch 8 grouped, shared prefix"] == [True, True, False]  # 9 one-image requests, then 2 others
+    assert shared["batch 3 grouped, shared prefix"] == [True, True, True, False]
+
+
 def test_grouping_encodes_each_distinct_image_once(scores):
-    _, encoded = scores
+    _, encoded, _ = scores
     occurrences = sum(len(doc["images"]) for doc in DOCS)
     assert sum(encoded["batch 1"]) == occurrences == 11  # one by one: every image of every request
     assert sum(encoded["batch 8 ungrouped"]) == occurrences
