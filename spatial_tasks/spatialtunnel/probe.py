@@ -241,6 +241,9 @@ def recompute(out: Path) -> ProbeSummary:
             writer.writerow([k, *(f"{values[key]:.6f}" for key in keys)])
     from spatial_tasks.spatialtunnel.probe_plots import coherence_plot, pca_plot
 
+    for stale in out.glob("pca_layer*.png"):  # an earlier choice of layer
+        stale.unlink()
+
     files = [out / METRICS, out / METRICS_CSV,
              coherence_plot(per_layer, layer, meta["model"], paper, out / "coherence.png"),
              pca_plot(np.asarray(deltas[saved.index(layer), rows, :]), labels, layer, meta["model"],
