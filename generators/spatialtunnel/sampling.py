@@ -162,6 +162,13 @@ def size_image_id(s1: float, replicate: int) -> str:
     return f"size-s{round(s1 * 100):03d}-k{replicate:02d}"
 
 
+def _appearance(rng: random.Random) -> tuple[tuple[str, str], tuple[str, str], float, float]:
+    """Steps 1-2 of every image: two distinct (colour, shape) kinds, then the two roughnesses."""
+    kind1 = _pick(rng, OBJECT_KINDS)
+    kind2 = _pick(rng, [k for k in OBJECT_KINDS if k != kind1])
+    return kind1, kind2, _uniform(rng, *ROUGHNESS_RANGE), _uniform(rng, *ROUGHNESS_RANGE)
+
+
 def probing_image_id(label: str, replicate: int) -> str:
     return f"probing-{label}-k{replicate:03d}"
 
@@ -174,10 +181,7 @@ def _probing_spec(position: int, label: str, replicate: int, grid: int, run_seed
     image_id = probing_image_id(label, replicate)
     seed = image_seed(run_seed, image_id)
     rng = random.Random(seed)
-    kind1 = _pick(rng, OBJECT_KINDS)
-    kind2 = _pick(rng, [k for k in OBJECT_KINDS if k != kind1])
-    roughness1 = _uniform(rng, *ROUGHNESS_RANGE)
-    roughness2 = _uniform(rng, *ROUGHNESS_RANGE)
+    kind1, kind2, roughness1, roughness2 = _appearance(rng)
     factor = _uniform(rng, *SIZE_FACTOR_RANGE)
     sun_rotation = _uniform(rng, *SUN_ROTATION_RANGE)
     axis = AXIS_OF[label]
@@ -217,10 +221,7 @@ def _spec(position: int, image_id: str, variant: str, grid: int, run_seed: int,
           theta_indices: tuple[int, int] | None, sizes_nominal: tuple[float, float]) -> ImageSpec:
     seed = image_seed(run_seed, image_id)
     rng = random.Random(seed)
-    kind1 = _pick(rng, OBJECT_KINDS)
-    kind2 = _pick(rng, [k for k in OBJECT_KINDS if k != kind1])
-    roughness1 = _uniform(rng, *ROUGHNESS_RANGE)
-    roughness2 = _uniform(rng, *ROUGHNESS_RANGE)
+    kind1, kind2, roughness1, roughness2 = _appearance(rng)
     if variant == "phase":
         factors = (_uniform(rng, *SIZE_FACTOR_RANGE), _uniform(rng, *SIZE_FACTOR_RANGE))
     else:

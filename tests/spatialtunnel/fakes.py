@@ -131,16 +131,3 @@ def write_prompt_parquet(path: Path, rows: list[dict]) -> Path:
 
 
 
-
-# --- real depth benchmarks in lmms-eval's schemas (re-split tasks): the package's stand-ins
-from spatial_tasks.spatialtunnel.resplit_fixture import (  # noqa: E402,F401
-    CV_BENCH_FEATURES,
-    CV_BENCH_RELATIONS,
-    CV_BENCH_ROWS,
-    EMBSPATIAL_FEATURES,
-    EMBSPATIAL_RELATIONS,
-    EMBSPATIAL_ROWS,
-    cv_bench_row,
-    embspatial_row,
-    write_rows,
-)

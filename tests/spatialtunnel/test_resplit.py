@@ -15,7 +15,7 @@ from spatial_tasks.common.validate import DataError
 from spatial_tasks.spatialtunnel import resplit
 from spatial_tasks.spatialtunnel.resplit import ResplitError, resplit_docs, shortcut_relation
 
-from .fakes import (
+from spatial_tasks.spatialtunnel.resplit_fixture import (
     CV_BENCH_FEATURES,
     CV_BENCH_RELATIONS,
     CV_BENCH_ROWS,
