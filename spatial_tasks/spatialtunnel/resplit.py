@@ -255,7 +255,7 @@ def summary(records: Sequence[dict]) -> dict:
             "acc_ctr": accuracy(records, "counter"), "delta": gap(records), "acc_amb": accuracy(records, "ambiguous"),
             **{f"n_{name}": count(records, relation) for name, relation in
                (("cons", "consistent"), ("ctr", "counter"), ("amb", "ambiguous"), ("unknown", "unknown"))},
-            "unparseable": (sum(r.get("parsed") == "unparseable" for r in records) / len(records)) if records else math.nan}
+            "unparseable": unparseable_share(records)}
 
 
 def acc_consistent(records: Sequence[dict]) -> float:
@@ -289,5 +289,5 @@ def n_ambiguous(records: Sequence[dict]) -> int:
 
 
 def unparseable_share(records: Sequence[dict]) -> float:
-    """Share of answers without a readable option letter (they count as wrong)."""
-    return summary(records)["unparseable"]
+    """Share of answers without a readable option letter (they count as wrong); NaN without records."""
+    return sum(r.get("parsed") == "unparseable" for r in records) / len(records) if records else math.nan
