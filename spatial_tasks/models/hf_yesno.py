@@ -412,10 +412,12 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
 
     def _yesno_forward_shared_prefix(self, inputs: Mapping[str, torch.Tensor], features: Sequence[torch.Tensor],
                                      row_keys: Sequence[Sequence[str]]) -> torch.Tensor | None:
-        """Per image: one pass over the tokens up to ``<|vision_end|>`` (system turn, image) with
-        its KV cache kept, then the rows' question suffixes in one batch on a copy of that cache,
-        left-padded after the prefix, with Qwen2.5-VL's M-RoPE positions continued from the full
-        prompt's own (text positions after the image are equal on the three axes)."""
+        """Per image asked about by several rows: one pass over the tokens up to ``<|vision_end|>``
+        (system turn, image) with its KV cache kept, then the rows' question suffixes in one batch
+        on a copy of that cache, left-padded after the prefix, with Qwen2.5-VL's M-RoPE positions
+        continued from the full prompt's own (text positions after the image are equal on the
+        three axes). Rows whose image is asked about once in the batch run one plain batched pass;
+        a batch without repeated images returns None (the plain path)."""
         from transformers.modeling_outputs import BaseModelOutputWithPooling
 
         if (self.interleave_visuals or any(len(k) != 1 for k in row_keys) or "pixel_values_videos" in inputs
@@ -428,8 +430,16 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
         rows_of: dict[str, list[int]] = {}
         for row, (key,) in enumerate(row_keys):
             rows_of.setdefault(key, []).append(row)
+        if all(len(rows) == 1 for rows in rows_of.values()):
+            return None  # nothing to share: one batched pass is cheaper than a prefix per row
         out: list[tuple[list[int], torch.Tensor]] = []
+        alone = sorted(rows[0] for rows in rows_of.values() if len(rows) == 1)
+        if alone:  # images asked about once in this batch: the plain batched pass over those rows
+            subset = {k: (v[alone] if k != "pixel_values" else v) for k, v in inputs.items()}
+            out.append((alone, self._yesno_forward_with_features(subset, [features[r] for r in alone])))
         for key, rows in rows_of.items():
+            if len(rows) == 1:
+                continue
             reals = [ids[r][mask[r]] for r in rows]
             ends = (reals[0] == end_id).nonzero()
             if len(ends) != 1:
