@@ -114,3 +114,15 @@ def check_unique(values: Sequence[object], origin: Origin, field: str, error: ty
 def short(value: object, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def flag(value: object, name: str) -> bool:
+    """A boolean model arg as a bool or as lmms-eval's text ("true", "False", "1", "no"...)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes"):
+        return True
+    if text in ("0", "false", "no"):
+        return False
+    raise ValueError(f"{name} must be true or false, not {value!r}")

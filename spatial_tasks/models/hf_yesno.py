@@ -38,6 +38,7 @@ from loguru import logger as eval_logger
 from PIL import Image
 from tqdm import tqdm
 
+from spatial_tasks.common.validate import flag
 from spatial_tasks.common.yesno import YesNoLogits, encode_payload
 
 _VIDEO_SUFFIXES = (".mp4", ".avi", ".mov")
@@ -322,8 +323,8 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
         super().__init__(pretrained=pretrained, **kwargs)
         self.yes_text = str(yes_text)
         self.no_text = str(no_text)
-        self.group_images = _flag(group_images, "group_images")
-        self.share_prefix = _flag(share_prefix, "share_prefix")
+        self.group_images = flag(group_images, "group_images")
+        self.share_prefix = flag(share_prefix, "share_prefix")
         self.group_window = int(group_window)
         if self.group_window < 1:
             raise ValueError(f"group_window must be >= 1, got {group_window!r}")
@@ -498,18 +499,6 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
             return_tensors="pt",
         )
         return inputs.to("cuda" if self.device_map == "auto" else self.device)
-
-
-def _flag(value: bool | str, name: str) -> bool:
-    """A boolean model arg given as a bool or as lmms-eval's text ("True", "false", "1", "0")."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes"):
-        return True
-    if text in ("0", "false", "no"):
-        return False
-    raise ValueError(f"{name} must be true or false, not {value!r}")
 
 
 def _interleave(context: str, visual_parts: list[dict]) -> list[dict]:

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from spatial_tasks.common.validate import flag
 from spatial_tasks.models.baseline import rule
 from spatial_tasks.o3d import depth
 from spatial_tasks.o3d.parse import CLOSER, FARTHER
@@ -53,14 +54,7 @@ _MODELS_LOCK = threading.Lock()
 
 
 def _as_bool(value: Any) -> bool | None:
-    if value is None or isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise ValueError(f"larger_is_nearer must be true or false, not {value!r}")
+    return None if value is None else flag(value, "larger_is_nearer")
 
 
 def depth_model_for(pretrained: str, device: str = "cpu", larger_is_nearer: Any = None) -> depth.DepthModel:
