@@ -17,10 +17,10 @@ import statistics
 import time
 from collections.abc import Callable
 
+from spatial_tasks.common.choice import read_choice
 from spatial_tasks.common.samples import first_response
 from spatial_tasks.common.yesno import decode_payload, parse_yes_no
-from spatial_tasks.dori.parse import parse_selection
-from spatial_tasks.vague.parse import parse_letter
+from spatial_tasks.vague.parse import final_part
 from spatial_tasks.o3d.parse import parse_answer
 from spatial_tasks.o3d.prompts import parse_prompt
 from spatial_tasks.spatialtunnel.questions import resolve_template
@@ -62,13 +62,14 @@ PARSERS: dict[str, tuple[Callable[[str], object], dict[str, Callable[[int], str]
     "spatialtunnel resolve_template": (lambda text: resolve_template(text, "Yes"), {
         "near miss": lambda n: "Is the " + "red " * (n // 4) + "closer to the camera than the cube",
     }),
-    "dori parse_selection": (lambda text: parse_selection(text, DORI_OPTIONS), {
+    "read_choice (DORI options)": (lambda text: read_choice(text, DORI_OPTIONS), {
         "answer then spaces": lambda n: "answer" + " " * n,
         "short option everywhere": lambda n: "a " * (n // 2),
         "nested option texts": lambda n: "90 degrees counterclockwise " * (n // 28),
         "hedges": lambda n: "A or " * (n // 5),
     }),
-    "vague parse_letter": (lambda text: parse_letter(text, ["Move the car.", "Stay.", "Close the door.", "x"]), {
+    "read_choice (VAGUE options, CoT)": (lambda text: read_choice(final_part(text), ["Move the car.", "Stay.",
+                                                                                   "Close the door.", "x"]), {
         "answer then spaces": lambda n: "Answer" + " " * n,
         "answer2 markers": lambda n: "answer2 " * (n // 8),
         "option text everywhere": lambda n: "x " * (n // 2),

@@ -9,7 +9,6 @@ exist and to hold the config and split the task will read before anything is wri
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -42,17 +41,15 @@ def _config(path: Path) -> dict:
 def _source(cfg: dict, path: Path | None = None) -> str:
     if cfg.get("dataset_path") == "parquet":
         return "bundled sample (offline)"
-    files = (cfg.get("dataset_kwargs") or {}).get("data_files") or {}
-    manifest = next(iter(files.values()), None) if cfg.get("dataset_path") == "json" else None
-    if manifest is not None and path is not None:  # DORI, VAGUE: a one-row manifest naming the source
-        try:
-            row = json.loads((path.parent / str(manifest)).read_text(encoding="utf-8"))
-            source = next(v for k, v in row.items() if k.endswith("_source"))
-        except (OSError, ValueError, StopIteration, TypeError, AttributeError):
-            return f"json {manifest}"
-        return f"{source} (layout discovered at load time)"
+    kwargs = cfg.get("dataset_kwargs") or {}
+    files = kwargs.get("data_files") or {}
     name = cfg.get("dataset_name")
-    return f"{cfg.get('dataset_path')}" + (f" [{name}]" if name else "") + f" split={cfg.get('test_split')}"
+    where = f"{cfg.get('dataset_path')}" + (f" [{name}]" if name else "")
+    if files:
+        where += " " + ",".join(str(f) for f in files.values())
+    if path is not None and path.parent.name == "dori":
+        return f"{where} (configs discovered at load time)"
+    return where + f" split={cfg.get('test_split')}"
 
 
 def task_catalog() -> list[TaskEntry]:
@@ -101,8 +98,8 @@ def write_custom_task(base_task: str, data: str | None, out: Path, name: str | N
     if any(e.name == name for e in task_catalog()):
         raise ValueError(f"--name {name!r} is already one of our tasks; pick another name")
     spec: dict = {"include": str(entry.path), "task": name}
-    if data is not None and entry.path.parent.name in MANIFEST_KEYS:
-        spec.update(_manifest_data_spec(entry.path.parent.name, data, Path(out), name, config, split, force))
+    if data is not None and entry.path.parent.name in READ_WHOLE:
+        spec.update(_whole_source_spec(entry.path.parent.name, base_task, data, base_cfg, config, split))
     elif data is not None:
         spec.update(_data_spec(entry, base_cfg, data, config, split))
     elif config is not None or split is not None:
@@ -121,50 +118,104 @@ def _data_spec(entry: TaskEntry, base_cfg: dict, data: str, config: str | None, 
                               else _config_for_sample(base_cfg))
     if benchmark == "o3d":
         dataset_name = config or "visual_questions"
+    if benchmark == "spatialtunnel" and dataset_name is None:
+        dataset_name = _spatialtunnel_config(base_cfg)
     if local is None:
+        if benchmark == "spatialtunnel" and config is None:  # the official release: one file per table
+            return {"dataset_path": data, "dataset_name": None, "test_split": split or "train",
+                    "dataset_kwargs": {"data_files": {split or "train": f"{dataset_name}.parquet"}}}
         return {"dataset_path": data, "dataset_name": dataset_name, "test_split": split or str(base_cfg["test_split"]),
                 "dataset_kwargs": {}}
     if benchmark == "o3d":
         _check_o3d_folder(local, base_cfg)
+    if benchmark == "spatialtunnel" and config is None:
+        table = _official_table(local, dataset_name)
+        if table is not None:  # the official layout: <config>.parquet / .tsv at the top of the folder
+            return {"dataset_path": str(local), "dataset_name": None, "test_split": split or "train",
+                    "dataset_kwargs": {"data_files": {split or "train": table.name}}}
     chosen = _choose_split(split, local, dataset_name, base_cfg)
     return {"dataset_path": str(local), "dataset_name": dataset_name, "test_split": chosen, "dataset_kwargs": {}}
 
 
-# Benchmarks whose tasks read a one-row manifest naming the source and discover the rest themselves.
-MANIFEST_KEYS = {"dori": "dori_source", "vague": "vague_source"}
+def _spatialtunnel_config(base_cfg: dict) -> str | None:
+    """The table a SpatialTunnel task reads (phase_variation, size_variation), from its data_files."""
+    files = (base_cfg.get("dataset_kwargs") or {}).get("data_files") or {}
+    for file in files.values():
+        stem = Path(str(file)).stem
+        return Path(str(file)).parent.name if stem.startswith("test-") else stem
+    return None
 
 
-def _manifest_data_spec(benchmark: str, data: str, out: Path, name: str, config: str | None, split: str | None,
-                        force: bool) -> dict:
-    """DORI and VAGUE tasks discover a source's files, configs, splits and columns themselves
-    (spatial_tasks/<benchmark>/load.py): the custom task reads a one-row manifest naming the source,
-    written beside its YAML."""
+def _official_table(local: Path, config: str | None) -> Path | None:
+    """``<config>.parquet`` (else ``.tsv``) at the top of a folder in the official release's layout."""
+    for suffix in (".parquet", ".tsv"):
+        if config and (local / f"{config}{suffix}").is_file():
+            return local / f"{config}{suffix}"
+    return None
+
+
+# Benchmarks whose tasks read a whole source (every file, config and split) and keep their own questions.
+READ_WHOLE = ("dori", "vague")
+
+
+def _whole_source_spec(benchmark: str, base_task: str, data: str, base_cfg: dict, config: str | None,
+                       split: str | None) -> dict:
+    """DORI and VAGUE tasks read a whole source and keep their own questions (a VAGUE folder in the
+    GitHub layout, or DORI's undeclared configs, are read by spatial_tasks itself; the Hub release
+    of VAGUE by lmms-eval): the custom task names the source; a local one is checked first."""
     if config is not None or split is not None:
-        raise ValueError(f"--config/--split: {benchmark} tasks read every config and split of --data and keep their "
-                         "own questions; point --data at the data you want instead")
+        raise ValueError(f"--config/--split: {benchmark} tasks read the whole of --data and keep their own questions; "
+                         "point --data at the data you want instead")
     local = _local_folder(data)
-    manifest = (output_folder(out) / f"{name}.source.json").resolve()
-    key = MANIFEST_KEYS[benchmark]
-    if manifest.exists() and not force and not manifest.read_text(errors="replace").startswith(f'{{"{key}"'):
-        raise FileExistsError(f"{manifest}: already exists and was not written by custom-task; pass --force")
-    manifest.write_text(json.dumps({key: str(local) if local is not None else data}) + "\n", encoding="utf-8")
-    return {"dataset_path": "json", "dataset_name": None, "test_split": "test",
-            "dataset_kwargs": {"data_files": {"test": str(manifest)}}}
+    if local is not None:
+        _check_whole_source(benchmark, base_task, local)
+    test_split = "train" if benchmark == "vague" else str(base_cfg.get("test_split") or "test")
+    return {"dataset_path": str(local) if local is not None else data, "dataset_name": None, "test_split": test_split,
+            "dataset_kwargs": {}}
 
 
-def write_seed_tasks(out: Path, seeds: list[int], data: str | None = None, force: bool = False) -> list[Path]:
-    """For each seed S: the 14 DORI tasks as ``dori_<task>_<granularity>_sS`` with that option-order
-    seed and a group ``dori_sS`` (acc: the mean of the 14 task accuracies), all in ``out``.
+def _check_whole_source(benchmark: str, base_task: str, local: Path) -> None:
+    """The folder holds what ``base_task`` reads (else a one-line error saying what it holds)."""
+    if benchmark == "vague":
+        from spatial_tasks.vague.load import check_folder
+
+        check_folder(local, subset=next((s for s in ("vcr", "ego4d") if f"_{s}_" in f"{base_task}_"), None))
+        return
+    from spatial_tasks.dori.load import check_folder
+    from spatial_tasks.dori.schema import GRANULARITIES, TASKS
+
+    wanted = [(t, g) for t in TASKS for g in GRANULARITIES if base_task == f"dori_{t}_{g}"]
+    check_folder(local, wanted)
+
+
+def write_seed_tasks(out: Path, seeds: list[int], data: str | None = None, force: bool = False,
+                     only: list[str] | None = None) -> list[Path]:
+    """For each seed S: the 14 DORI tasks (or ``only`` those: "compound_rotation" for both
+    granularities, "compound_rotation_granular" for one) as ``dori_<task>_<granularity>_sS`` with that
+    option-order seed and a group ``dori_sS`` (acc: the mean of the task accuracies), all in ``out``.
     ``lmms-eval --include_path OUT --tasks dori_s42,dori_s1998,dori_s107983`` then runs the paper's
-    three seeds, and ``spatial-tasks rescore dori`` reports mean +- std/sqrt(3)."""
+    three seeds, and ``spatial-tasks rescore dori`` reports mean +- std/sqrt(3). A local ``data``
+    must hold every chosen task's questions."""
     from spatial_tasks.dori.tasks import TASK_NAMES
 
     if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
         raise ValueError(f"--seeds {seeds}: give distinct integers >= 0")
+    chosen = list(TASK_NAMES)
+    if only:
+        unknown = [o for o in only if not any(t == o or t.rsplit("_", 1)[0] == o for t in TASK_NAMES)]
+        if unknown:
+            raise ValueError(f"--only {unknown[0]!r}: not a DORI task (one of {', '.join(TASK_NAMES)}, or a task "
+                             "name without its granularity)")
+        chosen = [t for t in TASK_NAMES if t in only or t.rsplit("_", 1)[0] in only]
+    local = _local_folder(data) if data is not None else None
+    if local is not None:
+        from spatial_tasks.dori.load import check_folder
+
+        check_folder(local, [tuple(t.rsplit("_", 1)) for t in chosen])
     written = []
     for seed in seeds:
         names = []
-        for base in TASK_NAMES:
+        for base in chosen:
             task = f"dori_{base}_s{seed}"
             written.append(write_custom_task(f"dori_{base}", data, out, name=task, prompt={"seed": str(seed)},
                                              force=force))

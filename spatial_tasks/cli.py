@@ -165,6 +165,8 @@ def dori_seeds_command(
     seeds: Annotated[str, typer.Option(help="Comma-separated option-order seeds (the paper's: 42,1998,107983).")] = "42,1998,107983",
     data: Annotated[str | None, typer.Option(help="Hub dataset id or local folder (default: the official release).")] = None,
     force: Annotated[bool, typer.Option(help="Replace existing YAMLs that custom-task did not write.")] = False,
+    only: Annotated[str | None, typer.Option(help="Comma-separated DORI tasks to write (e.g. compound_rotation or "
+                                                  "compound_rotation_granular; default: all 14).")] = None,
 ) -> None:
     """Write the 14 DORI tasks once per seed, with a group dori_s<seed> each (the paper's error bars)."""
     from spatial_tasks.catalog import write_seed_tasks
@@ -173,7 +175,8 @@ def dori_seeds_command(
         values = [int(s) for s in seeds.split(",") if s.strip()]
     except ValueError:
         raise ValueError(f"--seeds {seeds!r}: comma-separated integers, e.g. 42,1998,107983") from None
-    paths = write_seed_tasks(out, values, data, force)
+    chosen = [o.strip() for o in only.split(",") if o.strip()] if only is not None else None
+    paths = write_seed_tasks(out, values, data, force, only=chosen)
     groups = ",".join(f"dori_s{s}" for s in values)
     typer.echo(f"{len(paths)} YAMLs in {out}. Run: lmms-eval --include_path {out} --tasks {groups} ... --log_samples, "
                f"then: spatial-tasks rescore dori OUTPUT_PATH")

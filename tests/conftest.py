@@ -11,9 +11,28 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from openai_server import OpenAIStubServer  # tests/ is on sys.path (pytest's default "prepend" import mode)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+# Property tests run derandomized in CI (.ci/run sets CI=true): the same inputs every run, so a
+# green run means something. Locally they draw new inputs; every counterexample ever found is
+# pinned with @example in its test.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev", print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@pytest.fixture
+def log_messages() -> Iterator[list[str]]:
+    """The messages our code logs (loguru, INFO and up) while the test runs."""
+    from loguru import logger
+
+    messages: list[str] = []
+    handler = logger.add(lambda message: messages.append(message.record["message"]), level="INFO")
+    yield messages
+    logger.remove(handler)
 
 
 @pytest.fixture(scope="session")

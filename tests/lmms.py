@@ -34,13 +34,15 @@ class Run:
 
 
 def run_lmms_eval(out: Path, model: str, model_args: str, tasks: str, *extra: str,
-                  env: dict | None = None, timeout: int = 600) -> Run:
+                  env: dict | None = None, timeout: int = 600, cwd: Path | None = None, verbose: bool = True) -> Run:
+    """One lmms-eval run as a user types it (``verbose``: --verbosity DEBUG, so that a crash is not
+    hidden behind exit status 0; without it the run is what a user sees by default)."""
     cmd = [LMMS_EVAL, "--model", model, "--model_args", model_args, "--tasks", tasks,
-           "--output_path", str(out), "--log_samples", "--verbosity", "DEBUG", *extra]
+           "--output_path", str(out), "--log_samples", *(["--verbosity", "DEBUG"] if verbose else []), *extra]
     # One torch thread per run: pytest -n 2 already keeps both cores busy.
     full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
                 "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1", **(env or {})}
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=out.parent)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=cwd or out.parent)
     results_files = sorted(out.rglob("*_results.json")) if out.exists() else []
     results = json.loads(results_files[-1].read_text()) if results_files else None
     samples = {}

@@ -15,12 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from spatial_tasks.common.choice import OUTCOMES, read_choice
 from spatial_tasks.common.samples import first_response
 from spatial_tasks.common.yesno import UNPARSEABLE, decode_payload, parse_yes_no
-from spatial_tasks.dori import parse as dori_parse
 from spatial_tasks.dori.soft import OPTION_READERS
-from spatial_tasks.vague.parse import INVALID as VAGUE_INVALID
-from spatial_tasks.vague.parse import parse_letter as vague_parse_letter
+from spatial_tasks.vague.parse import final_part
 from spatial_tasks.o3d import schema
 from spatial_tasks.o3d.parse import LABELS, parse_answer, trace_answer
 from spatial_tasks.o3d.prompts import parse_prompt
@@ -88,11 +87,10 @@ DORI_FRAGMENTS = st.sampled_from(["Answer: ", "answer is", "(A)", "(B)", " or ",
 @FUZZ
 @given(answer=st.one_of(TEXT, ANYTHING, st.lists(DORI_FRAGMENTS, max_size=40).map("".join)),
        options=st.one_of(st.just(DORI_OPTIONS), st.lists(st.one_of(TEXT, ANYTHING), max_size=16)))
-def test_dori_parse_selection(answer, options):
-    parsed = dori_parse.parse_selection(answer, options)
-    assert parsed.outcome in (dori_parse.SELECTED, dori_parse.CANNOT_DETERMINE, dori_parse.REFUSAL,
-                              dori_parse.UNPARSEABLE)
-    assert parsed.index is None or 0 <= parsed.index < len(options)
+def test_read_choice_dori_style(answer, options):
+    choice = read_choice(answer, options)
+    assert choice.outcome in OUTCOMES
+    assert choice.index is None or 0 <= choice.index < len(options)
 
 
 VAGUE_FRAGMENTS = st.sampled_from(["Your answer2 (intention) : ", "answer2", "(", ")", "A", "B:", "(C)", "D.", " or ",
@@ -103,8 +101,11 @@ VAGUE_FRAGMENTS = st.sampled_from(["Your answer2 (intention) : ", "answer2", "("
 @given(answer=st.one_of(TEXT, ANYTHING, st.lists(VAGUE_FRAGMENTS, max_size=40).map("".join)),
        options=st.one_of(st.just(["Move the car.", "Stay.", "Close the door.", "Buy milk."]),
                          st.lists(st.one_of(TEXT, ANYTHING), max_size=4)))
-def test_vague_parse_letter(answer, options):
-    assert vague_parse_letter(answer, options) in ("A", "B", "C", "D", VAGUE_INVALID)
+def test_read_choice_vague_style(answer, options):
+    text = answer if isinstance(answer, str) else ""
+    choice = read_choice(final_part(text), options)
+    assert choice.outcome in OUTCOMES
+    assert choice.index is None or 0 <= choice.index < len(options)
 
 
 @FUZZ
@@ -190,10 +191,10 @@ PARSERS = {
     "parse_prompt": parse_prompt,
     "parse_yes_no": parse_yes_no,
     "decode_payload": decode_payload,
-    "dori parse_selection": lambda text: dori_parse.parse_selection(text, DORI_OPTIONS),
-    "dori parse_selection (options)": lambda text: dori_parse.parse_selection("A", [text[: len(text) // 2], text]),
-    "vague parse_letter": lambda text: vague_parse_letter(text, ["Move the car.", "Stay.", "Close the door.", "x"]),
-    "vague parse_letter (CoT)": lambda text: vague_parse_letter("Your answer2 (intention) : " + text, ["a", "b"]),
+    "read_choice": lambda text: read_choice(text, DORI_OPTIONS),
+    "read_choice (options)": lambda text: read_choice("A", [text[: len(text) // 2], text]),
+    "read_choice (VAGUE options)": lambda text: read_choice(text, ["Move the car.", "Stay.", "Close the door.", "x"]),
+    "read_choice (CoT)": lambda text: read_choice(final_part("Your answer2 (intention) : " + text), ["a", "b"]),
 }
 
 

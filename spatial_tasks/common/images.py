@@ -11,8 +11,10 @@ row and column.
 header (format, size) and, for PNG, every chunk's CRC up to IEND (PIL's ``verify``, ~1 ms for a
 2 MB file, no pixel decoding); other formats are decoded in full (JPEG decodes fast).
 
-Shared images (SpatialTunnel's per-image table) are registered once (``ImageTable``) and looked
-up by (source key, row); nothing is copied per question.
+Docs never hold pixels: they carry an image *reference* (``ImageTable.ref``, a small dict) that
+any process can open (``open_ref``): the row of a datasets Arrow cache file (images that many
+questions share are stored once), a file inside the dataset's folder, or -- for a dataset built in
+memory -- the encoded bytes themselves. Cache files are memory-mapped once per process.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import io
 import os
+import re
 import threading
 import warnings
 from collections.abc import Iterable, Iterator
@@ -169,6 +173,73 @@ def base64_bytes(value: object, where: str) -> bytes:
 
 
 # ------------------------------------------------------------------------------------------
+# Image references: what a doc carries instead of pixels
+
+
+REF_FIELDS = ("file", "row", "column", "item", "encoding", "bytes", "path", "where")
+REF_FEATURE = datasets.Features({  # a doc's image reference, as a datasets struct
+    "file": datasets.Value("string"), "row": datasets.Value("int64"), "column": datasets.Value("string"),
+    "item": datasets.Value("int64"), "encoding": datasets.Value("string"), "bytes": datasets.Value("binary"),
+    "path": datasets.Value("string"), "where": datasets.Value("string"),
+})
+
+
+def ref_of_bytes(data: bytes, where: str) -> dict:
+    """A reference that carries the encoded image itself."""
+    return {**dict.fromkeys(REF_FIELDS), "encoding": "bytes", "bytes": bytes(data), "where": where}
+
+
+def ref_of_file(path: Path, where: str) -> dict:
+    """A reference to an image file on disk (read when shown)."""
+    return {**dict.fromkeys(REF_FIELDS), "encoding": "file", "path": str(Path(path).resolve()), "where": where}
+
+
+@functools.lru_cache(maxsize=64)
+def _arrow_table(file: str):
+    """A datasets Arrow cache file, memory-mapped once per process (the speed cache)."""
+    from datasets.table import MemoryMappedTable
+
+    return MemoryMappedTable.from_file(file)
+
+
+def ref_bytes(ref) -> bytes:
+    """The encoded image a reference names, in any process (see ``ImageTable.ref``)."""
+    if not isinstance(ref, dict) or "encoding" not in ref:
+        raise ImageError(f"not an image reference: {type(ref).__name__}")
+    where = ref.get("where") or "image"
+    kind = ref["encoding"]
+    if kind == "bytes":
+        return bytes(ref["bytes"] or b"")
+    if kind == "file":
+        try:
+            return Path(ref["path"]).read_bytes()
+        except OSError as err:
+            raise ImageError(f"{where}: cannot read {ref['path']} ({err.strerror or err})") from None
+    try:
+        table = _arrow_table(ref["file"])
+    except (OSError, ValueError) as err:
+        raise ImageError(f"{where}: the dataset's cache file {ref['file']} is gone ({err}); load the task again")
+    value = table.column(ref["column"])[int(ref["row"])].as_py()
+    if ref.get("item") is not None:
+        if not isinstance(value, list) or len(value) <= int(ref["item"]):
+            raise ImageError(f"{where}: no image {int(ref['item']) + 1} in this list")
+        value = value[int(ref["item"])]
+        if isinstance(value, str) and not _BASE64.fullmatch(value):
+            raise ImageError(f"{where}: a path-only image in a list cell ({value!r})")
+    if kind == "base64" or (ref.get("item") is not None and isinstance(value, str)):
+        return base64_bytes(value, where)
+    return cell_bytes(value, where)
+
+
+def open_ref(ref) -> Image.Image:
+    """The RGB image a reference names (strict decode)."""
+    return open_image(ref_bytes(ref), (ref or {}).get("where") or "image").convert("RGB")
+
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]{200,}")
+
+
+# ------------------------------------------------------------------------------------------
 # A per-image table shared by many docs
 
 
@@ -177,14 +248,17 @@ class ImageTable:
     """One image column of a dataset, read cell by cell as raw bytes (never datasets' decoder).
 
     ``encoding`` is "image" (a datasets Image column), "base64" (a text column of encoded images)
-    or "path" (a text column of paths, read only inside the dataset's folder).
+    or "path" (a text column of paths, read only inside the dataset's folder). ``item``: read
+    element ``item`` of a list column (two images in one cell).
     """
 
     dataset: datasets.Dataset
     column: str
     origin: Origin
     encoding: str = "image"
+    item: int | None = None
     _cells: datasets.Dataset = field(init=False, repr=False)
+    _files: list = field(init=False, repr=False, default_factory=list)
 
     def __post_init__(self) -> None:
         if self.column not in self.dataset.column_names:
@@ -192,29 +266,74 @@ class ImageTable:
                              f"(columns: {self.dataset.column_names})")
         # Arrow format: a cell is the stored {bytes, path} (or string), not datasets' PIL decode.
         self._cells = self.dataset.select_columns([self.column]).with_format("arrow")
+        start = 0
+        for cache in self.dataset.cache_files or []:
+            count = _arrow_table(cache["filename"]).num_rows
+            self._files.append((cache["filename"], start, count))
+            start += count
+        if start != len(self.dataset.data):  # not exactly its cache files: refs carry bytes
+            self._files = []
 
     @property
     def name(self) -> str:
-        """What this table reads, unique within its dataset (the registry key's last part)."""
-        return self.column
+        return self.column if self.item is None else f"{self.column}[{self.item}]"
 
     def where(self, row: int) -> str:
-        return f"{self.origin.locate(row)}, column {self.column!r}"
+        return f"{self.origin.locate(row)}, column {self.name!r}"
+
+    def _cell(self, row: int):
+        value = self._cells[int(row)].column(self.column)[0].as_py()
+        if self.item is None:
+            return value
+        if not isinstance(value, list) or len(value) <= self.item:
+            raise ImageError(f"{self.where(row)}: no image {self.item + 1} in this list")
+        return value[self.item]
 
     def encoded(self, row: int) -> bytes:
-        value = self._cells[int(row)].column(self.column)[0].as_py()
+        value = self._cell(row)
         where = self.where(row)
-        if self.encoding == "base64":
+        encoding = self.encoding
+        if self.item is not None and isinstance(value, str):
+            encoding = "base64" if _BASE64.fullmatch(value) else "path"
+        if encoding == "base64":
             return base64_bytes(value, where)
-        if self.encoding == "path":
+        if encoding == "path":
             if not isinstance(value, str) or not value.strip():
                 raise ImageError(f"{where}: empty image path {value!r}")
             return cell_bytes({"bytes": None, "path": value}, where, self.origin, row)
         return cell_bytes(value, where, self.origin, row)
 
+    def ref(self, row: int) -> dict:
+        """A self-contained reference to the image in ``row``: its Arrow cache file and row when
+        the dataset lives in the datasets cache (any process on this machine can open it), the
+        file for a path cell, else the encoded bytes themselves."""
+        where = self.where(row)
+        value = self._cell(row)
+        if self.encoding == "path" or (self.item is not None and isinstance(value, str)
+                                       and not _BASE64.fullmatch(value)):
+            return ref_of_file(resolve_image_path(str(value), where, self.origin, row), where)
+        if isinstance(value, dict) and not value.get("bytes") and value.get("path"):
+            return ref_of_file(resolve_image_path(str(value["path"]), where, self.origin, row), where)
+        stored = int(row)
+        if self.dataset._indices is not None:
+            stored = int(self.dataset._indices.column(0)[stored].as_py())
+        for file, start, count in self._files:
+            if start <= stored < start + count:
+                return {**dict.fromkeys(REF_FIELDS), "file": file, "row": stored - start, "column": self.column,
+                        "item": self.item, "encoding": "base64" if self.encoding == "base64" else "image",
+                        "where": where}
+        return ref_of_bytes(self.encoded(row), where)
+
     def image(self, row: int) -> Image.Image:
         """The RGB image in ``row`` (strict decode)."""
         return open_image(self.encoded(row), self.where(row)).convert("RGB")
+
+    def lengths(self) -> list[int]:
+        """How many images each row's list holds (read from Arrow, without the image bytes)."""
+        import pyarrow.compute as pc
+
+        column = self.dataset.data.column(self.column)
+        return [0 if n is None else n for n in pc.list_value_length(column).to_pylist()]
 
     def check(self, rows: Iterable[int] | None = None, description: str = "checking images") -> int:
         """``check_image`` on every cell (or ``rows``); returns how many were checked."""
@@ -231,23 +350,3 @@ def progress(rows, description: str):
     from tqdm import tqdm
 
     return tqdm(rows, desc=description, unit="img")
-
-
-_TABLES: dict[str, ImageTable] = {}
-
-
-def register(table: ImageTable) -> str:
-    """Register a per-image table; returns its key (the dataset fingerprint: stable per content)."""
-    key = f"{table.origin.label}@{table.dataset._fingerprint}#{table.name}"
-    _TABLES[key] = table
-    return key
-
-
-def image_for(source: str, row: int) -> Image.Image:
-    table = _TABLES.get(source)
-    if table is None:
-        raise KeyError(
-            f"image source {source!r} is not loaded in this process; docs must come from this "
-            "package's process_docs in the same process"
-        )
-    return table.image(int(row))

@@ -1,10 +1,9 @@
 """Where a loaded split came from, so that errors name the file and row a user can open.
 
-lmms-eval hands ``process_docs`` a bare ``datasets.Dataset``: the path it was loaded from is not
-on it (``info`` keeps only snake-cased names, ``cache_files`` point into the datasets cache). The
-lmms-eval task that is calling ``process_docs`` does know (``DATASET_PATH``, ``DATASET_NAME``,
-``config.dataset_kwargs``), so ``origin_of`` finds that task on the call stack -- checking that it
-holds this very dataset -- and asks ``datasets`` which data files it read, in order
+A loaded ``datasets.Dataset`` does not say which files it was read from (``info`` keeps only
+snake-cased names, ``cache_files`` point into the datasets cache). The task's own data description
+does (``harness.TaskData``: dataset_path, dataset_name, dataset_kwargs), so ``origin_for`` asks
+``datasets`` which data files that description reads, in order
 (``load_dataset_builder(...).config.data_files``). Row counts come from the parquet footers, so
 "row 1234 of the split" becomes "FILE, row 17" (0-based, as pandas and pyarrow count).
 
@@ -15,7 +14,6 @@ files) the row is the split's row and the label says which split. Nothing here r
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,43 +68,6 @@ class Origin:
 
 def in_memory(label: str) -> Origin:
     return Origin(label=label)
-
-
-def origin_of(dataset: datasets.Dataset, default_label: str | None = None) -> Origin:
-    """The origin of a split that lmms-eval loaded (see the module docstring), or, outside
-    lmms-eval, a label from ``dataset.info`` (``default_label`` if given)."""
-    task = calling_task(dataset)
-    if task is not None:
-        return origin_for(dataset, task["path"], task["name"], task["split"], task["kwargs"])
-    info = dataset.info
-    label = default_label or " ".join(x for x in (info.dataset_name, info.config_name) if x) or "dataset"
-    return Origin(label=label)
-
-
-def calling_task(dataset: datasets.Dataset, depth: int = 40) -> dict | None:
-    """``{path, name, split, kwargs, task, prompt_kwargs}`` of the lmms-eval task on the call stack
-    that holds ``dataset`` as one of its loaded splits (``prompt_kwargs``: the default
-    ``lmms_eval_specific_kwargs``); None outside lmms-eval."""
-    frame = sys._getframe(1)
-    for _ in range(depth):
-        frame = frame.f_back
-        if frame is None:
-            return None
-        task = frame.f_locals.get("self")
-        if task is None or not hasattr(task, "DATASET_PATH") or not hasattr(task, "config"):
-            continue
-        loaded = getattr(task, "dataset", None)
-        if not isinstance(loaded, Mapping):
-            continue
-        split = next((name for name, value in loaded.items() if value is dataset), None)
-        if split is None:
-            continue
-        specific = getattr(task.config, "lmms_eval_specific_kwargs", None) or {}
-        return {"path": str(task.DATASET_PATH), "name": getattr(task, "DATASET_NAME", None), "split": split,
-                "kwargs": dict(getattr(task.config, "dataset_kwargs", None) or {}),
-                "task": getattr(task.config, "task", None),
-                "prompt_kwargs": dict(specific.get("default", {})) if isinstance(specific, Mapping) else {}}
-    return None
 
 
 def origin_for(dataset: datasets.Dataset | None, path: str, name: str | None, split: str | None,

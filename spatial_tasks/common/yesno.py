@@ -2,17 +2,18 @@
 
 lmms-eval 0.7.3 can only score generated text (its loglikelihood path is broken, see
 environment.md), so a ``*_yesno`` model returns its first-token logits serialised in the
-response string. ``decode_payload`` is the single reader of that format.
+response string; the string format belongs to the lmms-eval seam (``spatial_tasks.harness``),
+the Yes/No meaning of it is here.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
 
-PAYLOAD_KEY = "spatial_tasks_yesno"  # marks a response string as a logit payload
+from spatial_tasks import harness
+
 UNPARSEABLE = "unparseable"
 
 
@@ -51,33 +52,21 @@ def sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
-def encode_payload(logits: YesNoLogits) -> str:
-    return json.dumps(
-        {PAYLOAD_KEY: 1, "answer": logits.answer, "logit_yes": logits.logit_yes,
-         "logit_no": logits.logit_no, "text": logits.text}
-    )
+def encode_payload(logits: YesNoLogits, **extra) -> str:
+    """A *_yesno model's response for these logits (``extra``: more fields to log, e.g. token ids)."""
+    return harness.encode_payload(logits.answer, logits.logit_yes, logits.logit_no, logits.text, **extra)
 
 
-def is_payload(response: object) -> bool:
-    """Whether a response claims to be a logit payload (it may still be malformed)."""
-    return isinstance(response, str) and PAYLOAD_KEY in response
+is_payload = harness.is_payload
 
 
 def decode_payload(response: object) -> YesNoLogits | None:
     """The logits in a *_yesno model's response; None for plain text and for a malformed payload
     (tell them apart with ``is_payload``). Never raises, whatever the stored text holds."""
-    if not is_payload(response):
+    data = harness.decode_payload(response)
+    if data is None:
         return None
-    try:
-        data = json.loads(response)
-        if not isinstance(data, dict):
-            return None
-        logit_yes, logit_no = data["logit_yes"], data["logit_no"]
-        if isinstance(logit_yes, bool) or isinstance(logit_no, bool):
-            return None
-        return YesNoLogits(float(logit_yes), float(logit_no), str(data.get("text", ""))[:200])
-    except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
-        return None
+    return YesNoLogits(data["logit_yes"], data["logit_no"], data["text"])
 
 
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from spatial_tasks.dori.parse import LETTERS
+from spatial_tasks.common.choice import LETTERS
 from spatial_tasks.dori.tasks import answer_position, shown_options
 from spatial_tasks.models.baseline import rule
 

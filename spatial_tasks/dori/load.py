@@ -8,20 +8,21 @@ Two kinds of source:
   configs or features, so ``discover`` asks ``datasets`` what is there -- every config, every
   split of each -- and ``map_columns`` maps the columns it finds by name (``ALIASES``). The task
   and granularity of a row come from a column if there is one, else from the config name, the
-  split name or the data file's path (e.g. ``compound_rotation/granular.parquet``). Options may
+  split name or the data file's path relative to the source's own folder (e.g.
+  ``compound_rotation/granular.parquet``; the folders above it never count). Options may
   be a list, a JSON list, "A. ... B. ..." text or one column per letter; the answer a letter, a
   0-based index or the option text; images embedded, base64 text or paths inside the folder.
   What cannot be mapped is an error listing what was found and what is needed.
 
-Docs never hold pixels: images are registered tables (``common.images``) read when shown. The
+Docs never hold pixels: they carry image references (``common.images``) opened when shown. The
 option order shown to the model is a seeded permutation (``shuffle``), fixed here so that the
-prompt and the scoring see the same order.
+prompt and the scoring see the same order. "Cannot be determined" can be a question's answer (the
+paper's Fig. 24): choosing it is then correct, and otherwise a decline (tasks.score).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,7 +36,7 @@ from spatial_tasks.common import images
 from spatial_tasks.common.origin import Origin, in_memory, origin_for
 from spatial_tasks.common.validate import DataError, check_unique, columns, is_finite_number, require_columns, short
 from spatial_tasks.dori import soft
-from spatial_tasks.dori.parse import LETTERS, is_cannot_determine
+from spatial_tasks.common.choice import LETTERS, is_cannot_determine
 from spatial_tasks.dori.schema import (
     BENCHMARK,
     DOC_FIELDS,
@@ -51,7 +52,6 @@ from spatial_tasks.common.validate import category as feature_category
 
 HUB_ID = "appledora/DORI-Benchmark"
 SOURCE_ENV = "SPATIAL_TASKS_DORI_SOURCE"
-SOURCE_COLUMN = "dori_source"  # the one column of tasks/dori/source.json (see _dori_yaml)
 PAPER_SEEDS = (42, 1998, 107983)
 DEFAULT_SEED = PAPER_SEEDS[0]
 MAX_OPTIONS = 16  # the paper's largest option set
@@ -340,17 +340,14 @@ def _generated_docs(dataset: datasets.Dataset, origin: Origin, seed: int, check:
             raise bad("source", f"empty source {short(value['source'])}")
         docs.append({
             "benchmark": BENCHMARK, "question_id": value["question_id"], "task": task, "granularity": granularity,
-            "image_row": row, "image2_row": row if has_second[row] else None, "boxes": boxes, "boxes_drawn": False,
+            "image": first.ref(row), "image2": second.ref(row) if has_second[row] else None,
+            "boxes": boxes, "boxes_drawn": False,
             "question": value["question"] or "", "options": options, "answer_index": answer,
             "option_values": json.dumps(option_values), "truth": json.dumps(truth),
             "source": value["source"], "category": value["category"] or None,
             "object_a": value["category"] or None, "object_b": truth.get("object_b"),
         })
-    key1 = images.register(first)
-    key2 = images.register(second)
     for doc in docs:
-        doc["image_source"] = key1
-        doc["image2_source"] = key2 if doc["image2_row"] is not None else None
         _finish_doc(doc, seed)
     return docs
 
@@ -370,40 +367,7 @@ def _image_table(dataset: datasets.Dataset, column: str, origin: Origin) -> imag
     if getattr(feature, "dtype", None) in ("binary", "large_binary"):
         return images.ImageTable(dataset, column, origin)
     raise SourceError(f"{origin.where}: column {column!r} holds {type(feature).__name__} values; an image column "
-                      "holds images, bytes, base64 text or a path inside the dataset folder")
-
-
-class _ListTable(images.ImageTable):
-    """Element ``index`` of a list-of-images column (``images: [before, after]``)."""
-
-    def __init__(self, dataset: datasets.Dataset, column: str, origin: Origin, index: int) -> None:
-        super().__init__(dataset, column, origin)
-        self.index = index
-
-    @property
-    def name(self) -> str:
-        return f"{self.column}[{self.index}]"
-
-    def where(self, row: int) -> str:
-        return f"{self.origin.locate(row)}, column {self.column!r}[{self.index}]"
-
-    def encoded(self, row: int) -> bytes:
-        cells = self._cells[int(row)].column(self.column)[0].as_py()
-        if not isinstance(cells, list) or len(cells) <= self.index:
-            raise images.ImageError(f"{self.where(row)}: no image {self.index + 1} in this list")
-        cell = cells[self.index]
-        if isinstance(cell, str):
-            if re.fullmatch(r"[A-Za-z0-9+/=\s]{200,}", cell):
-                return images.base64_bytes(cell, self.where(row))
-            cell = {"bytes": None, "path": cell}
-        return images.cell_bytes(cell, self.where(row), self.origin, row)
-
-    def lengths(self) -> list[int]:
-        """How many images each row's list holds (read from Arrow, without the image bytes)."""
-        import pyarrow.compute as pc
-
-        column = self.dataset.data.column(self.column)
-        return [0 if n is None else n for n in pc.list_value_length(column).to_pylist()]
+                      f"holds images, bytes, base64 text or a path inside the dataset folder{INSPECT_HINT}")
 
 
 def _options_of(get: Mapping[str, Any], letter_cols: Sequence[str], bad) -> list[str]:
@@ -439,7 +403,7 @@ def map_columns(dataset: datasets.Dataset, origin: Origin, hint: str) -> dict[st
         missing.append("the task (a task column, or a config / split / file name naming it)")
     if missing:
         raise SourceError(f"{origin.where}: cannot read this split as DORI questions: missing {'; '.join(missing)}. "
-                          f"Found columns {sorted(names)}")
+                          f"Found columns {sorted(names)}{INSPECT_HINT}")
     return cols
 
 
@@ -451,8 +415,8 @@ def _official_docs(dataset: datasets.Dataset, origin: Origin, hint: str, seed: i
         second = _image_table(dataset, cols["image2"], origin) if "image2" in cols else None
         second_present = _has_images(dataset, cols["image2"]) if second is not None else None
     else:  # one list column holds the question's images
-        first = _ListTable(dataset, cols["images"], origin, 0)
-        second = _ListTable(dataset, cols["images"], origin, 1)
+        first = images.ImageTable(dataset, cols["images"], origin, item=0)
+        second = images.ImageTable(dataset, cols["images"], origin, item=1)
         second_present = [n >= 2 for n in first.lengths()]
     plain = [c for f, c in cols.items() if f not in ("image", "image2", "images")] + letter_cols
     meta = columns(dataset, plain)
@@ -463,16 +427,17 @@ def _official_docs(dataset: datasets.Dataset, origin: Origin, hint: str, seed: i
 
         get = {f: meta[c][row] for f, c in cols.items() if c in meta}
         get.update({c: meta[c][row] for c in letter_cols})
-        file = origin.file_of(row)
-        names = [get.get("task"), hint, file and str(file)]
+        names = [get.get("task"), hint, _relative_file(origin, row)]
         task = next((t for t in map(task_from_text, [n for n in names if n]) if t), None)
         if task is None:
             raise bad(cols.get("task", "task"), f"cannot tell the task from {short(get.get('task'))}, the name "
-                                               f"{hint!r} or the file {file}; use one of {list(TASKS)} (or VP..CO, Q1..Q7)")
+                                               f"{hint!r} or the file {names[2]}; use one of {list(TASKS)} (or "
+                                               f"VP..CO, Q1..Q7){INSPECT_HINT}")
         granularity = next((g for g in map(granularity_from_text, [get.get("granularity"), *names]) if g), None)
         if granularity is None:
             raise bad(cols.get("granularity", "granularity"), f"cannot tell coarse from granular from "
-                                                             f"{short(get.get('granularity'))}, {hint!r} or {file}")
+                                                             f"{short(get.get('granularity'))}, {hint!r} or "
+                                                             f"{names[2]}{INSPECT_HINT}")
         options = _options_of(get, letter_cols, bad)
         answer = _answer_index(get["answer"], options, bad)
         if is_cannot_determine(options[answer]):
@@ -487,7 +452,7 @@ def _official_docs(dataset: datasets.Dataset, origin: Origin, hint: str, seed: i
         source = get.get("source")
         docs.append({
             "benchmark": BENCHMARK, "question_id": question_id, "task": task, "granularity": granularity,
-            "image_row": row, "image2_row": row if two else None,
+            "image": first.ref(row), "image2": second.ref(row) if two else None,
             "boxes": _check_boxes(get.get("boxes"), task, bad), "boxes_drawn": True,
             "question": get.get("question") if isinstance(get.get("question"), str) else "",
             "options": options, "answer_index": answer, "option_values": json.dumps(values),
@@ -498,20 +463,32 @@ def _official_docs(dataset: datasets.Dataset, origin: Origin, hint: str, seed: i
         })
     check_unique([d["question_id"] for d in docs], origin, cols.get("question_id", "question_id"), SourceError)
     if undeterminable:
-        log.warning(f"{origin.where}: {len(undeterminable)} question(s) have 'Cannot be determined' as their answer "
-                    f"(first: {origin.locate(undeterminable[0])}); choosing it is always scored wrong "
-                    "(tasks/dori/README.md, Parsing answers)")
+        log.info(f"{origin.where}: {len(undeterminable)} question(s) have 'Cannot be determined' as their answer "
+                 f"(first: {origin.locate(undeterminable[0])}); choosing it is correct there "
+                 "(tasks/dori/README.md, Parsing answers)")
     if check:
         first.check(description="DORI: checking images")
         if second is not None:
-            second.check([d["image_row"] for d in docs if d["image2_row"] is not None], "DORI: checking images")
-    key1 = images.register(first)
-    key2 = images.register(second) if second is not None else None
+            second.check([row for row in range(len(dataset)) if second_present[row]], "DORI: checking images")
     for doc in docs:
-        doc["image_source"] = key1
-        doc["image2_source"] = key2 if doc["image2_row"] is not None else None
         _finish_doc(doc, seed)
     return docs
+
+
+INSPECT_HINT = " (`spatial-tasks inspect SOURCE` shows what a source holds and which reader takes it)"
+
+
+def _relative_file(origin: Origin, row: int) -> str | None:
+    """The data file of ``row`` relative to the source's own folder (so that the folders a user
+    keeps the copy in never name a task or granularity), or its name alone."""
+    file = origin.file_of(row)
+    if file is None:
+        return None
+    root = origin.root
+    try:
+        return str(file.resolve().relative_to(root.resolve())) if root is not None else file.name
+    except ValueError:
+        return file.name
 
 
 # ------------------------------------------------------------------------------ entry points
@@ -578,18 +555,30 @@ def load_source(path: str, *, seed: int = DEFAULT_SEED, load_kwargs: Mapping[str
     return docs
 
 
+def check_folder(root, wanted: Sequence[tuple[str, str]] = ()) -> set[tuple[str, str]]:
+    """The (task, granularity) pairs a local folder holds, read without the images; a SourceError
+    when it holds no DORI question or lacks one of ``wanted`` (naming what it has)."""
+    found = _pairs_in(str(root))
+    missing = [f"{t}_{g}" for t, g in wanted if (t, g) not in found]
+    if missing:
+        raise SourceError(f"{root}: no {', '.join(missing)} questions (it has: "
+                          f"{', '.join(sorted(f'{t}_{g}' for t, g in found))})")
+    return found
+
+
 @cache
-def _cached_source(path: str, seed: int) -> tuple[dict, ...]:
-    return tuple(load_source(path, seed=seed))
+def _pairs_in(root: str) -> frozenset[tuple[str, str]]:
+    return frozenset((d["task"], d["granularity"]) for d in load_source(root, check_images=False))
 
 
-def source_docs(path: str, seed: int) -> list[dict]:
-    """``load_source`` once per process (14 tasks read the same release)."""
-    return list(_cached_source(path, seed))
+@cache
+def _cached_source(path: str, seed: int, load_kwargs: str) -> tuple[dict, ...]:
+    return tuple(load_source(path, seed=seed, load_kwargs=json.loads(load_kwargs)))
 
 
-def default_source() -> str:
-    return os.environ.get(SOURCE_ENV) or HUB_ID
+def source_docs(path: str, seed: int, load_kwargs: Mapping[str, Any] | None = None) -> list[dict]:
+    """``load_source`` once per process and source (14 tasks read the same release)."""
+    return list(_cached_source(path, seed, json.dumps(dict(load_kwargs or {}), sort_keys=True, default=str)))
 
 
 def select(docs: Iterable[dict], task: str | None, granularity: str | None) -> list[dict]:

@@ -1,7 +1,7 @@
 """DORI metrics: pure functions of per-question records (``tasks.score`` makes them).
 
 A record holds ``task``, ``granularity``, ``correct`` (0/1), ``soft`` (0, 0.5 or 1),
-``outcome`` (parse.SELECTED / CANNOT_DETERMINE / REFUSAL / UNPARSEABLE) and the breakdown keys
+``outcome`` (common.choice: selected / declined / refused / unparseable) and the breakdown keys
 ``source``, ``broad_classes``, ``natural``, ``n_options``. Every function returns None when it
 is undefined (no records).
 """
@@ -13,7 +13,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
-from spatial_tasks.dori.parse import CANNOT_DETERMINE, REFUSAL, UNPARSEABLE
+from spatial_tasks.common.choice import DECLINED, REFUSED, UNPARSEABLE
 from spatial_tasks.dori.schema import GRANULARITIES, TASKS
 
 
@@ -37,8 +37,14 @@ def unparseable_share(records: Sequence[dict]) -> float | None:
 
 
 def declined_share(records: Sequence[dict]) -> float | None:
-    """Share of answers that chose "Cannot be determined" or refused (scored wrong)."""
-    return _mean([float(r["outcome"] in (CANNOT_DETERMINE, REFUSAL)) for r in records])
+    """Share of answers that declined: "Cannot be determined" where it is not the answer, or "I
+    don't know" (scored wrong)."""
+    return _mean([float(r["outcome"] == DECLINED) for r in records])
+
+
+def refused_share(records: Sequence[dict]) -> float | None:
+    """Share of answers that refused to answer (scored wrong)."""
+    return _mean([float(r["outcome"] == REFUSED) for r in records])
 
 
 def by(records: Iterable[dict], key: Callable[[dict], Iterable] | str) -> dict:

@@ -85,7 +85,7 @@ def task_name(task: str, granularity: str) -> str:
 # A doc, as process_docs returns it (images are referenced, never copied into docs).
 DOC_FIELDS = (
     "benchmark", "question_id", "task", "granularity",
-    "image_source", "image_row", "image2_source", "image2_row",
+    "image", "image2",  # image references (common.images); image2 only for two-image tasks
     "boxes",            # [{"label": "A", "box": [x0, y0, x1, y1]}] in pixels of the (first) image
     "boxes_drawn",      # True when the image already shows the boxes (the official release)
     "question",         # the dataset's own question text ("" when it has none)

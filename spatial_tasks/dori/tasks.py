@@ -1,26 +1,26 @@
 """lmms-eval hooks for the DORI tasks (tasks/dori/*.yaml point here through tasks/dori/utils.py).
 
-One task per (task, granularity). ``process_docs`` maps the loaded split onto canonical docs
-(``load.py``) and keeps that task's questions; the option order is shuffled there with the
-task's ``seed`` (a ``lmms_eval_specific_kwargs`` entry, default 42), so the prompt and the
-scoring see the same order. The record of every answer holds what the metrics and reports need,
-so saved samples re-score without the dataset (``spatial-tasks rescore dori``).
+One task per (task, granularity). ``process_docs`` maps the task's data onto canonical docs
+(``load.py``) and keeps that task's questions: the official release (a Hub id or a folder) is
+discovered and read by ``load.load_source``; a data file the YAML names (the bundled sample, a
+generated folder's parquet) is loaded by lmms-eval and mapped. The option order is shuffled there
+with the task's ``seed`` (its ``lmms_eval_specific_kwargs`` entry, default 42), so the prompt and
+the scoring see the same order. The record of every answer holds what the metrics and reports
+need, so saved samples re-score without the dataset (``spatial-tasks rescore dori``).
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import datasets
 from PIL import Image, ImageDraw
 
 from spatial_tasks.common import images, prompts
-from spatial_tasks.common.origin import calling_task, origin_of
-from spatial_tasks.common.pooling import aggregation, fan_out, pool_subtasks  # noqa: F401
+from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out, pool_subtasks  # noqa: F401
 from spatial_tasks.dori import load, metrics, soft
-from spatial_tasks.dori.parse import LETTERS, SELECTED, parse_selection
+from spatial_tasks.common.choice import DECLINED, LETTERS, SELECTED, is_cannot_determine, read_choice
 from spatial_tasks.dori.schema import BENCHMARK, GRANULARITIES, TASKS, TWO_IMAGE_TASKS, TWO_OBJECT_TASKS
 
 DEFAULT_PROMPT_KWARGS = {
@@ -46,25 +46,23 @@ def _seed(value: object) -> int:
     return seed
 
 
-def docs_for(dataset: datasets.Dataset, task: str | None, granularity: str | None,
-             seed: int | None = None) -> datasets.Dataset:
-    """The canonical docs of one DORI task (None: every task / granularity) from a loaded split.
+def reads_source(data: TaskData) -> bool:
+    """A Hub id or a folder is discovered and read by ``load.load_source`` (the release declares no
+    configs); a data file lmms-eval can load (``dataset_path: parquet``) is loaded by lmms-eval."""
+    return not data.is_local_builder
 
-    A split with a ``dori_source`` column (tasks/dori/source.json) names where the official data
-    is: that source ($SPATIAL_TASKS_DORI_SOURCE overrides it) is discovered and loaded
-    (``load.load_source``). Any other split is the data itself, in any layout ``load`` supports.
-    """
-    caller = calling_task(dataset) or {}
-    if seed is None:
-        seed = _seed({**DEFAULT_PROMPT_KWARGS, **caller.get("prompt_kwargs", {})}["seed"])
-    if load.SOURCE_COLUMN in dataset.column_names:
-        sources = {str(s) for s in dataset[load.SOURCE_COLUMN] if s}
-        path = os.environ.get(load.SOURCE_ENV) or (sorted(sources) or [load.HUB_ID])[0]
-        docs = load.source_docs(path, seed)
-        where = path
+
+def docs_for(dataset: datasets.Dataset | None, data: TaskData, task: str | None,
+             granularity: str | None) -> datasets.Dataset:
+    """The canonical docs of one DORI task (None: every task / granularity): from ``dataset`` (a
+    split lmms-eval loaded), or from the source ``data`` names when ``dataset`` is None."""
+    seed = _seed({**DEFAULT_PROMPT_KWARGS, **data.prompt_kwargs}["seed"])
+    if dataset is None:
+        docs = load.source_docs(data.path, seed, data.load_kwargs())
+        where = data.label
     else:
-        origin = origin_of(dataset, "dori")
-        docs = load.to_docs(dataset, origin, hint=caller.get("task") or "", seed=seed)
+        origin = data.origin(dataset)
+        docs = load.to_docs(dataset, origin, hint=data.task, seed=seed)
         where = origin.label
     kept = load.select(docs, task, granularity)
     if not kept:
@@ -74,17 +72,14 @@ def docs_for(dataset: datasets.Dataset, task: str | None, granularity: str | Non
     return datasets.Dataset.from_list(kept)
 
 
-def make_process_docs(task: str, granularity: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
-    def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
-        return docs_for(dataset, task, granularity)
-
-    process_docs.__name__ = f"process_docs_{task}_{granularity}"
-    return process_docs
+def make_process_docs(task: str | None, granularity: str | None) -> DocsHook:
+    name = f"dori.process_docs_{task}_{granularity}" if task else "dori.process_docs_all"
+    return DocsHook(name, lambda dataset, data: docs_for(dataset, data, task, granularity), reads_source=reads_source,
+                    source_env=load.SOURCE_ENV, default_source=load.HUB_ID)
 
 
-def process_docs_sample(dataset: datasets.Dataset) -> datasets.Dataset:
-    """Every question of a split, both granularities (the bundled sample's ``dori_sample``)."""
-    return docs_for(dataset, None, None)
+# Every question of the data, both granularities (the bundled sample's ``dori_sample``).
+process_docs_sample = make_process_docs(None, None)
 
 
 # ------------------------------------------------------------------------------- showing
@@ -115,12 +110,12 @@ def doc_to_visual(doc: Mapping, lmms_eval_specific_kwargs: Mapping | None = None
     mode = str({**DEFAULT_PROMPT_KWARGS, **(lmms_eval_specific_kwargs or {})}["draw_boxes"])
     if mode not in DRAW_BOXES:
         raise ValueError(f"DORI: the task argument draw_boxes must be one of {DRAW_BOXES}, got {mode!r}")
-    first = images.image_for(doc["image_source"], doc["image_row"])
+    first = images.open_ref(doc["image"])
     if doc["boxes"] and (mode == "always" or (mode == "auto" and not doc["boxes_drawn"])):
         first = draw_boxes(first, doc["boxes"])
     shown = [first]
-    if doc.get("image2_source") is not None:
-        shown.append(images.image_for(doc["image2_source"], doc["image2_row"]))
+    if doc.get("image2") is not None:
+        shown.append(images.open_ref(doc["image2"]))
     return shown
 
 
@@ -168,18 +163,26 @@ _RECORD_FIELDS = ("benchmark", "question_id", "task", "granularity", "seed", "so
 
 
 def score(doc: Mapping, response: object) -> dict:
-    """The per-answer record: what was chosen, hard and soft credit, and the breakdown keys."""
+    """The per-answer record: what was chosen, hard and soft credit, and the breakdown keys.
+
+    "Cannot be determined" (the paper's Fig. 24; its human study's third option) is an answer
+    like any other: chosen when it is the gold answer, it is correct; chosen when it is not, it is
+    a decline -- scored wrong and counted (``outcome`` DECLINED), as is saying so without an
+    option to choose."""
     shown = shown_options(doc)
-    parsed = parse_selection(response, shown)
+    choice = read_choice(response, shown)
     values = json.loads(doc["option_values"]) if doc.get("option_values") else [None] * len(shown)
-    chosen = doc["shown_order"][parsed.index] if parsed.index is not None else None
-    correct = parsed.outcome == SELECTED and chosen == doc["answer_index"]
+    chosen = doc["shown_order"][choice.index] if choice.index is not None else None
+    outcome = choice.outcome
+    if outcome == SELECTED and is_cannot_determine(doc["options"][chosen]) and chosen != doc["answer_index"]:
+        outcome = DECLINED
+    correct = outcome == SELECTED and chosen == doc["answer_index"]
     truth = values[doc["answer_index"]]
-    predicted = values[chosen] if chosen is not None and parsed.outcome == SELECTED else None
+    predicted = values[chosen] if chosen is not None and outcome == SELECTED else None
     return {
         **{k: doc.get(k) for k in _RECORD_FIELDS},
         "response": response if isinstance(response, str) else str(response),
-        "outcome": parsed.outcome,
+        "outcome": outcome,
         "chosen": chosen,
         "chosen_text": doc["options"][chosen] if chosen is not None else None,
         "answer": doc["options"][doc["answer_index"]],
@@ -191,8 +194,8 @@ def score(doc: Mapping, response: object) -> dict:
     }
 
 
-COARSE_METRICS = ("acc", "unparseable", "declined")
-GRANULAR_METRICS = ("acc", "soft", "unparseable", "declined")
+COARSE_METRICS = ("acc", "unparseable", "declined", "refused")
+GRANULAR_METRICS = ("acc", "soft", "unparseable", "declined", "refused")
 
 
 def process_results_coarse(doc, results):
@@ -212,6 +215,7 @@ agg_acc = aggregation("acc", metrics.accuracy)
 agg_soft = aggregation("soft", metrics.soft_accuracy)
 agg_unparseable = aggregation("unparseable", metrics.unparseable_share)
 agg_declined = aggregation("declined", metrics.declined_share)
+agg_refused = aggregation("refused", metrics.refused_share)
 
 
 TASK_NAMES = tuple(f"{t}_{g}" for t in TASKS for g in GRANULARITIES)

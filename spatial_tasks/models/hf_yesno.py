@@ -15,7 +15,7 @@ family's ``generate_until`` does (system prompt, image entries, chat template wi
 generation prompt). For speed, ``_yesno_prepare_batch`` (left-padded batches) and the grouping
 hooks ``_yesno_image_parts`` / ``_yesno_encode_images`` / ``_yesno_forward_with_features`` (each
 distinct image through the vision tower once, ``score_grouped``); without them requests are
-scored one by one, with the same results. Register it in ``spatial_tasks/lmms_plugin.py`` as
+scored one by one, with the same results. Register it in ``spatial_tasks/harness.py`` (MODELS) as
 ``ModelManifest(model_id="<family>_yesno", simple_class_path="spatial_tasks.models.hf_yesno.<Class>")``.
 
     lmms-eval --model qwen2_5_vl_yesno --batch_size 8 --model_args pretrained=Qwen/Qwen2.5-VL-3B-Instruct ...

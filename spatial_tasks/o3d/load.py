@@ -21,6 +21,7 @@ $SPATIAL_TASKS_O3D_SOURCE, else the Hub id.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -33,7 +34,7 @@ import pyarrow.compute as pc
 from PIL import Image
 
 from spatial_tasks.common import images
-from spatial_tasks.common.origin import Origin, in_memory, origin_for, origin_of
+from spatial_tasks.common.origin import Origin, in_memory, origin_for
 from spatial_tasks.common.validate import require_columns
 from spatial_tasks.o3d import markers, schema
 from spatial_tasks.o3d.schema import SchemaError
@@ -207,14 +208,31 @@ def _normalise_key(source: str) -> str:
     return source
 
 
+def source_key(source: str, load_kwargs: Mapping[str, Any] | None = None) -> str:
+    """What a doc's ``source`` field holds: enough to open the subsets again in any process -- the
+    Hub id or absolute folder, and the load options (revision ...) when there are any."""
+    path = _normalise_key(source)
+    kwargs = _builder_kwargs(load_kwargs or {})
+    if not kwargs or path.startswith(MEMORY_PREFIX):
+        return path
+    return json.dumps({"path": path, "load_kwargs": kwargs}, sort_keys=True)
+
+
+def _parse_key(key: str) -> tuple[str, dict]:
+    if key.startswith("{"):
+        value = json.loads(key)
+        return value["path"], dict(value.get("load_kwargs") or {})
+    return key, {}
+
+
 def register_source(source: str, subsets: Mapping[str, datasets.Dataset] | None = None, *,
                     load_kwargs: Mapping[str, Any] | None = None) -> O3DSource:
     """The registry entry for ``source`` (created on first call; later ``subsets`` are added)."""
-    key = _normalise_key(source)
+    key = source_key(source, load_kwargs)
     with _REGISTRY_LOCK:
         entry = _REGISTRY.get(key)
         if entry is None:
-            path = None if key.startswith(MEMORY_PREFIX) else key
+            path = None if key.startswith(MEMORY_PREFIX) else _parse_key(key)[0]
             entry = O3DSource(key, subsets, path=path, load_kwargs=load_kwargs)
             _REGISTRY[key] = entry
         else:
@@ -225,15 +243,19 @@ def register_source(source: str, subsets: Mapping[str, datasets.Dataset] | None 
 
 
 def get_source(source: str) -> O3DSource:
-    """The registered source; a Hub id or folder not yet registered is registered lazily."""
-    key = _normalise_key(source)
-    entry = _REGISTRY.get(key)
+    """The registered source; a Hub id or folder not yet registered in this process (a doc from
+    another process, or unpickled) is registered from its key."""
+    entry = _REGISTRY.get(source) or _REGISTRY.get(_normalise_key(source))
+    if entry is None:  # a bare path of a source registered with load options
+        same = [e for e in _REGISTRY.values() if e.path is not None and e.path == _normalise_key(source)]
+        entry = same[0] if len(same) == 1 else None
     if entry is not None:
         return entry
-    if key.startswith(MEMORY_PREFIX):
-        raise KeyError(f"docs refer to in-memory O3-D subsets {key!r} that this process has not "
+    if source.startswith(MEMORY_PREFIX):
+        raise KeyError(f"docs refer to in-memory O3-D subsets {source!r} that this process has not "
                        "registered; build the docs with build_docs(...) in this process")
-    return register_source(key)
+    path, kwargs = _parse_key(source)
+    return register_source(path, load_kwargs=kwargs)
 
 
 def clear_registry() -> None:
@@ -482,7 +504,7 @@ def process_docs(dataset: datasets.Dataset, *, source: str | None = None,
     """
     src = register_source(source or default_source(), load_kwargs=load_kwargs)
     return build_docs(dataset, src, subset_names=subsets, marked=marked, clarity=clarity,
-                      origin=origin or origin_of(dataset, "visual_questions"))
+                      origin=origin or in_memory("visual_questions"))
 
 
 def make_process_docs(source: str | None = None, **filters: Any) -> Callable[[datasets.Dataset], datasets.Dataset]:

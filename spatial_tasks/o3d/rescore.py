@@ -355,7 +355,7 @@ def records_from_samples_file(path: Path) -> tuple[list[dict], tuple[str, ...]]:
     The record is logged under the task's first metric; the other metric keys hold a pointer
     string (``tasks.RecordRef``); both mark a key as one of the task's metrics.
     """
-    from spatial_tasks.common.pooling import is_record_ref
+    from spatial_tasks.harness import is_record_ref
     from spatial_tasks.common.samples import iter_samples
     from spatial_tasks.o3d.tasks import BENCHMARK, rescored
 

@@ -21,12 +21,13 @@ the task; each aggregation (``agg_<metric>``) is a thin wrapper over a pure func
 strength, clarity, the question's language tags), so saved samples can be re-scored.
 
 Group metrics (``o3d``) are the metrics of the subtasks' pooled records, never means of means
-(``spatial_tasks.common.pooling``): exactly what ``spatial-tasks rescore o3d`` recomputes from
+(``spatial_tasks.harness``): exactly what ``spatial-tasks rescore o3d`` recomputes from
 the saved samples.
 
-Data source: ``process_docs`` receives only the loaded ``visual_questions`` split, yet the image
-subsets must come from the same place as the task's ``dataset_path``; ``infer_source`` explains
-how it finds that place.
+Data source: the image subsets come from the same place as the task's ``visual_questions``: its
+``dataset_path`` (a Hub id or a folder in the official layout), or for a task that names a parquet
+file (the bundled sample), the dataset root above ``<root>/visual_questions/<file>``
+(``subset_source``). The task's TaskData carries both (spatial_tasks.harness).
 """
 
 from __future__ import annotations
@@ -45,8 +46,7 @@ from loguru import logger as log
 from PIL import Image
 
 from spatial_tasks.common import prompts as templates
-from spatial_tasks.common.origin import calling_task, origin_of
-from spatial_tasks.common.pooling import PooledValue, RecordRef, aggregation, fan_out, pool_subtasks  # noqa: F401
+from spatial_tasks.harness import DocsHook, PooledValue, RecordRef, TaskData, aggregation, fan_out, pool_subtasks  # noqa: F401
 from spatial_tasks.o3d import load, metrics, schema
 from spatial_tasks.o3d.parse import is_correct, parse_answer
 from spatial_tasks.o3d.prompts import (
@@ -202,58 +202,26 @@ agg_msdgm_clarity_level = _aggregation("msdgm_clarity_level")
 # Data source: where the image subsets live
 # ---------------------------------------------------------------------------------------------
 
-_LOCAL_BUILDERS = frozenset({"parquet", "arrow", "json", "csv"})
-_HUB_CACHE_DIR = re.compile(r"^(?P<namespace>[^/]+)___(?P<name>[^/]+)$")
 _PASSED_TO_SUBSETS = ("revision", "token", "cache_dir")
 
 
-def infer_source(dataset: datasets.Dataset) -> tuple[str, dict, str]:
-    """(source, load kwargs for the subsets, how it was found) for a loaded ``visual_questions`` split.
-
-    What ``datasets`` 5.2 records about where a split came from: ``info.dataset_name`` is the
-    snake-cased last path component ('o3-d', or 'parquet' for data_files), ``info.config_name``
-    the config ('visual_questions' / 'default'), ``info.download_checksums`` is None (checksums are
-    not recorded by default) and ``cache_files`` point into the datasets cache: for a Hub id
-    '<cache>/<namespace>___<snake_name>/<config>/...', for a local folder '<cache>/<snake_name>/...',
-    for data_files '<cache>/parquet/<hash>/...'. A Hub id can thus be read back (its name
-    snake-cased), a local folder or parquet file cannot. In order:
-
-    1. the lmms-eval task that is calling ``process_docs`` (found on the call stack and checked to
-       hold this very dataset): its ``dataset_path`` (Hub id or local folder), or for a local
-       builder (``dataset_path: parquet`` + ``data_files``, as the bundled sample) the dataset root
-       above ``.../visual_questions/<file>``;
-    2. a Hub id read back from the dataset's cache path;
-    3. ``$SPATIAL_TASKS_O3D_SOURCE``;
-    4. the official release ``liuyiqian/O3-D``.
-    """
-    found = _source_from_calling_task(dataset)
-    if found is not None:
-        return found
-    hub = _hub_id_from_cache(dataset)
-    if hub is not None:
-        return hub, {}, "Hub id read from the dataset's cache path"
-    env = os.environ.get(load.SOURCE_ENV)
-    if env:
-        return env, {}, f"${load.SOURCE_ENV}"
-    return schema.HUB_ID, {}, "default (the official release)"
-
-
-def _source_from_calling_task(dataset: datasets.Dataset) -> tuple[str, dict, str] | None:
-    task = calling_task(dataset)
-    if task is None:
-        return None
-    kwargs, path = task["kwargs"], task["path"]
-    subset_kwargs = {k: kwargs[k] for k in _PASSED_TO_SUBSETS if k in kwargs}
-    if kwargs.get("load_from_disk"):
-        return None  # a saved visual_questions split says nothing about the subsets
-    if path in _LOCAL_BUILDERS:
-        root = _root_of_data_files(kwargs.get("data_files"))
-        if root is None:
-            return None
-        return root, subset_kwargs, f"the dataset root of the task's data_files ({path})"
-    if os.path.isdir(path):
-        return os.path.abspath(path), subset_kwargs, "the task's dataset_path (local folder)"
-    return path, subset_kwargs, "the task's dataset_path (Hub id)"
+def subset_source(data: TaskData) -> tuple[str, dict]:
+    """(source, load kwargs) of a task's image subsets, from its TaskData: its dataset_path, or for
+    a local builder (``dataset_path: parquet`` + ``data_files``, as the bundled sample) the dataset
+    root above ``.../visual_questions/<file>``."""
+    kwargs = {k: data.kwargs[k] for k in _PASSED_TO_SUBSETS if k in data.kwargs}
+    if data.kwargs.get("load_from_disk"):
+        raise schema.SchemaError(f"task {data.task}: load_from_disk gives a saved visual_questions split, which "
+                                 "says nothing about the image subsets; point dataset_path at the O3-D folder")
+    if not data.is_local_builder:
+        folder = data.local_folder
+        return (str(folder) if folder is not None else data.path), kwargs
+    root = _root_of_data_files(data.kwargs.get("data_files"))
+    if root is None:
+        raise schema.SchemaError(f"task {data.task}: its data_files {data.kwargs.get('data_files')!r} are not "
+                                 f"<root>/{schema.QUESTIONS_CONFIG}/<file> in the official layout, so the image "
+                                 "subsets cannot be found")
+    return root, kwargs
 
 
 def _data_file_paths(data_files: Any) -> list[str]:
@@ -275,41 +243,17 @@ def _root_of_data_files(data_files: Any) -> str | None:
     return None
 
 
-def _hub_id_from_cache(dataset: datasets.Dataset) -> str | None:
-    for cache in getattr(dataset, "cache_files", None) or []:
-        parts = Path(cache.get("filename", "")).parts
-        for i, part in enumerate(parts[:-1]):
-            m = _HUB_CACHE_DIR.match(part)
-            if m and parts[i + 1] == schema.QUESTIONS_CONFIG:
-                guess = f"{m['namespace']}/{m['name']}"
-                for known in (os.environ.get(load.SOURCE_ENV), schema.HUB_ID):
-                    if known and _snake(known) == guess:
-                        return known  # restores the original spelling
-                return guess
-    return None
-
-
-def _snake(repo_id: str) -> str:
-    from datasets.naming import camelcase_to_snakecase
-
-    namespace, _, name = repo_id.partition("/")
-    return f"{namespace}/{camelcase_to_snakecase(name)}"
-
-
 # ---------------------------------------------------------------------------------------------
 # process_docs
 # ---------------------------------------------------------------------------------------------
 
 
-def build_task_docs(questions: datasets.Dataset, *, subsets: Sequence[str], marked: bool,
-                    clarity: float | None = None, source: str | None = None,
-                    load_kwargs: Mapping[str, Any] | None = None) -> datasets.Dataset:
-    """Canonical docs of one task: the questions of ``subsets`` with this marking (and clarity)."""
-    if source is None:
-        source, inferred_kwargs, how = infer_source(questions)
-        load_kwargs = {**inferred_kwargs, **dict(load_kwargs or {})}
-        log.info(f"O3-D image subsets from {source!r} ({how})")
-    origin = origin_of(questions, "visual_questions")
+def build_task_docs(questions: datasets.Dataset, data: TaskData, *, subsets: Sequence[str], marked: bool,
+                    clarity: float | None = None) -> datasets.Dataset:
+    """Canonical docs of one task: the questions of ``subsets`` with this marking (and clarity), their
+    images from the task's own source (``subset_source``)."""
+    source, load_kwargs = subset_source(data)
+    origin = data.origin(questions)
     docs = load.process_docs(questions, source=source, subsets=subsets, marked=marked, clarity=clarity,
                              load_kwargs=load_kwargs, origin=origin)
     if len(docs) == 0:
@@ -371,28 +315,22 @@ def subsets_of_task(process_docs: str) -> tuple[str, ...]:
             "process_docs_real": REAL_TASK_SUBSETS, "process_docs_icl_cot": ICL_SUBSETS}.get(name, ())
 
 
-def process_docs_markers(dataset: datasets.Dataset) -> datasets.Dataset:
-    return build_task_docs(dataset, subsets=SYNTHETIC_TASK_SUBSETS, marked=True)
+def _hook(name: str, build) -> DocsHook:
+    return DocsHook(f"o3d.{name}", build, source_env=load.SOURCE_ENV, default_source=schema.HUB_ID)
 
 
-def process_docs_clarity_low(dataset: datasets.Dataset) -> datasets.Dataset:
-    return build_task_docs(dataset, subsets=SYNTHETIC_TASK_SUBSETS, marked=False, clarity=CLARITY["low"])
-
-
-def process_docs_clarity_med(dataset: datasets.Dataset) -> datasets.Dataset:
-    return build_task_docs(dataset, subsets=SYNTHETIC_TASK_SUBSETS, marked=False, clarity=CLARITY["med"])
-
-
-def process_docs_clarity_high(dataset: datasets.Dataset) -> datasets.Dataset:
-    return build_task_docs(dataset, subsets=SYNTHETIC_TASK_SUBSETS, marked=False, clarity=CLARITY["high"])
-
-
-def process_docs_real(dataset: datasets.Dataset) -> datasets.Dataset:
-    return build_task_docs(dataset, subsets=REAL_TASK_SUBSETS, marked=True)
-
-
-def process_docs_icl_cot(dataset: datasets.Dataset) -> datasets.Dataset:
-    return attach_demonstrations(build_task_docs(dataset, subsets=ICL_SUBSETS, marked=True))
+process_docs_markers = _hook("process_docs_markers", lambda ds, data: build_task_docs(
+    ds, data, subsets=SYNTHETIC_TASK_SUBSETS, marked=True))
+process_docs_clarity_low = _hook("process_docs_clarity_low", lambda ds, data: build_task_docs(
+    ds, data, subsets=SYNTHETIC_TASK_SUBSETS, marked=False, clarity=CLARITY["low"]))
+process_docs_clarity_med = _hook("process_docs_clarity_med", lambda ds, data: build_task_docs(
+    ds, data, subsets=SYNTHETIC_TASK_SUBSETS, marked=False, clarity=CLARITY["med"]))
+process_docs_clarity_high = _hook("process_docs_clarity_high", lambda ds, data: build_task_docs(
+    ds, data, subsets=SYNTHETIC_TASK_SUBSETS, marked=False, clarity=CLARITY["high"]))
+process_docs_real = _hook("process_docs_real", lambda ds, data: build_task_docs(
+    ds, data, subsets=REAL_TASK_SUBSETS, marked=True))
+process_docs_icl_cot = _hook("process_docs_icl_cot", lambda ds, data: attach_demonstrations(build_task_docs(
+    ds, data, subsets=ICL_SUBSETS, marked=True)))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -79,9 +79,11 @@ class Relation:
     three_way: str  # adds "ambiguous" when |dy| < AMBIGUOUS_FRACTION * height
 
 
-def vertical_relation(row_far: float, row_near: float, height_px: int) -> Relation:
-    """Consistent vs counter (paper §3): consistent iff the farther object is higher (smaller row)."""
+def vertical_relation(row_far: float, row_near: float, height_px: int, level: float = 0.0) -> Relation:
+    """Consistent vs counter (paper §3): consistent iff the farther object is higher (smaller row).
+    ``level``: rows closer than this many pixels count as level, so not higher (rows measured in
+    the pixels carry that uncertainty; recorded projections are exact, level 0)."""
     dy = row_near - row_far
-    two_way = "consistent" if dy > 0 else "counter"
+    two_way = "consistent" if dy > level else "counter"
     three_way = "ambiguous" if abs(dy) < AMBIGUOUS_FRACTION * height_px else two_way
     return Relation(dy=dy, two_way=two_way, three_way=three_way)

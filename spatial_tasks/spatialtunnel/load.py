@@ -2,11 +2,12 @@
 
 This is where SpatialTunnel data enters; everything is checked here, once:
 
-* the format is decided explicitly (``detect_format``): our generator's datasets have a datasets
-  ``Image`` column and generator-only columns (``questions``, ``pixel1``, ``theta1_index`` ...);
-  the official ``cubec/spatialtunnel`` TSV configs have base64 text images. A dataset that looks
-  like ours but lacks a column is an error listing what is missing -- it never falls through to
-  the TSV adapter;
+* the format is decided explicitly (``detect_format``): our generator's datasets have
+  generator-only columns (``questions``, ``pixel1``, ``theta1_index`` ...); the official
+  ``cubec/spatialtunnel`` tables have ``index, image, question, answer`` (parquet: an embedded
+  image; TSV: base64 text). A dataset with one of our columns but not all of them is an error
+  listing what is missing -- it never falls through to the official reader, and an official
+  parquet with an Image column is never taken for ours;
 * columns and their types, then every value the metrics rely on (ids unique, answers Yes/No and
   consistent with the template, template ids 1-4, pixel positions finite and inside the image,
   image sides > 0, the farther object farther);
@@ -14,17 +15,23 @@ This is where SpatialTunnel data enters; everything is checked here, once:
 
 Errors are ``SourceError`` (a ValueError), one line naming the file, row and field.
 
-Official TSV: the exact columns are not published. We accept per-question rows (question +
-answer) or per-image rows (obj1 + obj2 names; the paper's four questions are generated), and
-derive geometry from whatever columns exist: pixel centres, else angles (+ depths) through the
-analytic camera of geometry.py.
+Official tables: the published ones have no positions, angles or depths (``index, image,
+question, answer``). The question names both objects by colour and shape and, with the answer,
+says which one is farther (``questions.resolve_template``); ``pixels.py`` finds both objects in
+the image, and the split and the 16 x 16 cell come from their centres. Objects that cannot be
+found are ``unknown``: counted apart, named in a warning, never filed. Other columns, when a copy
+has them, are used instead: pixel centres, else angles (+ depths) through the analytic camera of
+geometry.py; per-image rows (obj1 + obj2 instead of question + answer) get the paper's four
+questions.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 
 import datasets
+from loguru import logger as log
 
 from spatial_tasks.common import images
 from spatial_tasks.common.origin import Origin, in_memory
@@ -37,12 +44,12 @@ from spatial_tasks.common.validate import (
     is_finite_number,
     require_columns,
 )
-from spatial_tasks.spatialtunnel import geometry
+from spatial_tasks.spatialtunnel import geometry, pixels
 from spatial_tasks.spatialtunnel.questions import TEMPLATE_BY_ID, questions_for, render_question, resolve_template
-from spatial_tasks.spatialtunnel.schema import DOC_FIELDS, IMAGE_FEATURES, VARIANTS
+from spatial_tasks.spatialtunnel.schema import CONFIG_FOR_VARIANT, DOC_FIELDS, IMAGE_FEATURES, VARIANTS
 
 GENERATED = "spatial-tasks generator"
-OFFICIAL = "official TSV"
+OFFICIAL = "official table"
 # Columns only our generator writes (none is an alias of the official TSV's): any marks a dataset as ours.
 GENERATOR_ONLY = frozenset({"questions", "pixel1", "pixel2", "size1_nominal", "size2_nominal", "radius1_px",
                             "radius2_px", "sun_rotation", "roughness1", "roughness2", "position1", "position2"})
@@ -82,19 +89,22 @@ class SourceError(DataError):
 
 def to_docs(dataset: datasets.Dataset, origin: Origin | None = None, variant: str | None = None, *,
             label: str | None = None, check_images: bool = True) -> datasets.Dataset:
-    """Canonical per-question docs (no image column) for any supported source, checked.
+    """Canonical per-question docs (images as references) for any supported source, checked.
 
-    ``origin`` says where the rows came from (``common.origin.origin_of``); without it errors name
-    ``label`` and the split's rows.
+    ``origin`` says where the rows came from (``TaskData.origin``); without it errors name
+    ``label`` and the split's rows. ``variant`` is the task's (phase or size): the official tables
+    do not say it, and our generator's rows must agree with it.
     """
     origin = origin or in_memory(label or "spatialtunnel")
+    if variant is not None and variant not in VARIANTS:
+        raise SourceError(f"variant {variant!r} is not one of {list(VARIANTS)}")
     if len(dataset) == 0:
         raise SourceError(f"{origin.where}: the dataset has no rows")
     fmt = detect_format(dataset, origin)
     if fmt == GENERATED:
-        docs = list(_docs_from_generated(dataset, origin, check_images))
+        docs = list(_docs_from_generated(dataset, origin, variant, check_images))
     else:
-        docs = list(_docs_from_official(dataset, origin, variant, check_images))
+        docs = list(_docs_from_official(dataset, origin, variant or "phase", check_images))
     return datasets.Dataset.from_list(docs)
 
 
@@ -102,35 +112,50 @@ def detect_format(dataset: datasets.Dataset, origin: Origin) -> str:
     """GENERATED or OFFICIAL, decided by the columns; anything else is an error saying why."""
     features = dataset.features
     ours = sorted(GENERATOR_ONLY & set(features))
-    image_feature = features.get("image")
-    if ours or isinstance(image_feature, datasets.Image):
+    if ours:
         missing = [name for name in IMAGE_FEATURES if name not in features]
         if missing:
-            why = f"columns {ours}" if ours else "an Image column 'image'"
-            raise SourceError(f"{origin.where}: looks like a spatial-tasks generated SpatialTunnel dataset ({why}) "
-                              f"but lacks column(s) {missing}; found columns {sorted(features)}")
+            raise SourceError(f"{origin.where}: looks like a spatial-tasks generated SpatialTunnel dataset (columns "
+                              f"{ours}) but lacks column(s) {missing}; found columns {sorted(features)}{INSPECT_HINT}")
         require_columns(dataset, GENERATED_KINDS, origin, "a generated SpatialTunnel dataset", SourceError)
         return GENERATED
     cols = _resolve_columns(features)
     per_question = {"question", "answer"} <= cols.keys()
     per_image = {"obj1", "obj2"} <= cols.keys()
     if "image" in cols and (per_question or per_image):
-        kind = getattr(features[cols["image"]], "dtype", None)
-        if kind not in ("string", "large_string"):
-            raise SourceError(f"{origin.where}: column {cols['image']!r} holds {kind or type(features[cols['image']]).__name__} "
-                              "values; the official TSV stores each image as base64 text")
+        _image_encoding(features[cols["image"]], cols["image"], origin)
         return OFFICIAL
     missing = sorted(({"image"} - cols.keys()) | ({"question", "answer"} - cols.keys()))
     raise SourceError(
         f"{origin.where}: not a SpatialTunnel dataset in a known format: neither our generator's columns "
-        f"({', '.join(sorted(IMAGE_FEATURES)[:6])}, ...) nor the official TSV's (missing column(s) {missing}, "
-        f"or obj1 + obj2 instead of question + answer); found columns {sorted(features)}"
+        f"({', '.join(sorted(GENERATOR_ONLY)[:6])}, ...) nor the official table's index/image/question/answer "
+        f"(missing column(s) {missing}, or obj1 + obj2 instead of question + answer); found columns "
+        f"{sorted(features)}{INSPECT_HINT}"
     )
 
 
-def _base(image_source: str, row: int) -> dict:
+INSPECT_HINT = " (`spatial-tasks inspect SOURCE` shows what a source holds and which reader takes it)"
+
+
+def _image_encoding(feature: object, column: str, origin: Origin) -> str:
+    """How an official image column stores its images: "image" (an Image column or raw bytes, the
+    parquet tables) or "base64" (text, the TSV tables)."""
+    if isinstance(feature, datasets.Image):
+        return "image"
+    kind = getattr(feature, "dtype", None)
+    if kind in ("string", "large_string"):
+        return "base64"
+    if kind in ("binary", "large_binary"):
+        return "image"
+    if isinstance(feature, dict) and "bytes" in feature:  # an Image column read without its feature type
+        return "image"
+    raise SourceError(f"{origin.where}: column {column!r} holds {kind or type(feature).__name__} values; the "
+                      "official tables store each image embedded (parquet) or as base64 text (TSV)")
+
+
+def _base(image: dict) -> dict:
     doc = dict.fromkeys(DOC_FIELDS)
-    doc.update(benchmark="spatialtunnel", image_source=image_source, image_row=row)
+    doc.update(benchmark="spatialtunnel", image=image)
     return doc
 
 
@@ -142,6 +167,8 @@ def _finish(doc: dict, template_id: int) -> dict:
         comparison=template.relation,
         question_id=f"{doc['image_id']}-q{template_id}",
     )
+    if doc["relation"] is not None:  # split already made from the pixels
+        return doc
     if doc["y1"] is not None and doc["y2"] is not None and doc["height"]:
         rel = geometry.vertical_relation(doc["y1"], doc["y2"], doc["height"])
         doc.update(dy=rel.dy, relation=rel.three_way, relation_two_way=rel.two_way)
@@ -158,23 +185,27 @@ _COPIED = ("image_id", "variant", "grid", "theta1_index", "theta2_index", "theta
            "size1", "size2", "size1_nominal", "obj1", "obj2", "radius1_px", "radius2_px", "width", "height")
 
 
-def _docs_from_generated(dataset: datasets.Dataset, origin: Origin, check: bool) -> Iterable[dict]:
+def _docs_from_generated(dataset: datasets.Dataset, origin: Origin, variant: str | None,
+                         check: bool) -> Iterable[dict]:
     table = images.ImageTable(dataset, "image", origin)
     meta = columns(dataset, [c for c in IMAGE_FEATURES if c != "image"])
     for row in range(len(dataset)):
         _check_generated_row(meta, row, origin)
+        if variant is not None and meta["variant"][row] != variant:
+            raise SourceError(f"{origin.locate(row)}, field 'variant': a {meta['variant'][row]} image, but this task "
+                              f"reads the {variant} variant (config {CONFIG_FOR_VARIANT[variant]})")
     check_unique(meta["image_id"], origin, "image_id", SourceError)
     if check:
         table.check(description="SpatialTunnel: checking images")
-    key = images.register(table)
     for row in range(len(dataset)):
+        image = table.ref(row)
         for k, q in enumerate(meta["questions"][row]):
-            doc = _base(key, row)
+            doc = _base(image)
             for field in _COPIED:
                 doc[field] = meta[field][row]
             doc["x1"], doc["y1"] = meta["pixel1"][row]
             doc["x2"], doc["y2"] = meta["pixel2"][row]
-            doc.update(question=q["question"], answer=q["answer"], source=GENERATED)
+            doc.update(question=q["question"], answer=q["answer"], source=GENERATED, geometry="recorded")
             yield _finish(doc, int(q["template_id"]))
 
 
@@ -265,12 +296,11 @@ def _resolve_columns(names: Iterable[str]) -> dict[str, str]:
     return found
 
 
-def _docs_from_official(dataset: datasets.Dataset, origin: Origin, variant: str | None,
-                        check: bool) -> Iterable[dict]:
+def _docs_from_official(dataset: datasets.Dataset, origin: Origin, variant: str, check: bool) -> Iterable[dict]:
     cols = _resolve_columns(dataset.column_names)
     per_question = {"question", "answer"} <= cols.keys()
-    variant = variant or ("size" if "size" in origin.label else "phase")
-    table = images.ImageTable(dataset, cols["image"], origin, encoding="base64")
+    encoding = _image_encoding(dataset.features[cols["image"]], cols["image"], origin)
+    table = images.ImageTable(dataset, cols["image"], origin, encoding=encoding)
     meta = columns(dataset, [c for f, c in cols.items() if f != "image"])
     rows = []
     for row in range(len(dataset)):
@@ -286,14 +316,59 @@ def _docs_from_official(dataset: datasets.Dataset, origin: Origin, variant: str 
             seen[key] = row
     if check:
         table.check(description="SpatialTunnel: checking images")
-    key = images.register(table)
+    if not any(r["geometry"]["y1"] is not None for r in rows):
+        _pixel_geometry(table, rows, origin)
     for row, r in enumerate(rows):
+        image = table.ref(row)
         for template_id, question, answer in r["items"]:
-            doc = _base(key, row)
+            doc = _base(image)
             doc.update(r["geometry"])
             doc.update(image_id=r["image_id"], variant=variant, obj1=r["obj1"], obj2=r["obj2"], question=question,
                        answer=answer, source=f"{OFFICIAL} ({origin.label})")
             yield _finish(doc, template_id)
+
+
+def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin) -> None:
+    """Positions, cells and split of every official row from its image (module docstring): each
+    distinct image is analysed once; rows whose objects cannot be found become unknown, listed in
+    one warning."""
+    first_row: dict[str, int] = {}
+    keys = []
+    for row, r in enumerate(rows):
+        key = hashlib.sha1(table.encoded(row)).hexdigest()
+        keys.append(key)
+        if key in first_row:
+            other = rows[first_row[key]]
+            if (other["obj1"], other["obj2"]) != (r["obj1"], r["obj2"]):
+                raise SourceError(f"{origin.locate(row)}: the same image as {origin.locate(first_row[key])} but its "
+                                  f"question names {r['obj1']!r} (farther) and {r['obj2']!r}, that one's "
+                                  f"{other['obj1']!r} and {other['obj2']!r}")
+        else:
+            first_row[key] = row
+    distinct = list(first_row.values())
+    located = pixels.locate_all(lambda k: table.encoded(distinct[k]), [(rows[r]["obj1"], rows[r]["obj2"]) for r in distinct],
+                                progress=lambda ks: images.progress(ks, "SpatialTunnel: locating objects"))
+    by_key = {keys[row]: loc for row, loc in zip(distinct, located)}
+    unknown = []
+    for row, r in enumerate(rows):
+        loc = by_key[keys[row]]
+        split = pixels.split_of(loc)
+        geo = r["geometry"]
+        geo.update(width=loc.width or None, height=loc.height or None, geometry="pixels", dy=split.dy,
+                   relation=split.three_way, relation_two_way=split.two_way)
+        if loc.ok:
+            geo.update(x1=loc.far.x, y1=loc.far.y, x2=loc.near.x, y2=loc.near.y,
+                       theta1_index=pixels.cell_index(loc.far, loc.width, loc.height, geo["grid"]),
+                       theta2_index=pixels.cell_index(loc.near, loc.width, loc.height, geo["grid"]))
+            geo.update(theta1=geometry.theta_degrees(geo["theta1_index"], geo["grid"]),
+                       theta2=geometry.theta_degrees(geo["theta2_index"], geo["grid"]))
+        if split.problem is not None:
+            unknown.append((row, split.problem))
+    if unknown:
+        shown = "; ".join(f"{origin.locate(row)}: {problem}" for row, problem in unknown[:5])
+        more = f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else ""
+        log.warning(f"{origin.where}: {len(unknown)} of {len(rows)} question(s) could not be placed from the pixels "
+                    f"and count as unknown (outside v_cons, v_ctr and the cell grid): {shown}{more}")
 
 
 def _official_row(get: dict, row: int, origin: Origin, per_question: bool, variant: str) -> dict:
@@ -319,7 +394,7 @@ def _official_row(get: dict, row: int, origin: Origin, per_question: bool, varia
                 raise bad(field, f"empty object name {name!r}")
         items = [(q["template_id"], q["question"], q["answer"]) for q in questions_for(obj1, obj2)]
     return {"image_id": image_id, "obj1": obj1, "obj2": obj2, "items": items,
-            "geometry": _official_geometry(get, variant, bad)}
+            "geometry": {**_official_geometry(get, variant, bad), "geometry": "columns"}}
 
 
 def _yes_no(value: object) -> str | None:

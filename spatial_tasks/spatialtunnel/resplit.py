@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 import datasets
 
 from spatial_tasks.common import images
-from spatial_tasks.common.origin import Origin, origin_of
+from spatial_tasks.common.origin import Origin, in_memory
 from spatial_tasks.common.validate import DataError, columns, short
 from spatial_tasks.spatialtunnel import geometry
 
@@ -212,11 +212,12 @@ def _added(source: str, split: dict, height: int, asks_far: bool, option_rows: l
             "image_height": height, "asks_far": asks_far, "option_rows": [None if r is None else float(r) for r in option_rows]}
 
 
-def resplit_docs(dataset: datasets.Dataset, source: str) -> datasets.Dataset:
-    """lmms-eval ``process_docs``: the depth questions of ``source``, each with its relation."""
+def resplit_docs(dataset: datasets.Dataset, source: str, origin: Origin | None = None) -> datasets.Dataset:
+    """The depth questions of ``source``, each with its relation (``origin``: where the rows are,
+    for messages)."""
     if source not in SOURCES:
         raise ValueError(f"unknown re-split source {source!r}; expected one of {SOURCES}")
-    origin = origin_of(dataset, source)
+    origin = origin or in_memory(source)
     rows, added = (embspatial_split if source == "embspatial" else cv_bench_split)(dataset, origin)
     if not rows:
         raise ResplitError(f"{origin.where}: no depth question ({'relation far/close' if source == 'embspatial' else 'task Depth'}) "

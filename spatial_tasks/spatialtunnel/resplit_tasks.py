@@ -8,27 +8,28 @@ task reports on them; each record adds the question's relation (resplit.py).
 from __future__ import annotations
 
 import datasets
-from lmms_eval.tasks.cv_bench.utils import _extract_answer_letter as cv_bench_letter
 from lmms_eval.tasks.cv_bench.utils import cv_bench_doc_to_text, cv_bench_doc_to_visual  # noqa: F401
-from lmms_eval.tasks.embspatial.utils import _extract_answer_letter as embspatial_letter
 from lmms_eval.tasks.embspatial.utils import (  # noqa: F401
     embspatial_doc_to_messages,
     embspatial_doc_to_text,
     embspatial_doc_to_visual,
 )
 
-from spatial_tasks.common.pooling import aggregation, fan_out
+from spatial_tasks.harness import DocsHook, TaskData, aggregation, cv_bench_answer_letter, embspatial_answer_letter, fan_out
 from spatial_tasks.spatialtunnel import resplit
 
 METRICS = ("acc_all", "acc_cons", "acc_ctr", "delta", "acc_amb", "n_cons", "n_ctr", "n_amb", "unparseable")
 
 
-def process_docs_embspatial_depth(dataset: datasets.Dataset) -> datasets.Dataset:
-    return resplit.resplit_docs(dataset, "embspatial")
+def _docs(source: str):
+    def build(dataset: datasets.Dataset, data: TaskData) -> datasets.Dataset:
+        return resplit.resplit_docs(dataset, source, data.origin(dataset))
+
+    return build
 
 
-def process_docs_cv_bench_depth(dataset: datasets.Dataset) -> datasets.Dataset:
-    return resplit.resplit_docs(dataset, "cv_bench_3d")
+process_docs_embspatial_depth = DocsHook("spatialtunnel.process_docs_embspatial_depth", _docs("embspatial"))
+process_docs_cv_bench_depth = DocsHook("spatialtunnel.process_docs_cv_bench_depth", _docs("cv_bench_3d"))
 
 
 def _record(doc: dict, question_id: object, gold: str, parsed: str, response: str) -> dict:
@@ -39,13 +40,13 @@ def _record(doc: dict, question_id: object, gold: str, parsed: str, response: st
 
 def process_results_embspatial_depth(doc: dict, results: list[str]) -> dict:
     response = results[0] if results else ""
-    record = _record(doc, doc["question_id"], "ABCDEF"[doc["answer"]], embspatial_letter(response), response)
+    record = _record(doc, doc["question_id"], "ABCDEF"[doc["answer"]], embspatial_answer_letter(response), response)
     return fan_out(record, METRICS)
 
 
 def process_results_cv_bench_depth(doc: dict, results: list[str]) -> dict:
     response = results[0] if results else ""
-    record = _record(doc, doc["idx"], str(doc["answer"]).strip("()"), cv_bench_letter(response), response)
+    record = _record(doc, doc["idx"], str(doc["answer"]).strip("()"), cv_bench_answer_letter(response), response)
     return fan_out(record, METRICS)
 
 

@@ -68,10 +68,12 @@ IMAGE_FEATURES = datasets.Features(
     }
 )
 
-# Canonical per-question doc. ``image`` is resolved by doc_to_visual (see load.py); the rest are
-# plain columns. Optional geometry is None when a source cannot provide it.
+# Canonical per-question doc. ``image`` is a reference (common.images.ImageTable.ref) that
+# doc_to_visual opens; the rest are plain columns. Optional geometry is None when a source cannot
+# provide it.
 DOC_FIELDS: dict[str, str] = {
     "benchmark": "string: always 'spatialtunnel'",
+    "image": "struct: an image reference (common.images)",
     "question_id": "string: '<image_id>-q<template_id>'",
     "image_id": "string",
     "variant": "string: phase | size",
@@ -98,6 +100,7 @@ DOC_FIELDS: dict[str, str] = {
     "dy": "float px | None: row(obj2) - row(obj1), > 0 when the farther object is higher",
     "relation": "string: consistent | counter | ambiguous (|dy| < 5% height) | unknown",
     "relation_two_way": "string: consistent | counter | unknown (paper's split)",
+    "geometry": "string: where positions come from: recorded (our generator) | columns | pixels (pixels.py)",
     "template_id": "int 1..4",
     "subject": "string: obj1 | obj2",
     "comparison": "string: closer | farther",

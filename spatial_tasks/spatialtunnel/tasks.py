@@ -13,9 +13,8 @@ import datasets
 from PIL import Image
 
 from spatial_tasks.common import images, prompts
-from spatial_tasks.common.origin import origin_of
-from spatial_tasks.common.pooling import aggregation, fan_out, pool_subtasks  # noqa: F401
 from spatial_tasks.common.yesno import UNPARSEABLE, decode_payload, is_payload, parse_yes_no
+from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out, pool_subtasks  # noqa: F401
 from spatial_tasks.spatialtunnel import load, metrics
 
 DEFAULT_PROMPT_KWARGS = {"pre_prompt": "", "answer_suffix": " Answer with yes or no."}
@@ -27,13 +26,22 @@ class LogitsMissingError(RuntimeError):
     pass
 
 
-def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
-    """lmms-eval ``process_docs``: the loaded split, checked and mapped onto canonical docs."""
-    return load.to_docs(dataset, origin_of(dataset, "spatialtunnel"))
+def _docs(variant: str):
+    def build(dataset: datasets.Dataset, data: TaskData) -> datasets.Dataset:
+        """The loaded split, checked and mapped onto canonical docs of the task's variant."""
+        return load.to_docs(dataset, data.origin(dataset), variant)
+
+    return build
+
+
+# lmms-eval ``process_docs`` of the phase and size tasks (the variant is the task's: the official
+# tables do not say it).
+process_docs_phase = DocsHook("spatialtunnel.process_docs_phase", _docs("phase"))
+process_docs_size = DocsHook("spatialtunnel.process_docs_size", _docs("size"))
 
 
 def doc_to_visual(doc: dict) -> list[Image.Image]:
-    return [images.image_for(doc["image_source"], doc["image_row"])]
+    return [images.open_ref(doc["image"])]
 
 
 def doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> str:
@@ -75,7 +83,7 @@ def logit_record(doc: dict, results: list[str]) -> dict:
 
 
 # lmms-eval calls process_results once per doc; the record is logged once (under "v") and every
-# metric gets it (spatial_tasks.common.pooling). Per-cell grids are not metrics (they would fill
+# metric gets it (spatial_tasks.harness). Per-cell grids are not metrics (they would fill
 # lmms-eval's table): the records carry the cells, and `rescore` / `report` draw the grid.
 PHASE_METRICS = ("v", "v_cons", "v_ctr", "delta", "v_amb", "unparseable")
 SIZE_METRICS = ("v", "v_cons", "v_ctr", "delta", "v_s010", "v_s030", "delta_s", "unparseable")

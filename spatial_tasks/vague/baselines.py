@@ -4,7 +4,7 @@
   BLEU-1 1, BERTScore F1 1 -- options, order, parsing and scoring agree;
 * ``fake_scene`` / ``superficial`` / ``nonexistent``: always the option of that wrong type, so
   fs_rate / su_rate / ne_rate = 1 (the failure-type columns are computed from the right options);
-* ``refuse``: "I don't know." -- accuracy 0, invalid 1 (the denominator is all items).
+* ``refuse``: "I don't know." -- accuracy 0, declined 1 (the denominator is all items).
 
 In the Socratic tasks the rule answers both rounds the same way: its "caption" is its answer.
 """

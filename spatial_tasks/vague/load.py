@@ -1,31 +1,47 @@
-"""Where VAGUE data enters: the official JSON items (2.0 and 1.0 keys) and their person-tagged
-images -> canonical docs (schema.DOC_FIELDS), every field checked.
+"""Where VAGUE data enters: both published layouts -> canonical docs (schema.DOC_FIELDS), every
+field checked.
 
-A source is a local folder or a Hub dataset repo (downloaded with huggingface_hub). Its item files
-are the JSON lists in it whose name says the subset (``vcr_1144_final.json``,
-``ego4d_533_final.json``, anything with "vcr" / "ego4d" in the name); its images are the
-``<image_name>_annot.jpg`` files anywhere under it (VCR and Ego4D frames come under their own
-licences: tasks/vague/README.md says how to get them). Errors name the file, the item (index and
-image_name) and the key; a missing image names the file it looked for.
+1. **The Hub release** ``HazelNam/vague-bench`` (the default): one parquet file, config default,
+   split ``train``, 1,677 rows with an embedded ``image`` and the item's fields as columns -- the
+   strings ``image_name, direct, indirect, solution``, the struct ``mcq`` (options and
+   ``ordering``) and the struct ``meta`` (caption, ram_entity, img_size, person_bbox, rating,
+   fake_caption; no annot_link). lmms-eval loads it with ``datasets``; ``docs_from_table`` maps
+   the rows. It has no subset column: an ``image_name`` with '@' is VCR, any other Ego4D (a third
+   party's rule, not the authors'; it gives 1,144 and 533 on the release, checked and reported by
+   ``subset_counts``). Whether its embedded images carry the person tags is not known, so each
+   image is looked at (``has_person_tags``): where the tags are missing, doc_to_visual draws them
+   with our person-tag code (``person_tags.py``), and the doc says so (``tags`` = "drawn").
+2. **The GitHub layout**: item files (JSON lists; ``vcr_1144_final.json``,
+   ``ego4d_533_final.json``) and the person-tagged images ``<image_name>_annot.jpg`` anywhere in the
+   folder (``docs_from_folder``). A file's name gives its items' subset; a name that says neither
+   or both leaves it to the '@' rule. A JSON file that is not a list of items is named in a warning.
+
+Errors name the file, the item (row and image_name) and the key. The two layouts share the item
+checks (``item_to_doc``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
-from functools import cache
 from pathlib import Path
 from typing import Any
 
+import datasets
+import numpy as np
+from loguru import logger as log
+
 from spatial_tasks.common import images
-from spatial_tasks.common.validate import DataError, is_finite_number, short
+from spatial_tasks.common.origin import Origin, in_memory
+from spatial_tasks.common.validate import DataError, columns, is_finite_number, short
 from spatial_tasks.vague.schema import (
     BENCHMARK,
     DOC_FIELDS,
     IMAGE_SUFFIX,
     LETTERS,
+    OFFICIAL_COUNTS,
     OPTION_KEYS,
     OPTION_TYPES,
     SUBSETS,
@@ -33,17 +49,24 @@ from spatial_tasks.vague.schema import (
 
 HUB_ID = "HazelNam/vague-bench"
 SOURCE_ENV = "SPATIAL_TASKS_VAGUE_SOURCE"
-SOURCE_COLUMN = "vague_source"
+TABLE_COLUMNS = ("image", "image_name", "indirect", "solution", "mcq")  # the Hub release's, needed
+INSPECT_HINT = " (`spatial-tasks inspect SOURCE` shows what a source holds and which reader takes it)"
 
 
 class SourceError(DataError):
     """VAGUE data that cannot be read; the message names the file, the item and the key."""
 
 
-def subset_of(path: Path) -> str | None:
+def subset_of_file(path: Path) -> str | None:
+    """The subset a file name says ("vcr_1144_final.json" -> vcr); None when it says neither or both."""
     name = path.name.lower()
     found = [s for s in SUBSETS if s in name]
     return found[0] if len(found) == 1 else None
+
+
+def subset_of_name(image_name: str) -> str:
+    """The subset of an item from its image_name: VCR frames are named "<movie clip>@<n>"."""
+    return "vcr" if "@" in image_name else "ego4d"
 
 
 def listener_of(solution: str) -> str:
@@ -52,15 +75,19 @@ def listener_of(solution: str) -> str:
     return solution.split(",")[0].strip().lstrip("(").strip()
 
 
+# ------------------------------------------------------------------------------------------
+# One item (both layouts)
+
+
 def _option(mcq: Mapping, kind: str, bad) -> str:
     for key in OPTION_KEYS[kind]:
-        if key in mcq:
+        if mcq.get(key) is not None:
             text = mcq[key]
             if not isinstance(text, str) or not text.strip():
                 raise bad(f"mcq.{key}", f"empty option text {short(text)}")
             return text  # as released: the authors' prompts show the texts unstripped
     raise bad(f"mcq.{OPTION_KEYS[kind][0]}", f"missing (also accepted: {list(OPTION_KEYS[kind][1:])}); mcq has "
-                                            f"keys {sorted(mcq)}")
+                                            f"keys {sorted(k for k, v in mcq.items() if v is not None)}")
 
 
 def _text(item: Mapping, key: str, bad, required: bool = True) -> str | None:
@@ -72,12 +99,22 @@ def _text(item: Mapping, key: str, bad, required: bool = True) -> str | None:
     return value  # as released (the official "indirect" texts can end in spaces the prompts keep)
 
 
-def item_to_doc(item: Any, index: int, file: Path, subset: str, image_path: Path | None) -> dict:
-    """One official item -> a canonical doc, every field checked (errors name file, item, key)."""
+def _struct(value: Any, key: str, bad) -> Mapping:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise bad(key, f"not an object: {short(value)}")
+    return value
+
+
+def item_to_doc(item: Any, index: int, where: str, subset: str, image: dict | None, tags: str = "in image") -> dict:
+    """One official item -> a canonical doc, every field checked (errors name ``where`` -- "FILE,
+    item K" or "FILE, row K" --, the image_name and the key). ``image``: its reference
+    (common.images); ``tags``: "in image" or "drawn"."""
     label = item.get("image_name") if isinstance(item, Mapping) else None
 
     def bad(key: str, problem: str) -> SourceError:
-        return SourceError(f"{file}, item {index} ({label!r}), key {key!r}: {problem}")
+        return SourceError(f"{where} ({label!r}), key {key!r}: {problem}")
 
     if not isinstance(item, Mapping):
         raise bad("item", f"not a JSON object: {short(item)}")
@@ -91,49 +128,157 @@ def item_to_doc(item: Any, index: int, file: Path, subset: str, image_path: Path
         raise bad("mcq", f"missing or not an object: {short(mcq)}")
     texts = [_option(mcq, kind, bad) for kind in OPTION_TYPES]
     ordering = mcq.get("ordering")
-    if not isinstance(ordering, list) or sorted(map(str, ordering)) != list(LETTERS):
+    if not isinstance(ordering, (list, tuple)) or sorted(map(str, ordering)) != list(LETTERS):
         raise bad("mcq.ordering", f"{short(ordering)} is not a permutation of A, B, C, D")
     if len({t.strip().lower() for t in texts}) != 4:
         raise bad("mcq", f"two options have the same text: {texts}")
-    meta = item.get("meta") if isinstance(item.get("meta"), Mapping) else {}
-    if item.get("meta") is not None and not isinstance(item.get("meta"), Mapping):
-        raise bad("meta", f"not an object: {short(item.get('meta'))}")
-    size = meta.get("img_size") if isinstance(meta.get("img_size"), Mapping) else {}
+    meta = _struct(item.get("meta"), "meta", bad)
+    size = _struct(meta.get("img_size"), "meta.img_size", bad)
     width, height = size.get("width"), size.get("height")
     for key, value in (("width", width), ("height", height)):
         if value is not None and (not is_finite_number(value) or value <= 0):
             raise bad(f"meta.img_size.{key}", f"{short(value)} is not a positive size")
     boxes = meta.get("person_bbox") or []
-    if not isinstance(boxes, list):
+    if not isinstance(boxes, (list, tuple)):
         raise bad("meta.person_bbox", f"{short(boxes)} is not a list of boxes")
     for k, box in enumerate(boxes):
-        if not (isinstance(box, list) and len(box) == 4 and all(is_finite_number(v) for v in box)
+        if not (isinstance(box, (list, tuple)) and len(box) == 4 and all(is_finite_number(v) for v in box)
                 and box[0] <= box[2] and box[1] <= box[3]):
             raise bad(f"meta.person_bbox[{k}]", f"{short(box)} is not [x1, y1, x2, y2]")
-    rating = meta.get("rating") if isinstance(meta.get("rating"), Mapping) else {}
+    rating = _struct(meta.get("rating"), "meta.rating", bad)
     for key in ("direct", "indirect"):
         value = rating.get(key)
         if value is not None and not (is_finite_number(value) and 1 <= value <= 5):
             raise bad(f"meta.rating.{key}", f"{short(value)} is not a rating 1-5")
+    for key in ("caption", "fake_caption"):
+        if meta.get(key) is not None and not isinstance(meta.get(key), str):
+            raise bad(f"meta.{key}", f"{short(meta.get(key))} is not text")
     caption = meta.get("caption")
-    if caption is not None and not isinstance(caption, str):
-        raise bad("meta.caption", f"{short(caption)} is not text")
     entities = meta.get("ram_entity") or []
-    if not isinstance(entities, list) or not all(isinstance(e, str) for e in entities):
+    if not isinstance(entities, (list, tuple)) or not all(isinstance(e, str) for e in entities):
         raise bad("meta.ram_entity", f"{short(entities)} is not a list of names")
     by_letter = sorted(zip(map(str, ordering), texts, OPTION_TYPES))
     return {
         "benchmark": BENCHMARK, "item_id": f"{subset}-{index:05d}", "subset": subset, "index": index,
-        "image_name": image_name, "image_path": None if image_path is None else str(image_path),
+        "image_name": image_name, "image": image, "tags": tags,
         "direct": _text(item, "direct", bad, required=False) or "", "indirect": indirect, "solution": solution,
         "listener": listener_of(solution),
         "letters": [b[0] for b in by_letter], "option_texts": [b[1] for b in by_letter],
         "option_types": [b[2] for b in by_letter], "answer": str(ordering[0]), "correct_intention": texts[0].strip(),
         "caption": caption if isinstance(caption, str) and caption.strip() else None,
         "fake_caption": meta.get("fake_caption") if isinstance(meta.get("fake_caption"), str) else None,
-        "entities": list(entities), "person_boxes": [list(map(float, b)) for b in boxes],
-        "width": width, "height": height, "rating_direct": rating.get("direct"), "rating_indirect": rating.get("indirect"),
+        "entities": list(entities), "person_boxes": [[float(v) for v in b] for b in boxes],
+        "width": None if width is None else float(width), "height": None if height is None else float(height),
+        "rating_direct": rating.get("direct"), "rating_indirect": rating.get("indirect"),
     }
+
+
+def check_ids(docs: list[dict], where: str) -> None:
+    ids = {}
+    for doc in docs:
+        key = (doc["subset"], doc["image_name"], doc["indirect"])
+        if key in ids:
+            raise SourceError(f"{where}: item {doc['item_id']} repeats item {ids[key]} (same image and utterance)")
+        ids[key] = doc["item_id"]
+
+
+# ------------------------------------------------------------------------------------------
+# Person tags
+
+
+def has_person_tags(rgb: np.ndarray, boxes: list[list[float]]) -> bool:
+    """Whether an image shows person tags (white digits on a black rectangle at each box centre):
+    at most of the centres, the patch around it is at least a third near-black and has some
+    near-white pixels. An image with no person has nothing to tag."""
+    if not boxes:
+        return True
+    h, w = rgb.shape[:2]
+    half = max(4, round(0.012 * max(h, w)))  # half a tag: 40 px font on a 1,000 px frame
+    value = rgb.max(axis=-1)
+    spread = value - rgb.min(axis=-1)
+    found = 0
+    for x1, y1, x2, y2 in boxes:
+        cx, cy = round((x1 + x2) / 2), round((y1 + y2) / 2)
+        patch = (slice(max(0, cy - half), min(h, cy + half + 1)), slice(max(0, cx - half), min(w, cx + half + 1)))
+        v, s = value[patch], spread[patch]
+        if v.size == 0:
+            continue
+        black = ((v < 0.15) & (s < 0.12)).mean()
+        white = ((v > 0.8) & (s < 0.15)).mean()
+        found += black >= 0.3 and white >= 0.03
+    return found * 2 > len(boxes)
+
+
+def _look_at_image(doc: dict, data: bytes, image_where: str, where: str) -> None:
+    """Check an item's image (strict decode), its size against meta.img_size (the person boxes are
+    in that size), and whether it shows the person tags (``doc["tags"]``)."""
+    image = images.open_image(data, image_where)
+    stated = (doc["width"], doc["height"])
+    if None not in stated and tuple(round(v) for v in stated) != image.size:
+        raise SourceError(f"{where} ({doc['image_name']!r}), key 'meta.img_size': {stated[0]:g} x {stated[1]:g} but the "
+                          f"image is {image.size[0]} x {image.size[1]} (person boxes are in the stated size)")
+    rgb = np.asarray(image.convert("RGB"), dtype=np.float32) / 255.0
+    doc["tags"] = "in image" if has_person_tags(rgb, doc["person_boxes"]) else "drawn"
+
+
+# ------------------------------------------------------------------------------------------
+# Layout 1: the Hub release's table
+
+
+def is_table(dataset: datasets.Dataset) -> bool:
+    return set(TABLE_COLUMNS) <= set(dataset.column_names)
+
+
+def docs_from_table(dataset: datasets.Dataset, origin: Origin | None = None, *, check_images: bool = True) -> list[dict]:
+    """Every row of a table in the Hub release's layout, as canonical docs (module docstring)."""
+    origin = origin or in_memory("vague")
+    if len(dataset) == 0:
+        raise SourceError(f"{origin.where}: the dataset has no rows")
+    missing = [c for c in TABLE_COLUMNS if c not in dataset.column_names]
+    if missing:
+        raise SourceError(f"{origin.where}: not the VAGUE release's layout: missing column(s) {missing}; found "
+                          f"{sorted(dataset.column_names)}{INSPECT_HINT}")
+    feature = dataset.features["image"]
+    if not isinstance(feature, datasets.Image) and getattr(feature, "dtype", None) not in ("binary", "large_binary"):
+        raise SourceError(f"{origin.where}: column 'image' holds {type(feature).__name__} values; the release "
+                          f"embeds each image{INSPECT_HINT}")
+    table = images.ImageTable(dataset, "image", origin)
+    meta = columns(dataset, [c for c in dataset.column_names if c != "image"])
+    docs = []
+    for row in images.progress(range(len(dataset)), "VAGUE: checking items and images"):
+        item = {name: values[row] for name, values in meta.items()}
+        where = origin.locate(row)
+        name = item.get("image_name")
+        subset = subset_of_name(name) if isinstance(name, str) else "vcr"
+        doc = item_to_doc(item, row, where, subset, table.ref(row))
+        if check_images:
+            _look_at_image(doc, table.encoded(row), table.where(row), where)
+        docs.append(doc)
+    check_ids(docs, origin.where)
+    report_subsets(docs, origin.where, len(dataset))
+    return [{k: doc[k] for k in DOC_FIELDS} for doc in docs]
+
+
+def subset_counts(docs: Iterable[dict]) -> dict[str, int]:
+    found = Counter(d["subset"] for d in docs)
+    return {s: found.get(s, 0) for s in SUBSETS}
+
+
+def report_subsets(docs: list[dict], where: str, rows: int) -> None:
+    """Log the subset counts (and the drawn tags); on a table the size of the release, warn when the
+    '@' rule does not give the release's 1,144 / 533."""
+    counts = subset_counts(docs)
+    drawn = sum(1 for d in docs if d["tags"] == "drawn")
+    tags = f"; person tags drawn by spatial-tasks on {drawn} image(s) that had none" if drawn else ""
+    log.info(f"{where}: VAGUE items: {counts['vcr']} VCR + {counts['ego4d']} Ego4D{tags}")
+    if rows == sum(OFFICIAL_COUNTS.values()) and counts != OFFICIAL_COUNTS:
+        log.warning(f"{where}: {rows} rows like the official release, but the subsets are {counts}, not "
+                    f"{OFFICIAL_COUNTS}: the '@' rule for VCR names does not fit this copy; per-subset figures may "
+                    "be off")
+
+
+# ------------------------------------------------------------------------------------------
+# Layout 2: the GitHub item files and image folder
 
 
 def image_index(root: Path) -> dict[str, Path]:
@@ -144,96 +289,103 @@ def image_index(root: Path) -> dict[str, Path]:
     return found
 
 
-def read_items(file: Path) -> list:
+def read_json(file: Path) -> Any:
     try:
-        items = json.loads(Path(file).read_text(encoding="utf-8"))
+        return json.loads(Path(file).read_text(encoding="utf-8"))
+    except RecursionError:
+        raise SourceError(f"{file}: JSON nested too deeply to read") from None
     except (OSError, UnicodeDecodeError, ValueError) as err:
         raise SourceError(f"{file}: not a readable JSON file ({type(err).__name__}: {str(err)[:160]})") from None
-    if not isinstance(items, list):
-        raise SourceError(f"{file}: expected a JSON list of VAGUE items, found {type(items).__name__}")
-    return items
 
 
-def item_files(root: Path) -> dict[str, list[Path]]:
-    """The item files under ``root`` by subset (JSON lists whose name says vcr or ego4d)."""
-    out: dict[str, list[Path]] = {}
+def _looks_like_items(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, Mapping) and "mcq" in v for v in value[:20])
+
+
+def item_files(root: Path) -> tuple[list[tuple[Path, list]], list[Path]]:
+    """(item files with their items, JSON files that are not item lists) under ``root``."""
+    items, other = [], []
     for path in sorted(Path(root).rglob("*.json")):
-        subset = subset_of(path)
-        if subset is not None:
-            out.setdefault(subset, []).append(path)
-    return out
+        value = read_json(path)
+        (items.append((path, value)) if _looks_like_items(value) else other.append(path))
+    return items, other
+
+
+def is_item_folder(root: Path) -> bool:
+    """Whether a folder holds the GitHub layout (JSON item lists) rather than the Hub's parquet."""
+    root = Path(root)
+    return root.is_dir() and not any(root.rglob("*.parquet")) and any(root.rglob("*.json"))
 
 
 def docs_from_folder(root: Path, *, check_images: bool = True, require_images: bool = True) -> list[dict]:
-    """Every item of a local folder, as canonical docs (see the module docstring)."""
+    """Every item of a folder in the GitHub layout, as canonical docs (see the module docstring)."""
     root = Path(root)
     if not root.is_dir():
         raise SourceError(f"{root}: not a folder")
-    files = item_files(root)
+    files, other = item_files(root)
     if not files:
         found = sorted(p.name for p in root.rglob("*.json"))[:10]
-        raise SourceError(f"{root}: no VAGUE item files (JSON lists named like vcr_1144_final.json or "
-                          f"ego4d_533_final.json); JSON files found: {found or 'none'}")
+        raise SourceError(f"{root}: no VAGUE item files (JSON lists of items, named like vcr_1144_final.json or "
+                          f"ego4d_533_final.json); JSON files found: {found or 'none'}{INSPECT_HINT}")
+    if other:
+        log.warning(f"{root}: not read (not lists of VAGUE items): {', '.join(str(p.relative_to(root)) for p in other)}")
     index = image_index(root)
     docs = []
-    for subset, paths in files.items():
-        for file in paths:
-            for k, item in enumerate(read_items(file)):
-                name = item.get("image_name") if isinstance(item, Mapping) else None
-                path = index.get(name) if isinstance(name, str) else None
-                if path is None and require_images and isinstance(name, str):
-                    raise SourceError(f"{file}, item {k} ({name!r}): image {name}{IMAGE_SUFFIX} not found under {root} "
-                                      "(the person-tagged VCR / Ego4D frames: tasks/vague/README.md, Images)")
-                docs.append(item_to_doc(item, k, file, subset, path))
-    ids = {}
-    for doc in docs:
-        key = (doc["subset"], doc["image_name"], doc["indirect"])
-        if key in ids:
-            raise SourceError(f"{root}: item {doc['item_id']} repeats item {ids[key]} (same image and utterance)")
-        ids[key] = doc["item_id"]
+    for file, items in files:
+        named = subset_of_file(file)
+        if named is None:
+            log.info(f"{file}: its name says neither or both subsets; each item's subset comes from its image_name "
+                     "('@': VCR)")
+        for k, item in enumerate(items):
+            name = item.get("image_name") if isinstance(item, Mapping) else None
+            path = index.get(name) if isinstance(name, str) else None
+            if path is None and require_images and isinstance(name, str):
+                raise SourceError(f"{file}, item {k} ({name!r}): image {name}{IMAGE_SUFFIX} not found under {root} "
+                                  "(the person-tagged VCR / Ego4D frames: tasks/vague/README.md, Images)")
+            subset = named or (subset_of_name(name) if isinstance(name, str) else "vcr")
+            image = None if path is None else images.ref_of_file(path, f"{path} (item {subset}-{k:05d})")
+            docs.append(item_to_doc(item, k, f"{file}, item {k}", subset, image))
+    check_ids(docs, str(root))
     if check_images:
         for doc in images.progress(docs, "VAGUE: checking images"):
-            if doc["image_path"] is None:
-                continue
-            _, size = images.check_image(Path(doc["image_path"]).read_bytes(), f"{doc['image_path']} (item {doc['item_id']})")
-            stated = (doc["width"], doc["height"])
-            if None not in stated and tuple(round(v) for v in stated) != tuple(size):
-                raise SourceError(f"item {doc['item_id']} ({doc['image_name']!r}), key 'meta.img_size': {stated[0]} x "
-                                  f"{stated[1]} but {doc['image_path']} is {size[0]} x {size[1]} (person boxes are in "
-                                  "the stated size)")
+            if doc["image"] is not None:
+                _look_at_image(doc, images.ref_bytes(doc["image"]), doc["image"]["where"], f"item {doc['item_id']}")
+    report_subsets(docs, str(root), len(docs))
     return [{k: doc[k] for k in DOC_FIELDS} for doc in docs]
 
 
-def resolve_source(source: str, relative_to: Path | None = None) -> Path:
-    """A local folder (absolute, or relative to the manifest that names it) or a Hub dataset id,
-    downloaded once into the Hugging Face cache."""
-    candidate = Path(source).expanduser()
-    if not candidate.is_absolute() and relative_to is not None:
-        candidate = (relative_to / candidate)
-    if candidate.is_dir():
-        return candidate.resolve()
-    if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", source) and not candidate.exists():
-        from huggingface_hub import snapshot_download
+def check_folder(root: Path, subset: str | None = None) -> str:
+    """Which layout a local folder holds ("hub" or "items"), checked without reading images: the
+    Hub layout's parquet has the release's columns and a train split; the GitHub layout has item
+    files (of ``subset``, when given). Else a one-line SourceError saying what is there."""
+    import pyarrow.parquet as pq
 
-        try:
-            return Path(snapshot_download(source, repo_type="dataset"))
-        except Exception as err:  # noqa: BLE001 - any Hub failure: say what to do instead
-            raise SourceError(f"{source}: cannot download the Hub dataset ({type(err).__name__}: {str(err)[:160]}); "
-                              f"point ${SOURCE_ENV} at a local folder with the item JSON files and images") from None
-    raise SourceError(f"{source}: no such folder (a Hub dataset is given as ORG/NAME)")
-
-
-@cache
-def _cached(root: str, check_images: bool) -> tuple[dict, ...]:
-    return tuple(docs_from_folder(Path(root), check_images=check_images))
-
-
-def source_docs(source: str, relative_to: Path | None = None, check_images: bool = True) -> list[dict]:
-    """``docs_from_folder`` once per process and source (16 tasks read the same release)."""
-    root = resolve_source(os.environ.get(SOURCE_ENV) or source, relative_to)
-    return list(_cached(str(root), check_images))
+    root = Path(root)
+    if not root.is_dir():
+        raise SourceError(f"{root}: not a folder")
+    tables = sorted(root.rglob("*.parquet"))
+    if tables:
+        names = pq.read_schema(tables[0]).names
+        missing = [c for c in TABLE_COLUMNS if c not in names]
+        if missing:
+            raise SourceError(f"{tables[0]}: not the VAGUE release's layout: missing column(s) {missing}; found "
+                              f"{names}{INSPECT_HINT}")
+        splits = datasets.get_dataset_split_names(str(root))
+        if "train" not in splits:
+            raise SourceError(f"{root}: the VAGUE release's layout has a split 'train'; this folder has {splits}")
+        return "hub"
+    files, _ = item_files(root)
+    if not files:
+        found = sorted(p.name for p in root.rglob("*.json"))[:10]
+        raise SourceError(f"{root}: holds neither the Hub release's parquet nor item files (JSON lists of VAGUE "
+                          f"items); JSON files found: {found or 'none'}{INSPECT_HINT}")
+    if subset is not None:
+        subsets = {subset_of_file(f) or subset_of_name(str(i.get("image_name", ""))) for f, items in files
+                   for i in items if isinstance(i, Mapping)}
+        if subset not in subsets:
+            raise SourceError(f"{root}: no {SUBSETS[subset]} items (found {sorted(subsets)})")
+    return "items"
 
 
 def select(docs: Iterable[dict], subset: str | None) -> list[dict]:
     return [d for d in docs if subset is None or d["subset"] == subset]
-

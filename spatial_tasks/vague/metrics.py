@@ -1,7 +1,8 @@
 """VAGUE metrics: pure functions of per-item records (``tasks.score_mcq`` / ``score_freeform``).
 
-MCQ records hold ``chosen`` (a letter or parse.INVALID), ``answer`` and ``chosen_type`` (correct,
-FS, SU, NE or None when invalid). Free-form records hold ``prediction`` and ``reference`` (the
+MCQ records hold ``outcome`` (common.choice: selected / unparseable / declined / refused),
+``chosen`` (the letter, None unless selected), ``answer`` and ``chosen_type`` (correct, FS, SU, NE
+or None). Free-form records hold ``prediction`` and ``reference`` (the
 correct intention). Every function returns None when undefined (no records).
 """
 
@@ -32,13 +33,8 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def accuracy(records: Sequence[dict]) -> float | None:
-    """MCQ accuracy (Table 1): correct answers over ALL items (invalid answers count as wrong)."""
+    """MCQ accuracy (Table 1): correct answers over ALL items (answers without a letter count as wrong)."""
     return _mean([float(r["chosen"] == r["answer"]) for r in records])
-
-
-def invalid_share(records: Sequence[dict]) -> float | None:
-    """Share of answers with no readable letter (refusals, "I don't know", noise)."""
-    return _mean([float(r["chosen_type"] is None) for r in records])
 
 
 def valid_count(records: Sequence[dict]) -> int:

@@ -18,10 +18,11 @@ SETTING_NAMES = {"lm": "LM", "sm": "SM", "sm_gpt": "SM (stored captions)", "vlm"
                  "sm_cot": "SM + CoT", "freeform": "free-form", "freeform_cot": "free-form + CoT"}
 STACK = (("correct", "correct", "#55a868"), ("fs_rate", "fake scene (FS)", "#dd8452"),
          ("su_rate", "superficial (SU)", "#c44e52"), ("ne_rate", "nonexistent entity (NE)", "#8172b3"),
-         ("invalid", "invalid (no letter)", "#999999"))
+         ("unparseable", "no letter read", "#999999"), ("declined", "declined (\"I don't know\")", "#bbbbbb"),
+         ("refused", "refused", "#dddddd"))
 LEGEND = [
-    "- **acc**: MCQ accuracy over all items (invalid answers count as wrong; Table 1). **valid**: answers with a "
-    "letter (Tables H3/H4).",
+    "- **acc**: MCQ accuracy over all items (answers without a letter count as wrong; Table 1). **valid**: answers "
+    "with a letter (Tables H3/H4); the others were **unparseable**, **declined** (\"I don't know\") or **refused**.",
     "- **FS / SU / NE**: items answered with the fake-scene, superficial-understanding or nonexistent-entity option "
     "(counts; Table 2, Fig. 4).",
     "- **BLEU-1 / BERTScore F1**: free-form answers against the correct intention (the BERTScore backbone is "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from spatial_tasks.common.choice import DECLINED, REFUSED, UNPARSEABLE, outcome_share
 from spatial_tasks.common.samples import SamplesError, find_runs, first_response, iter_samples, logged_record
 from spatial_tasks.vague import metrics
 from spatial_tasks.vague.schema import BENCHMARK, WRONG_TYPES
@@ -24,14 +25,17 @@ def records_from_samples(path: Path) -> list[dict]:
 
 
 def summary(records: list[dict]) -> dict:
-    """Every figure of one task's records: MCQ accuracy, wrong-type counts and shares, invalid and
-    valid counts (Tables 1-3, H3/H4, Fig. 4); free-form BLEU-1 and BERTScore F1."""
+    """Every figure of one task's records: MCQ accuracy, wrong-type counts and shares, the shares
+    without a letter (unparseable, declined, refused) and the valid count (Tables 1-3, H3/H4,
+    Fig. 4); free-form BLEU-1 and BERTScore F1."""
     out: dict = {"n": len(records), "setting": records[0]["setting"] if records else None}
     mcq = [r for r in records if r["kind"] == "mcq"]
     free = [r for r in records if r["kind"] == "freeform"]
     if mcq:
         counts = metrics.wrong_type_counts(mcq)
-        out.update(acc=metrics.accuracy(mcq), invalid=metrics.invalid_share(mcq), valid=metrics.valid_count(mcq),
+        out.update(acc=metrics.accuracy(mcq), unparseable=outcome_share(mcq, UNPARSEABLE),
+                   declined=outcome_share(mcq, DECLINED), refused=outcome_share(mcq, REFUSED),
+                   valid=metrics.valid_count(mcq),
                    correct=sum(r["correct"] for r in mcq),
                    **{f"n_{t.lower()}": counts[t] for t in WRONG_TYPES},
                    **{f"{t.lower()}_rate": metrics.wrong_type_share(mcq, t) for t in WRONG_TYPES})

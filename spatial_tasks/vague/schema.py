@@ -21,6 +21,7 @@ from __future__ import annotations
 
 BENCHMARK = "vague"
 SUBSETS = {"vcr": "VAGUE-VCR", "ego4d": "VAGUE-Ego4D"}
+OFFICIAL_COUNTS = {"vcr": 1144, "ego4d": 533}  # the release's items per subset (paper; the '@' rule gives them)
 IMAGE_SUFFIX = "_annot.jpg"  # the person-tagged image of an item: <image_name>_annot.jpg
 LETTERS = ("A", "B", "C", "D")
 
@@ -40,7 +41,9 @@ OPTION_KEYS = {  # type -> accepted keys, VAGUE 2.0 first
 MCQ_SETTINGS = ("lm", "sm", "sm_gpt", "vlm", "vlm_cot", "sm_cot")
 
 DOC_FIELDS = (
-    "benchmark", "item_id", "subset", "index", "image_name", "image_path",
+    "benchmark", "item_id", "subset", "index", "image_name",
+    "image",                                    # an image reference (common.images), None for an item without one
+    "tags",                                     # person tags: "in image", or "drawn" by doc_to_visual (none in the image)
     "direct", "indirect", "solution", "listener",
     "letters", "option_texts", "option_types",  # the four options, sorted by letter
     "answer",                                   # the gold letter, ordering[0]

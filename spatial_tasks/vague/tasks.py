@@ -17,18 +17,18 @@ One task per (subset, setting). Settings (the paper's, plus the code's SM_gpt):
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
-from pathlib import Path
+from functools import lru_cache
 
 import datasets
 from PIL import Image
 
 from spatial_tasks.common import images, prompts
-from spatial_tasks.common.origin import origin_of
-from spatial_tasks.common.pooling import aggregation, fan_out
+from spatial_tasks.common.choice import DECLINED, REFUSED, SELECTED, UNPARSEABLE, outcome_share, read_choice
+from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out
 from spatial_tasks.vague import load, metrics
-from spatial_tasks.vague.parse import INVALID, final_part, parse_letter
+from spatial_tasks.vague.parse import final_part
+from spatial_tasks.vague.person_tags import draw_person_tags
 from spatial_tasks.vague.schema import BENCHMARK, FAKE_SCENE, NONEXISTENT, SURFACE
 
 CAPTION_PROMPT = "Describe the provided image in 2~3 sentences."  # the authors' CAP_PROMPT
@@ -41,40 +41,61 @@ FREEFORM_TEMPLATES = {"freeform": "freeform_vlm.jinja", "freeform_cot": "freefor
 # ---------------------------------------------------------------------------------- docs
 
 
-def docs_for(dataset: datasets.Dataset, subset: str | None) -> datasets.Dataset:
-    """The docs of one subset (None: both). The loaded split is a one-row manifest
-    (tasks/vague/source.json) naming the source -- a local folder, relative to the manifest, or a
-    Hub id; $SPATIAL_TASKS_VAGUE_SOURCE overrides it."""
-    if load.SOURCE_COLUMN not in dataset.column_names:
-        raise load.SourceError(f"{origin_of(dataset, 'vague').where}: a VAGUE task reads a manifest with a "
-                               f"{load.SOURCE_COLUMN!r} column (tasks/vague/source.json); found {dataset.column_names}")
-    origin = origin_of(dataset, "vague")
-    manifest = origin.file_of(0)
-    sources = sorted({str(s) for s in dataset[load.SOURCE_COLUMN] if s})
-    docs = load.source_docs(sources[0] if sources else load.HUB_ID, manifest.parent if manifest else None)
+def reads_source(data: TaskData) -> bool:
+    """A local folder in the GitHub layout (JSON item files and images) is read by
+    ``load.docs_from_folder``; the Hub release (or a copy of it) is loaded by lmms-eval."""
+    return data.local_folder is not None and load.is_item_folder(data.local_folder)
+
+
+_TABLE_DOCS: dict[str, tuple[dict, ...]] = {}  # dataset fingerprint -> docs (16 tasks, one release)
+
+
+def _table_docs(dataset: datasets.Dataset, data: TaskData) -> tuple[dict, ...]:
+    key = dataset._fingerprint
+    if key not in _TABLE_DOCS:
+        _TABLE_DOCS.clear()  # one release at a time
+        _TABLE_DOCS[key] = tuple(load.docs_from_table(dataset, data.origin(dataset)))
+    return _TABLE_DOCS[key]
+
+
+@lru_cache(maxsize=4)
+def _folder_docs(folder: str) -> tuple[dict, ...]:
+    return tuple(load.docs_from_folder(folder))
+
+
+def docs_for(dataset: datasets.Dataset | None, data: TaskData, subset: str | None) -> datasets.Dataset:
+    """The docs of one subset (None: both): the table lmms-eval loaded, or the GitHub-layout
+    folder ``data`` names. 16 tasks read one release, so the docs are built once per process."""
+    if dataset is None:
+        docs = _folder_docs(str(data.local_folder))
+        where = str(data.local_folder)
+    else:
+        docs = _table_docs(dataset, data)
+        where = data.origin(dataset).where
     kept = load.select(docs, subset)
     if not kept:
-        raise load.SourceError(f"{os.environ.get(load.SOURCE_ENV) or sources}: no {subset or 'VAGUE'} items "
-                               f"(found subsets {sorted({d['subset'] for d in docs})})")
+        raise load.SourceError(f"{where}: no {subset or 'VAGUE'} items (found subsets "
+                               f"{sorted({d['subset'] for d in docs})})")
     return datasets.Dataset.from_list(kept)
 
 
-def make_process_docs(subset: str | None):
-    def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
-        return docs_for(dataset, subset)
-
-    process_docs.__name__ = f"process_docs_{subset or 'all'}"
-    return process_docs
+def make_process_docs(subset: str | None) -> DocsHook:
+    return DocsHook(f"vague.process_docs_{subset or 'all'}", lambda dataset, data: docs_for(dataset, data, subset),
+                    reads_source=reads_source, source_env=load.SOURCE_ENV, default_source=load.HUB_ID)
 
 
 # ------------------------------------------------------------------------------- showing
 
 
 def image(doc: Mapping) -> Image.Image:
-    path = doc["image_path"]
-    if path is None:
+    """The item's image as the model sees it: with the person tags, drawn here when the image has
+    none (``tags`` == "drawn", load.has_person_tags)."""
+    if doc["image"] is None:
         raise load.SourceError(f"item {doc['item_id']} ({doc['image_name']!r}) has no image")
-    return images.open_image(Path(path).read_bytes(), f"{path} (item {doc['item_id']})").convert("RGB")
+    shown = images.open_ref(doc["image"])
+    if doc["tags"] == "drawn":
+        shown, _ = draw_person_tags(shown, doc["person_boxes"])
+    return shown
 
 
 def doc_to_visual(doc: Mapping) -> list[Image.Image]:
@@ -189,12 +210,16 @@ def socratic_parts(response: str) -> tuple[str | None, str]:
 
 
 def score_mcq(doc: Mapping, response: object, setting: str) -> dict:
+    """The per-item record: the letter read (common.choice, after a CoT answer's "answer2" label),
+    its option type, the outcome, and whether it is the answer."""
     text = response if isinstance(response, str) else ""
     caption, answer_text = socratic_parts(text) if setting in ("sm", "sm_cot") else (None, text)
-    chosen = parse_letter(answer_text, doc["option_texts"])
-    chosen_type = None if chosen == INVALID else doc["option_types"][list(doc["letters"]).index(chosen)]
+    choice = read_choice(final_part(answer_text), doc["option_texts"])
+    chosen = doc["letters"][choice.index] if choice.outcome == SELECTED else None
+    chosen_type = None if chosen is None else doc["option_types"][choice.index]
     return {**{k: doc.get(k) for k in _RECORD_FIELDS}, "setting": setting, "kind": "mcq", "response": text,
-            "caption": caption, "chosen": chosen, "chosen_type": chosen_type, "correct": int(chosen == doc["answer"])}
+            "caption": caption, "outcome": choice.outcome, "chosen": chosen, "chosen_type": chosen_type,
+            "correct": int(chosen == doc["answer"])}
 
 
 def freeform_answer(response: str) -> str:
@@ -209,7 +234,7 @@ def score_freeform(doc: Mapping, response: object, setting: str) -> dict:
 
 
 # Metric names are never substrings of one another (lmms-eval matches group entries as substrings).
-MCQ_METRICS = ("acc", "fs_rate", "su_rate", "ne_rate", "invalid")
+MCQ_METRICS = ("acc", "fs_rate", "su_rate", "ne_rate", "unparseable", "declined", "refused")
 FREEFORM_METRICS = ("bleu1", "bertscore_f1")
 
 
@@ -237,6 +262,8 @@ agg_acc = aggregation("acc", metrics.accuracy)
 agg_fs_rate = aggregation("fs_rate", lambda rs: metrics.wrong_type_share(rs, FAKE_SCENE))
 agg_su_rate = aggregation("su_rate", lambda rs: metrics.wrong_type_share(rs, SURFACE))
 agg_ne_rate = aggregation("ne_rate", lambda rs: metrics.wrong_type_share(rs, NONEXISTENT))
-agg_invalid = aggregation("invalid", metrics.invalid_share)
+agg_unparseable = aggregation("unparseable", lambda rs: outcome_share(rs, UNPARSEABLE))
+agg_declined = aggregation("declined", lambda rs: outcome_share(rs, DECLINED))
+agg_refused = aggregation("refused", lambda rs: outcome_share(rs, REFUSED))
 agg_bleu1 = aggregation("bleu1", metrics.mean_bleu1)
 agg_bertscore_f1 = aggregation("bertscore_f1", metrics.mean_bertscore)

@@ -132,9 +132,9 @@ def test_generate_end_to_end(tmp_path):
     co = [d for d in docs if d["task"] == "canonical_orientation" and d["granularity"] == "granular"]
     for doc in co:  # the shown image, restored by the answer, is the source render
         truth = json.loads(doc["truth"])
-        from spatial_tasks.common.images import image_for
+        from spatial_tasks.common.images import open_ref
 
-        shown = image_for(doc["image_source"], doc["image_row"])
+        shown = open_ref(doc["image"])
         restored = gen.apply_operations(shown, truth["restore"])
         source = Image.open(work / truth["image"]).convert("RGB")
         assert np.array_equal(np.asarray(restored), np.asarray(source))

@@ -101,11 +101,23 @@ def test_tiny_qwen_runs_the_real_model_code(tiny_qwen_dir, tmp_path):
     assert len(samples) == 6 and all(isinstance(s["acc"]["response"], str) for s in samples)
 
 
+def test_seeds_need_every_task_in_the_data(tmp_path):
+    """The bundled sample has no view-parallelism or directional-facing questions (no generator makes
+    them): all 14 tasks are refused at once, naming what is missing; --only picks tasks it has."""
+    made = subprocess.run([SPATIAL_TASKS, "dori-seeds", "--out", str(tmp_path / "all"), "--data", "tasks/dori/sample"],
+                          capture_output=True, text=True)
+    assert made.returncode == 2 and "no view_parallelism_coarse, view_parallelism_granular, directional_facing_coarse, " \
+                                   "directional_facing_granular questions" in made.stderr
+    assert not (tmp_path / "all").exists() or not list((tmp_path / "all").iterdir())
+
+
 def test_seeds_rescore_and_report(tmp_path):
     tasks_dir = tmp_path / "seeds"
-    made = subprocess.run([SPATIAL_TASKS, "dori-seeds", "--out", str(tasks_dir), "--data", "tasks/dori/sample"],
+    made = subprocess.run([SPATIAL_TASKS, "dori-seeds", "--out", str(tasks_dir), "--data", "tasks/dori/sample",
+                           "--only", "viewer_scene_direction,canonical_orientation_coarse"],
                           capture_output=True, text=True)
     assert made.returncode == 0, made.stderr
+    assert len(list(tasks_dir.glob("*.yaml"))) == 3 * 3 + 3  # 3 tasks x 3 seeds, a group per seed
     names = ",".join(f"dori_viewer_scene_direction_granular_s{s}" for s in load.PAPER_SEEDS)
     (tmp_path / "runs").mkdir()
     run = run_lmms_eval(tmp_path / "runs" / "a", "spatial_baseline", "rule=always_a", names,

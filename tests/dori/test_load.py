@@ -10,7 +10,7 @@ import datasets
 import pyarrow.parquet as pq
 import pytest
 
-from spatial_tasks.common.images import ImageError, image_for
+from spatial_tasks.common.images import ImageError, open_ref
 from spatial_tasks.dori import load, soft
 from spatial_tasks.dori.schema import DOC_FIELDS, TASKS
 from spatial_tasks.dori.tasks import doc_to_visual
@@ -69,7 +69,7 @@ def test_generated_sample_round_trips_its_truth():
         assert not doc["boxes_drawn"]
         if doc["task"] != "canonical_orientation":
             assert doc["boxes"] and doc["natural"] is False
-    image = image_for(docs[0]["image_source"], docs[0]["image_row"])
+    image = open_ref(docs[0]["image"])
     assert doc_to_visual(docs[0])[0].tobytes() != image.tobytes()  # the boxes are drawn on a copy
 
 

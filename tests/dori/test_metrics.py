@@ -7,7 +7,7 @@ import math
 import pytest
 
 from spatial_tasks.dori import metrics
-from spatial_tasks.dori.parse import CANNOT_DETERMINE, REFUSAL, SELECTED, UNPARSEABLE
+from spatial_tasks.common.choice import DECLINED, REFUSED, SELECTED, UNPARSEABLE
 from spatial_tasks.dori.schema import TASKS
 
 
@@ -50,11 +50,11 @@ def test_per_task_and_undefined():
 
 
 def test_unparseable_and_declined_are_wrong_and_counted():
-    records = [record(outcome=UNPARSEABLE), record(outcome=CANNOT_DETERMINE), record(outcome=REFUSAL),
+    records = [record(outcome=UNPARSEABLE), record(outcome=DECLINED), record(outcome=REFUSED),
                record(correct=1)]
     assert metrics.accuracy(records) == 0.25
     assert metrics.unparseable_share(records) == 0.25
-    assert metrics.declined_share(records) == 0.5
+    assert metrics.declined_share(records) == 0.25 and metrics.refused_share(records) == 0.25
 
 
 def test_breakdowns():

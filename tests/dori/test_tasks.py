@@ -14,6 +14,7 @@ from PIL import Image
 from spatial_tasks.dori import load
 from spatial_tasks.dori import tasks as T
 from spatial_tasks.dori.schema import TASKS
+from spatial_tasks.harness import TaskData
 
 from . import official_layouts
 
@@ -84,16 +85,25 @@ def test_seed_orders_options_and_target_follows():
         assert T.doc_to_target(doc).endswith(doc["options"][1])
 
 
+SAMPLE_FILE = "tasks/dori/sample/test-00000-of-00001.parquet"
+
+
+def sample_data(seed: int = 42) -> TaskData:
+    """The TaskData of a task reading the bundled sample with this option-order seed."""
+    return TaskData(task="dori_sample", path="parquet", split="train", kwargs={"data_files": SAMPLE_FILE},
+                    prompt_kwargs={"seed": seed})
+
+
 def test_seed_is_a_task_argument_and_checked():
-    data = datasets.load_dataset("parquet", data_files="tasks/dori/sample/test-00000-of-00001.parquet", split="train")
-    a = T.docs_for(data, "single_axis_rotation", "granular", seed=42)
-    b = T.docs_for(data, "single_axis_rotation", "granular", seed=1998)
+    data = datasets.load_dataset("parquet", data_files=SAMPLE_FILE, split="train")
+    a = T.docs_for(data, sample_data(42), "single_axis_rotation", "granular")
+    b = T.docs_for(data, sample_data(1998), "single_axis_rotation", "granular")
     assert a["question_id"] == b["question_id"] and a["shown_order"] != b["shown_order"]
     assert set(a["task"]) == {"single_axis_rotation"} and set(a["granularity"]) == {"granular"}
     with pytest.raises(ValueError, match="seed must be an integer"):
         T._seed("forty-two")
     with pytest.raises(load.SourceError, match="no view_parallelism coarse questions"):
-        T.docs_for(data, "view_parallelism", "coarse")
+        T.docs_for(data, sample_data(), "view_parallelism", "coarse")
 
 
 def test_boxes_are_drawn_only_when_the_image_has_none():
@@ -104,8 +114,8 @@ def test_boxes_are_drawn_only_when_the_image_has_none():
 
 
 def test_draw_boxes_argument(tmp_path):
-    data = datasets.load_dataset("parquet", data_files="tasks/dori/sample/test-00000-of-00001.parquet", split="train")
-    doc = T.docs_for(data, "single_axis_rotation", "coarse")[0]
+    data = datasets.load_dataset("parquet", data_files=SAMPLE_FILE, split="train")
+    doc = T.docs_for(data, sample_data(), "single_axis_rotation", "coarse")[0]
     plain = T.doc_to_visual({**doc, "boxes_drawn": True})[0]
     drawn = T.doc_to_visual(doc)[0]
     assert plain.tobytes() != drawn.tobytes()
@@ -126,5 +136,38 @@ def test_record_and_fan_out():
     again = T.score(record, record["response"])  # a logged record re-scores without the dataset
     assert {k: again[k] for k in ("correct", "soft", "chosen")} == {k: record[k] for k in ("correct", "soft", "chosen")}
     out = T.process_results_granular(doc, ["Cannot be determined"])
-    assert set(out) == set(T.GRANULAR_METRICS) and out["acc"]["outcome"] == "cannot_determine"
+    assert set(out) == set(T.GRANULAR_METRICS) and out["acc"]["outcome"] == "declined"
     assert set(T.process_results_coarse(doc, [""])) == set(T.COARSE_METRICS)
+
+
+def cannot_determine_doc(gold_is_cbd: bool) -> dict:
+    options = ["Yes, it is in its canonical orientation", "No, it is not in its canonical orientation",
+               "Cannot be determined"]
+    doc = {"question_id": f"co-{gold_is_cbd}", "options": options, "category": "pattern", "source": "generated",
+           "task": "canonical_orientation", "granularity": "coarse", "answer_index": 2 if gold_is_cbd else 1,
+           "boxes": [], "boxes_drawn": False, "object_a": None, "object_b": None,
+           "option_values": json.dumps([True, False, None])}
+    return load._finish_doc(doc, 42)
+
+
+@pytest.mark.parametrize("how", ["letter", "words", "letter and words"])
+def test_cannot_be_determined_is_right_when_it_is_the_answer(how):
+    doc = cannot_determine_doc(gold_is_cbd=True)
+    letter = "ABC"[T.shown_options(doc).index("Cannot be determined")]
+    response = {"letter": f"{letter}. The pattern looks the same every way round.",
+                "words": "It cannot be determined: the pattern is symmetric.",
+                "letter and words": f"Answer: {letter} (cannot be determined)"}[how]
+    record = T.score(doc, response)
+    assert (record["outcome"], record["correct"], record["chosen_text"]) == ("selected", 1, "Cannot be determined")
+
+
+@pytest.mark.parametrize("how", ["letter", "words"])
+def test_cannot_be_determined_is_a_counted_decline_when_it_is_not(how):
+    doc = cannot_determine_doc(gold_is_cbd=False)
+    letter = "ABC"[T.shown_options(doc).index("Cannot be determined")]
+    response = f"{letter}." if how == "letter" else "This cannot be determined from the image."
+    record = T.score(doc, response)
+    assert (record["outcome"], record["correct"], record["soft"]) == ("declined", 0, 0)
+    from spatial_tasks.dori import metrics
+
+    assert metrics.declined_share([record]) == 1.0 and metrics.accuracy([record]) == 0.0

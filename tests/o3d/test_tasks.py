@@ -8,7 +8,6 @@ import math
 import pickle
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
 import datasets
 import pyarrow as pa
@@ -16,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
+from spatial_tasks.harness import TaskData
 from spatial_tasks.o3d import baselines, fixture, load, metrics, schema
 from spatial_tasks.o3d import tasks as T
 from spatial_tasks.o3d.parse import parse_answer
@@ -38,16 +38,17 @@ TASK_HOOKS = {
 }
 
 
-class FakeTask:
-    """Stands in for lmms-eval's ConfigurableTask calling process_docs (what infer_source looks for)."""
+def sample_data(**changes) -> TaskData:
+    """The TaskData of a sample task (parquet + data_files, as its YAML gives lmms-eval)."""
+    fields = {"task": "o3d_sample_markers", "path": "parquet", "split": "train",
+              "kwargs": {"data_files": {"train": str(QUESTIONS_FILE)}}, **changes}
+    return TaskData(**fields)
 
-    def __init__(self, dataset_path: str, dataset_kwargs: dict, questions: datasets.Dataset):
-        self.DATASET_PATH = dataset_path
-        self.config = SimpleNamespace(dataset_kwargs=dataset_kwargs)
-        self.dataset = {"train": questions}
 
-    def process(self, fn):
-        return fn(self.dataset["train"])
+def folder_data(folder: Path, cache: Path) -> TaskData:
+    """The TaskData of a task reading an O3-D folder in the official layout."""
+    return TaskData(task="o3d_markers", path=str(folder), name="visual_questions", split="train",
+                    kwargs={"cache_dir": str(cache)})
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +60,7 @@ def questions(tmp_path_factory) -> datasets.Dataset:
 @pytest.fixture(scope="module")
 def sample_docs(questions) -> dict[str, datasets.Dataset]:
     """Every sample task's docs, built as lmms-eval builds them (parquet + data_files)."""
-    task = FakeTask("parquet", {"data_files": {"train": str(QUESTIONS_FILE)}}, questions)
-    return {name: task.process(fn) for name, (fn, _) in TASK_HOOKS.items()}
+    return {name: fn(questions, sample_data()) for name, (fn, _) in TASK_HOOKS.items()}
 
 
 def _doc(docs, question_id: str) -> dict:
@@ -294,45 +294,32 @@ def test_group_without_records_reports_nan():
 # ---- data source --------------------------------------------------------------------------------
 
 
-def test_source_from_parquet_data_files_is_the_dataset_root(questions):
-    task = FakeTask("parquet", {"data_files": {"train": str(QUESTIONS_FILE)}}, questions)
-    source, kwargs, how = task.process(T.infer_source)
-    assert Path(source) == SAMPLE.resolve() and "data_files" in how and kwargs == {}
+def test_subsets_come_from_the_dataset_root_of_the_data_files():
+    source, kwargs = T.subset_source(sample_data())
+    assert Path(source) == SAMPLE.resolve() and kwargs == {}
 
 
-def test_source_from_local_folder_and_hub_id(questions, tmp_path):
-    local = FakeTask(str(SAMPLE), {}, questions).process(T.infer_source)
-    assert Path(local[0]) == SAMPLE.resolve() and "local folder" in local[2]
-    hub = FakeTask("someone/O3-D-mirror", {"revision": "abc", "num_proc": 2}, questions).process(T.infer_source)
-    assert hub == ("someone/O3-D-mirror", {"revision": "abc"}, "the task's dataset_path (Hub id)")
+def test_subsets_come_from_the_tasks_folder_or_hub_id():
+    assert T.subset_source(sample_data(path=str(SAMPLE), kwargs={})) == (str(SAMPLE.resolve()), {})
+    hub = sample_data(path="someone/O3-D-mirror", name="visual_questions", kwargs={"revision": "abc", "num_proc": 2})
+    assert T.subset_source(hub) == ("someone/O3-D-mirror", {"revision": "abc"})
 
 
-def test_a_task_holding_another_dataset_is_ignored(questions, monkeypatch):
-    monkeypatch.delenv(load.SOURCE_ENV, raising=False)
-    other = FakeTask(str(SAMPLE), {}, questions.select(range(3)))
-    assert other.process(lambda _ds: T.infer_source(questions))[0] == schema.HUB_ID
-
-
-def test_source_fallbacks(questions, monkeypatch, tmp_path):
-    monkeypatch.delenv(load.SOURCE_ENV, raising=False)
-    assert T.infer_source(questions) == (schema.HUB_ID, {}, "default (the official release)")
+def test_the_source_variable_redirects_only_the_official_release(monkeypatch, tmp_path):
     monkeypatch.setenv(load.SOURCE_ENV, str(tmp_path))
-    assert T.infer_source(questions)[0] == str(tmp_path)
-    # load_from_disk: a saved visual_questions split says nothing about the subsets
-    saved = FakeTask(str(tmp_path), {"load_from_disk": True}, questions).process(T.infer_source)
-    assert saved[0] == str(tmp_path) and saved[2] == f"${load.SOURCE_ENV}"
+    official = TaskData(task="o3d_markers", path=schema.HUB_ID, name="visual_questions", split="train",
+                        kwargs={"revision": "v1"})
+    redirected = T.process_docs_markers.resolve(official)
+    assert (redirected.path, redirected.name, redirected.kwargs, redirected.override) == (
+        str(tmp_path), "visual_questions", {}, load.SOURCE_ENV)
+    assert T.process_docs_markers.resolve(sample_data()) == sample_data()  # the sample stays the sample
 
 
-def test_hub_id_read_back_from_the_datasets_cache_path(tmp_path, monkeypatch):
-    """A Hub dataset is cached under <cache>/<namespace>___<snake_name>/<config>/...; nothing else
-    in datasets 5.2 names the source (info.download_checksums is None, dataset_name is snake-cased)."""
-    monkeypatch.delenv(load.SOURCE_ENV, raising=False)
-    ds = datasets.Dataset.from_dict({"question": ["q"]})
-    for cached, expected in (("liuyiqian___o3-d", "liuyiqian/O3-D"), ("MyOrg___my_o3d", "MyOrg/my_o3d")):
-        path = tmp_path / cached / "visual_questions" / "0.0.0" / "abc" / "o3-d-train.arrow"
-        path.parent.mkdir(parents=True)
-        on_disk = ds.flatten_indices(cache_file_name=str(path))
-        assert on_disk.cache_files and T.infer_source(on_disk)[:1] == (expected,)
+def test_a_saved_split_says_nothing_about_the_subsets():
+    with pytest.raises(schema.SchemaError, match="load_from_disk"):
+        T.subset_source(sample_data(path="/somewhere", kwargs={"load_from_disk": True}))
+    with pytest.raises(schema.SchemaError, match="not <root>/visual_questions/<file>"):
+        T.subset_source(sample_data(kwargs={"data_files": {"train": "questions.parquet"}}))
 
 
 # ---- ICL + CoT ----------------------------------------------------------------------------------
@@ -402,12 +389,12 @@ def test_null_strengths_are_recovered_from_render_order(tmp_path):
     qs = datasets.load_dataset("parquet", data_files={"train": str(questions_file)}, split="train",
                                cache_dir=str(tmp_path / "cache0"))
     original = {d["question_id"]: d["cue_strength"]
-                for d in FakeTask(str(built), {"cache_dir": str(tmp_path / "cache1")}, qs).process(T.process_docs_markers)}
+                for d in T.process_docs_markers(qs, folder_data(built, tmp_path / "cache1"))}
     path = built / "kb-1cue" / fixture.PARQUET_NAME
     table = pq.read_table(path)
     i = table.schema.get_field_index("cue_strength")
     pq.write_table(table.set_column(i, "cue_strength", pa.nulls(table.num_rows, pa.float64())), path)
-    docs = FakeTask(str(built), {"cache_dir": str(tmp_path / "cache2")}, qs).process(T.process_docs_markers)
+    docs = T.process_docs_markers(qs, folder_data(built, tmp_path / "cache2"))
     assert {d["question_id"]: d["cue_strength"] for d in docs} == original
     assert sum(1 for d in docs if d["subset_name"] == "kb-1cue" and d["cue_strength"] == 2.0) > 10
 

@@ -8,20 +8,17 @@ from __future__ import annotations
 import datasets
 import pytest
 
-from spatial_tasks.o3d import tasks as T
+from spatial_tasks.harness import TaskData, load_docs
+from spatial_tasks.o3d import tasks as T  # noqa: F401  (the hooks the YAML names)
 from spatial_tasks.paths import benchmark_tasks_dir
-
-SAMPLE = benchmark_tasks_dir("o3d") / "sample"
 TASK = "o3d_sample_icl_cot"
 
 
 @pytest.fixture(scope="module")
-def icl_docs(tmp_path_factory) -> datasets.Dataset:
-    questions = datasets.load_dataset(
-        "parquet", data_files={"train": str(SAMPLE / "visual_questions" / "train-00000-of-00001.parquet")},
-        split="train", cache_dir=str(tmp_path_factory.mktemp("hf_cache")))
-    docs = T.build_task_docs(questions, subsets=T.ICL_SUBSETS, marked=True, source=str(SAMPLE))
-    return T.attach_demonstrations(docs)
+def icl_docs() -> datasets.Dataset:
+    """The task's docs, from its YAML, outside lmms-eval (the seam's plain-script path)."""
+    data, hook = TaskData.from_yaml(benchmark_tasks_dir("o3d") / f"{TASK}.yaml")
+    return load_docs(data, hook)
 
 
 def _messages_built(tiny_qwen_dir, docs, interleave: bool) -> list:

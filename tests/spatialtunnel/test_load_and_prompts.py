@@ -4,6 +4,7 @@ import datasets
 import pytest
 
 from spatial_tasks.common.prompts import PromptError, render
+from spatial_tasks.harness import TaskData
 from spatial_tasks.spatialtunnel import tasks
 from spatial_tasks.spatialtunnel.load import SourceError, to_docs
 from spatial_tasks.spatialtunnel.schema import DOC_FIELDS
@@ -20,24 +21,35 @@ def _load(root, config):
     return datasets.load_dataset(str(root), config, split="test")
 
 
+def _phase_docs(root):
+    data = TaskData(task="spatialtunnel_phase", path=str(root), name="phase_variation", split="test")
+    return tasks.process_docs_phase(_load(root, "phase_variation"), data)
+
+
 def test_generated_dataset_maps_to_four_docs_per_image(generated):
     rows = _load(generated, "phase_variation")
-    docs = tasks.process_docs(rows)
+    docs = _phase_docs(generated)
     assert len(docs) == 4 * len(rows)
     assert set(DOC_FIELDS) <= set(docs.column_names)
-    assert "image" not in docs.column_names  # images stay in the per-image table
     doc = docs[0]
     assert doc["question_id"] == "phase-00-00-00-q1" and doc["answer"] == "No"
     assert doc["benchmark"] == "spatialtunnel" and doc["subject"] == "obj1" and doc["comparison"] == "closer"
     image = tasks.doc_to_visual(doc)[0]
     assert image.size == (64, 64)
-    # The visual of every doc of one image is that image (looked up, not copied).
+    # Every doc of one image refers to the same stored cell (the image is not copied per question).
     same = [d for d in docs if d["image_id"] == doc["image_id"]]
-    assert {d["image_row"] for d in same} == {doc["image_row"]}
+    assert len(same) == 4 and doc["image"]["encoding"] == "image" and doc["image"]["bytes"] is None
+    assert {(d["image"]["file"], d["image"]["row"]) for d in same} == {(doc["image"]["file"], doc["image"]["row"])}
+
+
+def test_a_size_task_refuses_phase_images(generated):
+    data = TaskData(task="spatialtunnel_size", path=str(generated), name="phase_variation", split="test")
+    with pytest.raises(SourceError, match="a phase image, but this task reads the size variant"):
+        tasks.process_docs_size(_load(generated, "phase_variation"), data)
 
 
 def test_relations_follow_the_recorded_pixel_rows(generated):
-    docs = tasks.process_docs(_load(generated, "phase_variation"))
+    docs = _phase_docs(generated)
     for d in docs:
         assert d["relation_two_way"] == ("consistent" if d["y1"] < d["y2"] else "counter")
         if abs(d["y2"] - d["y1"]) < 0.05 * d["height"]:
@@ -48,7 +60,7 @@ GOLDEN_PROMPT = "Is the red sphere closer to the camera than the blue cube? Answ
 
 
 def test_prompt_is_pinned(generated):
-    doc = tasks.process_docs(_load(generated, "phase_variation"))[0]
+    doc = _phase_docs(generated)[0]
     assert tasks.doc_to_text(doc, None) == GOLDEN_PROMPT
     assert tasks.doc_to_text(doc, {"pre_prompt": "Look. ", "answer_suffix": ""}) == (
         "Look. Is the red sphere closer to the camera than the blue cube?")

@@ -39,7 +39,8 @@ def test_oracle_scores_one_everywhere(runs):
     for task in MCQ_TASKS:
         m = run.metrics(task)
         assert_all_finite(m, MCQ_METRICS)
-        assert (m["acc"], m["invalid"], m["fs_rate"], m["su_rate"], m["ne_rate"]) == (1.0, 0.0, 0.0, 0.0, 0.0), task
+        assert (m["acc"], m["unparseable"], m["declined"], m["refused"], m["fs_rate"], m["su_rate"], m["ne_rate"]) == \
+            (1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0), task
         assert len(run.samples[task]) == 8
     for task in FREE_TASKS:
         m = run.metrics(task)
@@ -53,7 +54,7 @@ def test_wrong_types_and_refusals_are_counted(runs):
         su = by_rule["superficial"].metrics(task)
         assert (su["acc"], su["su_rate"], su["fs_rate"], su["ne_rate"]) == (0.0, 1.0, 0.0, 0.0), task
         refused = by_rule["refuse"].metrics(task)
-        assert (refused["acc"], refused["invalid"]) == (0.0, 1.0), task
+        assert (refused["acc"], refused["declined"], refused["unparseable"]) == (0.0, 1.0, 0.0), task
     sm = by_rule["superficial"].samples["vague_sample_sm"][0]["acc"]
     assert json.loads(sm["response"])["caption"] == sm["caption"]  # the first round's output is logged
 
@@ -115,15 +116,60 @@ def test_socratic_two_stages_with_an_api_model(openai_server, tmp_path):
     assert re.search(r"temperature", json.dumps(requests[0]))  # decoding settings reach the API
 
 
-def test_custom_task_points_a_setting_at_a_local_copy(tmp_path):
+@pytest.fixture(scope="module")
+def local_copies(tmp_path_factory) -> dict[str, Path]:
+    """A local copy of the bundled sample in each published layout: the Hub release's (data/*.parquet)
+    and the GitHub one (item files + images)."""
     import shutil
 
-    data = shutil.copytree("tasks/vague/sample", tmp_path / "copy")
-    (data / "source.json").unlink()
-    made = subprocess.run([SPATIAL_TASKS, "custom-task", "vague_ego4d_vlm", "--data", str(data), "--name",
-                           "vague_mine", "--out", str(tmp_path / "tasks")], capture_output=True, text=True)
+    root = tmp_path_factory.mktemp("copies")
+    hub = shutil.copytree("tasks/vague/sample/hub", root / "vague-bench")
+    items = root / "vague-github"
+    items.mkdir()
+    for name in ("vcr_4_sample.json", "ego4d_4_sample.json"):
+        shutil.copy(Path("tasks/vague/sample") / name, items / name.replace("_4_sample", "_final"))
+    shutil.copytree("tasks/vague/sample/images", items / "annotated")
+    return {"hub": hub, "items": items}
+
+
+@pytest.mark.parametrize("layout", ["hub", "items"])
+def test_custom_task_points_a_setting_at_a_local_copy(tmp_path, local_copies, layout):
+    made = subprocess.run([SPATIAL_TASKS, "custom-task", "vague_ego4d_vlm", "--data", str(local_copies[layout]),
+                           "--name", "vague_mine", "--out", str(tmp_path / "tasks")], capture_output=True, text=True)
     assert made.returncode == 0, made.stderr
     run = run_lmms_eval(tmp_path / "out", "spatial_baseline", "rule=oracle", "vague_mine",
                         "--include_path", str(tmp_path / "tasks"))
     assert run.metrics("vague_mine")["acc"] == 1.0
     assert len(run.samples["vague_mine"]) == 4 and {s["acc"]["subset"] for s in run.samples["vague_mine"]} == {"ego4d"}
+
+
+@pytest.mark.parametrize("layout", ["hub", "items"])
+def test_the_source_variable_points_the_release_tasks_at_a_local_copy(tmp_path, local_copies, layout):
+    """``vague_vcr_vlm`` reads HazelNam/vague-bench by default; the variable (a path relative to the
+    working directory here) redirects it, in either layout, offline."""
+    relative = Path("..") / local_copies[layout].relative_to(local_copies[layout].parent.parent)
+    workdir = local_copies[layout].parent.parent / "work"
+    workdir.mkdir(exist_ok=True)
+    run = run_lmms_eval(tmp_path / "out", "spatial_baseline", "rule=oracle", "vague_vcr_vlm",
+                        env={"SPATIAL_TASKS_VAGUE_SOURCE": str(relative)}, cwd=workdir)
+    assert run.metrics("vague_vcr_vlm")["acc"] == 1.0
+    assert {s["acc"]["subset"] for s in run.samples["vague_vcr_vlm"]} == {"vcr"}
+
+
+def test_custom_task_refuses_a_folder_without_vague_items(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.json").write_text('{"a": 1}')
+    made = subprocess.run([SPATIAL_TASKS, "custom-task", "vague_vcr_vlm", "--data", str(tmp_path / "empty"),
+                           "--out", str(tmp_path / "tasks")], capture_output=True, text=True)
+    assert made.returncode == 2 and "holds neither the Hub release's parquet nor item files" in made.stderr
+    assert not (tmp_path / "tasks").exists()
+
+
+def test_a_missing_release_ends_in_one_line_and_a_failure_status(tmp_path):
+    """Offline, the default data (the Hub release) cannot be loaded: lmms-eval's 60 s of retries and
+    its exit status 0 are replaced by our line, the last of the output, and status 2."""
+    run = run_lmms_eval(tmp_path / "out", "spatial_baseline", "rule=oracle", "vague_vcr_vlm", verbose=False)
+    assert run.returncode == 2 and run.results is None
+    last = run.output.strip().splitlines()[-1]
+    assert last.startswith("spatial-tasks: task vague_vcr_vlm cannot load HazelNam/vague-bench split train")
+    assert "HF_HUB_OFFLINE" in last and "custom-task" in last

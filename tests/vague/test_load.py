@@ -1,5 +1,6 @@
-"""The official VAGUE item format (2.0 and 1.0 keys) -> canonical docs; bad items named by file,
-item and key."""
+"""Both published VAGUE layouts -> canonical docs: the Hub release's parquet (a stand-in built here
+from the published schema) and the GitHub item files (2.0 and 1.0 keys) with their images; bad
+items named by file, item and key."""
 
 from __future__ import annotations
 
@@ -7,13 +8,93 @@ import json
 import shutil
 from pathlib import Path
 
+import datasets
+import numpy as np
 import pytest
+from PIL import Image
 
-from spatial_tasks.common.images import ImageError
+from spatial_tasks.common.images import ImageError, open_ref
+from spatial_tasks.common.origin import origin_for
+from spatial_tasks.generators.vague.sample import HUB_FEATURES, ITEMS
 from spatial_tasks.vague import load
+from spatial_tasks.vague import tasks as T
+from spatial_tasks.vague.person_tags import draw_person_tags
 from spatial_tasks.vague.schema import DOC_FIELDS
 
 SAMPLE = Path("tasks/vague/sample")
+HUB_FILE = "data/train-00000-of-00001.parquet"
+
+
+def hub_stand_in(root: Path, rows: list[dict] | None = None) -> Path:
+    """A folder shaped like HazelNam/vague-bench: one parquet file under data/ in the published
+    schema (HUB_FEATURES), from the bundled sample's rows, or ``rows``."""
+    rows = rows if rows is not None else list(datasets.Dataset.from_parquet(str(SAMPLE / "hub" / HUB_FILE)))
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    datasets.Dataset.from_list(rows, features=HUB_FEATURES).to_parquet(str(root / HUB_FILE))
+    return root
+
+
+def load_hub(root: Path, tmp_path: Path) -> list[dict]:
+    """The folder loaded as lmms-eval loads the release (datasets' own discovery: default config,
+    split train), then mapped."""
+    ds = datasets.load_dataset(str(root), split="train", cache_dir=str(tmp_path / "hf"))
+    return load.docs_from_table(ds, origin_for(ds, str(root), None, "train"))
+
+
+def test_the_hub_layout_loads_as_published(tmp_path):
+    root = hub_stand_in(tmp_path / "vague-bench")
+    assert datasets.get_dataset_config_names(str(root)) == ["default"]
+    assert datasets.get_dataset_split_names(str(root)) == ["train"]
+    docs = load_hub(root, tmp_path)
+    assert [d["subset"] for d in docs] == ["vcr"] * 4 + ["ego4d"] * 4  # '@' in image_name: VCR
+    assert load.subset_counts(docs) == {"vcr": 4, "ego4d": 4}
+    for doc in docs:
+        assert set(doc) == set(DOC_FIELDS)
+        assert doc["image"]["file"] and doc["image"]["bytes"] is None  # the embedded image, read where it is stored
+    first = docs[0]
+    assert first["image_name"] == ITEMS["vcr"][0][0] and first["correct_intention"] == ITEMS["vcr"][0][6]
+    assert first["width"] == 320.0 and len(first["person_boxes"]) == 2
+    assert open_ref(first["image"]).size == (320, 240)
+
+
+def test_missing_person_tags_are_detected_and_drawn(tmp_path):
+    docs = load_hub(hub_stand_in(tmp_path / "vb"), tmp_path)
+    assert {d["subset"]: d["tags"] for d in docs} == {"vcr": "in image", "ego4d": "drawn"}
+    ego = next(d for d in docs if d["subset"] == "ego4d")
+    shown = T.doc_to_visual(ego)[0]
+    expected, _ = draw_person_tags(open_ref(ego["image"]), ego["person_boxes"])
+    assert np.array_equal(np.asarray(shown), np.asarray(expected))  # our tags, drawn from the item's boxes
+    vcr = next(d for d in docs if d["subset"] == "vcr")
+    assert np.array_equal(np.asarray(T.doc_to_visual(vcr)[0]), np.asarray(open_ref(vcr["image"])))  # as published
+
+
+def test_subset_counts_are_reported_and_checked_on_a_release_sized_table(log_messages):
+    load.report_subsets([{"subset": "vcr", "tags": "in image"}] * 1144 + [{"subset": "ego4d", "tags": "drawn"}] * 533,
+                        "copy", 1677)
+    assert log_messages == ["copy: VAGUE items: 1144 VCR + 533 Ego4D; person tags drawn by spatial-tasks on 533 "
+                            "image(s) that had none"]
+    log_messages.clear()
+    load.report_subsets([{"subset": "vcr", "tags": "in image"}] * 1677, "copy", 1677)
+    assert "the subsets are {'vcr': 1677, 'ego4d': 0}, not {'vcr': 1144, 'ego4d': 533}" in log_messages[-1]
+
+
+@pytest.mark.parametrize(("column", "value", "match"), [
+    ("mcq", None, r"row 2 \('0003_Sample_Office@2'\), key 'mcq': missing or not an object"),
+    ("indirect", "", r"row 2 \('0003_Sample_Office@2'\), key 'indirect': missing or empty"),
+    ("solution", "person1 moves", r"row 2 \('0003_Sample_Office@2'\), key 'solution': 'person1 moves' is not a"),
+])
+def test_bad_hub_rows_name_the_file_and_row(tmp_path, column, value, match):
+    rows = list(datasets.Dataset.from_parquet(str(SAMPLE / "hub" / HUB_FILE)))
+    rows[2][column] = value
+    root = hub_stand_in(tmp_path / "vb", rows)
+    with pytest.raises(load.SourceError, match=r"train-00000-of-00001.parquet, " + match):
+        load_hub(root, tmp_path)
+
+
+def test_a_hub_table_without_the_release_columns_is_named(tmp_path):
+    ds = datasets.Dataset.from_dict({"image_name": ["a"], "question": ["q"]})
+    with pytest.raises(load.SourceError, match=r"missing column\(s\) \['image', 'indirect', 'solution', 'mcq'\].*inspect"):
+        load.docs_from_table(ds)
 
 
 @pytest.fixture
@@ -46,7 +127,8 @@ def test_items_map_onto_docs(release):
         types = dict(zip(doc["letters"], doc["option_types"]))
         assert [types[letter] for letter in mcq["ordering"]] == ["correct", "FS", "SU", "NE"]  # 2.0 and 1.0 keys
         assert doc["listener"] == item["solution"].split(",")[0][1:]  # the authors' rule
-        assert doc["caption"] == item["meta"]["caption"] and Path(doc["image_path"]).name == doc["image_name"] + "_annot.jpg"
+        assert doc["caption"] == item["meta"]["caption"] and doc["tags"] == "in image"
+        assert Path(doc["image"]["path"]).name == doc["image_name"] + "_annot.jpg"
 
 
 @pytest.mark.parametrize(("change", "match"), [
@@ -78,10 +160,10 @@ def test_a_truncated_image_is_named(release):
         load.docs_from_folder(release)
 
 
-def test_files_that_are_not_item_lists(release, tmp_path):
-    (release / "vcr_1144_final.json").write_text('{"not": "a list"}')
-    with pytest.raises(load.SourceError, match="expected a JSON list of VAGUE items"):
-        load.docs_from_folder(release)
+def test_files_that_are_not_item_lists_are_named(release, tmp_path, log_messages):
+    (release / "notes.json").write_text('{"not": "a list"}')
+    assert len(load.docs_from_folder(release)) == 8
+    assert any("not read (not lists of VAGUE items): notes.json" in m for m in log_messages)
     (release / "vcr_1144_final.json").write_text("[{")
     with pytest.raises(load.SourceError, match="not a readable JSON file"):
         load.docs_from_folder(release)
@@ -92,14 +174,12 @@ def test_files_that_are_not_item_lists(release, tmp_path):
         load.docs_from_folder(empty)
 
 
-def test_sources(release, monkeypatch):
-    assert load.resolve_source(str(release)) == release.resolve()
-    assert load.resolve_source(".", relative_to=release) == release.resolve()
-    with pytest.raises(load.SourceError, match="no such folder"):
-        load.resolve_source("./nowhere")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(load.SourceError, match="cannot download the Hub dataset"):
-        load.resolve_source("someone/not-here")
+def test_a_file_named_for_both_subsets_is_read_by_image_name(release):
+    """Its items are read, each subset from its image_name ('@': VCR), never dropped."""
+    shutil.move(release / "vcr_1144_final.json", release / "vcr_and_ego4d_items.json")
+    docs = load.docs_from_folder(release)
+    assert len(docs) == 8
+    assert {d["image_name"]: d["subset"] for d in docs}["0001_Sample_Parking@0"] == "vcr"
 
 
 # The item the authors' README shows (github.com/Hazel-Heejeong-Nam/VAGUE), verbatim: its "indirect"
@@ -146,6 +226,5 @@ def test_the_authors_example_item(tmp_path):
            "A: The speaker wants person1 to admire the unusually decorated motorcycle in the parking lot.\n" in prompt
     assert "\nC: The speaker wants person1 to move the sedan because it's in a handicapped parking spot.\n" in prompt
     Image.new("RGB", (960, 411), (90, 90, 90)).save(image)  # not the stated img_size: the boxes would be wrong
-    load._cached.cache_clear()
     with pytest.raises(load.SourceError, match=r"key 'meta.img_size': 1920 x 822 but .* is 960 x 411"):
         load.docs_from_folder(tmp_path)

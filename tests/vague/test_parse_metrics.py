@@ -1,4 +1,5 @@
-"""Reading VAGUE answers (never raises) and the metrics as pure functions."""
+"""Reading VAGUE answers (the project's one choice reader after the CoT label; never raises) and
+the metrics as pure functions."""
 
 from __future__ import annotations
 
@@ -6,12 +7,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from spatial_tasks.common.choice import DECLINED, REFUSED, SELECTED, UNPARSEABLE, outcome_share
 from spatial_tasks.vague import metrics
-from spatial_tasks.vague.parse import INVALID, parse_letter
 from spatial_tasks.vague.tasks import freeform_answer, score_freeform, score_mcq
 
 OPTIONS = ["Move the sedan out of the handicapped parking spot.", "Take a photo of the parking lot.",
            "Find the difference between two parking spots.", "Move the motorcycle."]
+OPTION_DOC = {"benchmark": "vague", "item_id": "vcr-00001", "subset": "vcr", "image_name": "y", "answer": "A",
+              "letters": ["A", "B", "C", "D"], "option_texts": OPTIONS, "option_types": ["correct", "FS", "SU", "NE"],
+              "listener": "person1", "correct_intention": OPTIONS[0]}
+
+
+def parse_letter(response, options=OPTIONS):
+    record = score_mcq({**OPTION_DOC, "option_texts": list(options)}, response, "vlm_cot")
+    return record["chosen"] if record["outcome"] == SELECTED else record["outcome"]
 
 
 @pytest.mark.parametrize(("response", "letter"), [
@@ -26,16 +35,19 @@ def test_letters(response, letter):
     assert parse_letter(response, OPTIONS) == letter
 
 
-@pytest.mark.parametrize("response", ["", "I don't know.", "I'm sorry, I can't tell.", "A or B", "A person moves.",
-                                      "E", None, 3, "Your answer2 (intention) : I am not sure"])
-def test_invalid(response):
-    assert parse_letter(response, OPTIONS) == INVALID
+@pytest.mark.parametrize(("response", "outcome"), [
+    ("", UNPARSEABLE), ("I don't know.", DECLINED), ("I'm sorry, I can't tell.", REFUSED), ("A or B", UNPARSEABLE),
+    ("A person moves.", UNPARSEABLE), ("E", UNPARSEABLE), (None, UNPARSEABLE), (3, UNPARSEABLE),
+    ("Your answer2 (intention) : I am not sure", DECLINED)])
+def test_no_letter(response, outcome):
+    assert parse_letter(response, OPTIONS) == outcome
 
 
 @settings(max_examples=3000, deadline=None)
-@given(st.one_of(st.text(), st.none(), st.integers(), st.binary()), st.lists(st.text(max_size=40), max_size=4))
+@given(st.one_of(st.text(), st.none(), st.integers(), st.binary()),
+       st.lists(st.text(max_size=40), min_size=4, max_size=4))
 def test_never_raises(response, options):
-    assert parse_letter(response, options) in ("A", "B", "C", "D", INVALID)
+    assert parse_letter(response, options) in ("A", "B", "C", "D", UNPARSEABLE, DECLINED, REFUSED)
 
 
 DOC = {"benchmark": "vague", "item_id": "vcr-00000", "subset": "vcr", "image_name": "x", "answer": "C",
@@ -48,7 +60,7 @@ def test_mcq_records_and_counts():
     assert [r["chosen_type"] for r in records] == ["correct", "FS", "SU", "SU", "NE", None]
     assert metrics.accuracy(records) == pytest.approx(1 / 6)  # the denominator is all items
     assert metrics.wrong_type_counts(records) == {"FS": 1, "SU": 2, "NE": 1}
-    assert metrics.valid_count(records) == 5 and metrics.invalid_share(records) == pytest.approx(1 / 6)
+    assert metrics.valid_count(records) == 5 and outcome_share(records, DECLINED) == pytest.approx(1 / 6)
     assert metrics.wrong_type_share(records, "SU") == pytest.approx(2 / 6)
     assert metrics.accuracy([]) is None
     sm = score_mcq(DOC, '{"caption": "A street.", "answer": "Your answer : C"}', "sm")

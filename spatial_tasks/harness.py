@@ -1,0 +1,590 @@
+"""The one seam between spatial-tasks and lmms-eval: everything here relies on lmms-eval internals
+or on behaviour it does not document. Nothing else in the package imports a private lmms-eval
+name or patches lmms-eval. Supported: lmms-eval ``SUPPORTED`` (checked when this module is
+imported); ``contract_problems`` lists every assumption that no longer holds (tests/test_harness.py
+runs it, so an lmms-eval upgrade fails there first, naming what broke).
+
+What lives here, and why:
+
+1. **Task discovery.** lmms-eval has no entry point for tasks, and its ``LMMS_EVAL_PLUGINS`` task
+   path is added after the TaskManager is built. It does load the ``lmms_eval.models`` entry-point
+   group before any TaskManager exists; ``model_manifests`` (that entry point) therefore installs
+   our patches, and ``TaskManager.initialize_tasks`` gets our task folder appended to its include
+   paths (user paths first, so built-in tasks still win a name clash; ours are all prefixed).
+2. **Where a task's data comes from, passed explicitly.** lmms-eval calls ``process_docs(dataset)``
+   with the loaded split only. Our ``process_docs`` hooks are ``DocsHook`` objects taking
+   ``(dataset, data)``: ``data`` is a ``TaskData`` built from the task's own YAML fields
+   (dataset_path, dataset_name, dataset_kwargs, test_split, lmms_eval_specific_kwargs, metadata)
+   and one documented override, the benchmark's ``$SPATIAL_TASKS_<BENCH>_SOURCE``. The patched
+   ``ConfigurableTask.download`` binds it. A hook whose source ``datasets`` cannot read as it is (a
+   VAGUE folder of JSON items, DORI's undeclared release) loads it itself (``DocsHook.reads_source``).
+   The same path runs outside lmms-eval: ``TaskData.from_yaml`` + ``load_docs``.
+3. **Load failures are final and end in one line.** lmms-eval retries ``download`` for up to 60 s
+   and then exits 0 after a long traceback. For our tasks the download runs once; any failure
+   raises ``TaskDataFailed`` (a ``SystemExit``, which lmms-eval's CLI does not catch), so the
+   terminal ends with our line -- what failed, what to do -- and the exit status is 2.
+4. **Group metrics from pooled records.** A group's ``aggregate_metric_list`` aggregation receives
+   only the subtasks' final values and sizes, so a weighted mean is all it could compute: wrong for
+   an SDGM, a bias, Delta = v_cons - v_ctr or any accuracy on a subset. ``aggregation`` returns a
+   ``PooledValue``, a float that also carries the records and the metric function inside the
+   evaluating process; ``pool_subtasks`` recomputes the metric on the union of the subtasks'
+   records. lmms-eval matches an entry's metric name as a SUBSTRING of the subtask metric names.
+5. **One logged record per doc.** ``--log_samples`` writes every metric key's value for every doc;
+   ``fan_out`` logs the record once, under the first metric, and a short ``RecordRef`` pointer
+   elsewhere (lmms-eval writes unknown objects with ``str``).
+6. **Logits as text.** lmms-eval 0.7.3 scores generated text only (its loglikelihood path is
+   broken), so a ``*_yesno`` model returns its first-token logits as a JSON payload in the response
+   string (``encode_payload`` / ``decode_payload``); generate_until responses reach
+   ``process_results`` untouched.
+7. **lmms-eval's own answer readers** for the re-split tasks (``_extract_answer_letter`` of its
+   ``embspatial`` and ``cv_bench`` tasks), so their accuracy is exactly lmms-eval's.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from importlib import metadata as _metadata
+from pathlib import Path
+from typing import Any
+
+from spatial_tasks.common.validate import DataError
+from spatial_tasks.paths import tasks_dir
+
+SUPPORTED = ("0.7.3", "0.8")  # lmms-eval >= 0.7.3, < 0.8
+# Set to "0" to keep lmms-eval's index free of our tasks (then use --include_path explicitly).
+AUTO_INCLUDE_ENV = "SPATIAL_TASKS_AUTO_INCLUDE"
+MODELS = {
+    "spatial_baseline": "spatial_tasks.models.baseline.SpatialBaseline",
+    "qwen2_5_vl_yesno": "spatial_tasks.models.hf_yesno.Qwen2_5_VLYesNo",
+}
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
+
+
+def check_version(found: str | None = None) -> str:
+    """The installed lmms-eval version, if supported; else ImportError naming the range."""
+    if found is None:
+        try:
+            found = _metadata.version("lmms_eval")
+        except _metadata.PackageNotFoundError:
+            raise ImportError("spatial-tasks needs lmms-eval (pip install 'lmms-eval==0.7.3')") from None
+    low, high = SUPPORTED
+    if not _version_tuple(low) <= _version_tuple(found) < _version_tuple(high):
+        raise ImportError(f"spatial-tasks supports lmms-eval >={low},<{high}; found {found}. Install "
+                          f"'lmms-eval=={low}' (spatial_tasks/harness.py holds every assumption about lmms-eval)")
+    return found
+
+
+LMMS_EVAL_VERSION = check_version()
+
+
+# ------------------------------------------------------------------------------------------
+# 2. Where a task's data comes from
+
+
+@dataclass(frozen=True)
+class TaskData:
+    """Where one task's docs come from, as its YAML says (plus the documented source override).
+
+    ``path`` / ``name`` / ``split`` / ``kwargs`` are lmms-eval's dataset_path, dataset_name,
+    test_split and dataset_kwargs (data_files already absolute); ``prompt_kwargs`` the task's
+    lmms_eval_specific_kwargs (its "default" entry); ``override`` names the environment variable
+    that replaced the YAML's dataset_path, if one did.
+    """
+
+    task: str
+    path: str
+    name: str | None = None
+    split: str = "test"
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    prompt_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    override: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How messages name this data: "PATH [CONFIG] split SPLIT" (and the override)."""
+        text = self.path + (f" [{self.name}]" if self.name else "") + f" split {self.split}"
+        return text + (f" (from ${self.override})" if self.override else "")
+
+    @property
+    def is_local_builder(self) -> bool:
+        """dataset_path is a datasets builder reading ``data_files`` (parquet, json, csv ...)."""
+        return self.path in LOCAL_BUILDERS
+
+    @property
+    def local_folder(self) -> Path | None:
+        """The local folder dataset_path names (None for a Hub id or a builder)."""
+        path = Path(self.path).expanduser()
+        return path.resolve() if not self.is_local_builder and path.is_dir() else None
+
+    def load_kwargs(self) -> dict:
+        """What ``datasets.load_dataset`` gets besides path and name (lmms-eval's own options
+        removed)."""
+        return {k: v for k, v in self.kwargs.items() if k not in LMMS_ONLY_KWARGS}
+
+    def origin(self, dataset=None):
+        """Where the loaded split's rows live, for messages naming file and row."""
+        from spatial_tasks.common.origin import origin_for
+
+        return origin_for(dataset, self.path, self.name, self.split, self.load_kwargs())
+
+    def with_source(self, env: str | None, default: str | None) -> TaskData:
+        """This data with ``$env`` in place of the benchmark's default release ``default`` (only
+        tasks that read that release are redirected; a path is taken relative to the working
+        directory)."""
+        value = os.environ.get(env or "", "").strip() if env else ""
+        if not value or self.path != default:
+            return self
+        path = Path(value).expanduser()
+        resolved = str(path.resolve()) if path.exists() or value.startswith((".", "/", "~")) else value
+        kwargs = {k: v for k, v in self.kwargs.items() if k not in ("revision", "data_files", "data_dir")}
+        return replace(self, path=resolved, kwargs=kwargs, override=env)
+
+    @classmethod
+    def of_task(cls, task) -> TaskData:
+        """The TaskData of an lmms-eval ConfigurableTask (its config, as lmms-eval resolved it)."""
+        config = task.config
+        specific = getattr(task, "lmms_eval_specific_kwargs", None) or {}
+        return cls(task=str(config.task), path=str(config.dataset_path), name=config.dataset_name,
+                   split=str(config.test_split), kwargs=dict(config.dataset_kwargs or {}),
+                   prompt_kwargs=dict(specific) if isinstance(specific, Mapping) else {},
+                   metadata=dict(config.metadata) if isinstance(config.metadata, Mapping) else {})
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> tuple[TaskData, DocsHook]:
+        """(TaskData, its process_docs hook) of a task YAML, read with lmms-eval's own YAML loader
+        (includes and relative data_files resolved as lmms-eval does), outside any lmms-eval run."""
+        from lmms_eval.utils import load_yaml_config
+
+        config = load_yaml_config(str(path), mode="full")
+        specific = config.get("lmms_eval_specific_kwargs") or {}
+        data = cls(task=str(config.get("task")), path=str(config.get("dataset_path")),
+                   name=config.get("dataset_name"), split=str(config.get("test_split")),
+                   kwargs=dict(config.get("dataset_kwargs") or {}),
+                   prompt_kwargs=dict(specific.get("default") or {}) if isinstance(specific, Mapping) else {},
+                   metadata=dict(config.get("metadata") or {}))
+        hook = config.get("process_docs")
+        if not isinstance(hook, DocsHook):
+            raise DataError(f"{path}: process_docs is not a spatial-tasks hook ({hook!r})")
+        return hook.resolve(data), hook
+
+
+LOCAL_BUILDERS = frozenset({"parquet", "arrow", "json", "csv", "text", "pandas"})
+LMMS_ONLY_KWARGS = frozenset({"load_from_disk", "From_YouTube", "video", "builder_script", "force_download",
+                              "force_unzip", "local_files_only", "create_link", "max_retries", "num_proc", "cache_dir"})
+
+
+class DocsHook:
+    """A task's ``process_docs``: ``hook(dataset, data)`` -> canonical docs.
+
+    ``build(dataset, data)`` maps a loaded split onto the benchmark's docs. ``reads_source(data)``
+    says whether the hook reads ``data`` itself (``build`` then gets ``dataset=None``): a layout
+    ``datasets`` cannot load as is. ``source_env`` / ``default_source``: the documented override of
+    the benchmark's default release.
+    """
+
+    def __init__(self, name: str, build: Callable[..., Any], *, reads_source: Callable[[TaskData], bool] | None = None,
+                 source_env: str | None = None, default_source: str | None = None):
+        self.__name__ = self.__qualname__ = name
+        self.build = build
+        self.reads_source = reads_source or (lambda data: False)
+        self.source_env = source_env
+        self.default_source = default_source
+
+    def resolve(self, data: TaskData) -> TaskData:
+        return data.with_source(self.source_env, self.default_source)
+
+    def __call__(self, dataset, data: TaskData | None = None):
+        if data is None:
+            raise DataError(f"{self.__name__}: called without its TaskData -- spatial-tasks' lmms-eval seam is not "
+                            "installed (spatial_tasks.harness.install), or the hook was called by hand; use "
+                            "spatial_tasks.harness.load_docs(TaskData.from_yaml(...)) outside lmms-eval")
+        return self.build(dataset, data)
+
+    def __repr__(self) -> str:
+        return f"<spatial-tasks process_docs {self.__name__}>"
+
+
+def load_docs(data: TaskData, hook: DocsHook):
+    """A task's docs outside lmms-eval, through the same steps as inside it."""
+    import datasets
+
+    if hook.reads_source(data):
+        return hook(None, data)
+    if data.kwargs.get("load_from_disk"):
+        loaded = datasets.load_from_disk(data.path)
+        raw = loaded[data.split] if isinstance(loaded, datasets.DatasetDict) else loaded
+    else:
+        raw = datasets.load_dataset(data.path, data.name, split=data.split, **data.load_kwargs())
+    return hook(raw, data)
+
+
+class TaskDataFailed(SystemExit):
+    """One of our tasks could not load its data: final (no retries), one line, exit status 2.
+
+    A SystemExit so that lmms-eval's CLI, which catches every Exception and exits 0, lets it end
+    the run; Python prints the message as the terminal's last line."""
+
+    def __init__(self, data: TaskData, error: BaseException):
+        self.data = data
+        self.error = error
+        super().__init__(2)
+        self.message = failure_line(data, error)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def failure_line(data: TaskData, error: BaseException) -> str:
+    """What failed and what to do, in one line."""
+    reason = " ".join(str(error).split()) or type(error).__name__
+    if len(reason) > 900:
+        reason = reason[:899] + "…"
+    if isinstance(error, DataError):
+        return f"spatial-tasks: task {data.task}: {reason}"
+    hint = (f"point ${data.override} at a local copy" if data.override else
+            "check the path, or run `spatial-tasks inspect " + data.path + "` to see what it holds")
+    if any(word in reason.lower() for word in ("offline", "connect", "resolve", "reach")):
+        hint = ("the Hugging Face Hub is unreachable or HF_HUB_OFFLINE is set: download the dataset once online "
+                "(HF_HUB_OFFLINE=1 then uses the cached copy), or point the task at a local copy "
+                "(`spatial-tasks custom-task`)")
+    return f"spatial-tasks: task {data.task} cannot load {data.label}: {type(error).__name__}: {reason} ({hint})"
+
+
+class HubUnreachable(ConnectionError):
+    pass
+
+
+def check_hub_reachable(data: TaskData) -> None:
+    """Fail at once when ``data`` is on the Hub and the Hub's host does not resolve (no proxy set):
+    huggingface_hub would otherwise retry for ~30 s before datasets gives up."""
+    import socket
+    from urllib.parse import urlparse
+
+    if data.is_local_builder or data.local_folder is not None or Path(data.path).expanduser().exists():
+        return
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes") or any(
+            os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
+                                        "all_proxy")):
+        return
+    from huggingface_hub import constants
+
+    host = urlparse(constants.ENDPOINT).hostname or "huggingface.co"
+    try:
+        socket.getaddrinfo(host, 443)
+    except OSError as err:
+        raise HubUnreachable(f"Couldn't reach {data.path!r} on the Hub: {host} does not resolve "
+                             f"({getattr(err, 'strerror', None) or err})") from None
+
+
+# ------------------------------------------------------------------------------------------
+# 1 + 3. Installing into lmms-eval
+
+
+def _with_our_tasks(include_path):
+    ours = str(tasks_dir())
+    if include_path is None:
+        return [ours]
+    paths = [include_path] if isinstance(include_path, str) else list(include_path)
+    normalised = {os.path.realpath(p) for p in paths}
+    return paths if os.path.realpath(ours) in normalised else [*paths, ours]
+
+
+def _install_task_discovery() -> bool:
+    if os.environ.get(AUTO_INCLUDE_ENV, "1") == "0":
+        return False
+    from lmms_eval.tasks import TaskManager
+
+    original = TaskManager.initialize_tasks
+    if getattr(original, "_spatial_tasks", False):
+        return True
+
+    @functools.wraps(original)
+    def initialize_tasks(self, include_path=None, *args, **kwargs):
+        return original(self, _with_our_tasks(include_path), *args, **kwargs)
+
+    initialize_tasks._spatial_tasks = True
+    TaskManager.initialize_tasks = initialize_tasks
+    return True
+
+
+def _install_download() -> None:
+    from lmms_eval.api.task import ConfigurableTask
+    from tenacity import stop_after_attempt
+
+    original = ConfigurableTask.download
+    if getattr(original, "_spatial_tasks", False):
+        return
+    once = original.retry_with(stop=stop_after_attempt(1), reraise=True)
+
+    @functools.wraps(original)
+    def download(self, dataset_kwargs=None):
+        hook = self.config.process_docs
+        if not isinstance(hook, DocsHook):
+            return original(self, dataset_kwargs)
+        data = hook.resolve(TaskData.of_task(self))
+        try:
+            check_hub_reachable(data)
+            if hook.reads_source(data):
+                import datasets
+
+                docs = hook(None, data)
+                self.dataset = datasets.DatasetDict({data.split: docs})
+                self.dataset_no_image = self.dataset  # docs hold image references, never image columns
+                return None
+            self.DATASET_PATH, self.DATASET_NAME = data.path, data.name
+            self.config.process_docs = functools.partial(hook, data=data)
+            try:
+                return once(self, dict(data.kwargs))
+            finally:
+                self.config.process_docs = hook
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as err:  # noqa: BLE001 - every load failure of our tasks is final
+            failed = TaskDataFailed(data, err)
+            print(failed.message, file=sys.stderr, flush=True)  # the terminal's last line; exit status 2
+            raise failed from err
+
+    download._spatial_tasks = True
+    ConfigurableTask.download = download
+
+
+def install() -> None:
+    """Install the patches (idempotent): task discovery and our tasks' data loading."""
+    _install_task_discovery()
+    _install_download()
+
+
+def model_manifests():
+    """Entry point ``lmms_eval.models``: our model ids (and, on the way, ``install``)."""
+    from lmms_eval.models.registry_v2 import ModelManifest
+
+    install()
+    return [ModelManifest(model_id=name, simple_class_path=path) for name, path in MODELS.items()]
+
+
+# ------------------------------------------------------------------------------------------
+# 4 + 5. Records and pooled group metrics
+
+MetricFunction = Callable[[Sequence[dict]], "float | None"]
+
+
+class PooledValue(float):
+    """A metric value that also remembers the records it was computed from and the function.
+
+    Behaves as a float everywhere (printing, JSON, arithmetic). Copying or pickling gives a plain
+    float, so the records never leave the process that evaluated them; only ``pool_subtasks``,
+    which lmms-eval calls right after the subtasks' aggregations, reads them. An undefined metric
+    (None) is NaN.
+    """
+
+    records: list
+    metric: str
+    function: MetricFunction
+
+    def __new__(cls, value: float | None, records: list, metric: str, function: MetricFunction):
+        obj = super().__new__(cls, math.nan if value is None else float(value))
+        obj.records = records
+        obj.metric = metric
+        obj.function = function
+        return obj
+
+    def __reduce__(self):
+        return float, (float(self),)
+
+    def __copy__(self):
+        return float(self)
+
+    def __deepcopy__(self, memo):
+        return float(self)
+
+
+class RecordRef:
+    """Stands for the per-doc record under another metric key of the same doc; lmms-eval's JSON
+    fallback writes it as ``<BENCH record: see 'KEY'>``."""
+
+    __slots__ = ("key", "record")
+
+    def __init__(self, record: dict, key: str):
+        self.record = record
+        self.key = key
+
+    def __str__(self) -> str:
+        return f"<{self.record.get('benchmark', 'spatial-tasks')} record: see {self.key!r}>"
+
+    __repr__ = __str__
+
+
+def is_record_ref(value: object) -> bool:
+    """Whether a logged value is a RecordRef's pointer string."""
+    return isinstance(value, str) and value.startswith("<") and " record: see '" in value and value.endswith("'>")
+
+
+def fan_out(record: dict, names: Sequence[str]) -> dict:
+    """``process_results``' return: the record under the first metric, a RecordRef elsewhere."""
+    return {name: record if k == 0 else RecordRef(record, names[0]) for k, name in enumerate(names)}
+
+
+def unwrap(items: Iterable[Any]) -> list:
+    return [item.record if isinstance(item, RecordRef) else item for item in items]
+
+
+def aggregation(name: str, function: MetricFunction) -> Callable[[list], PooledValue]:
+    """An lmms-eval aggregation for metric ``name``: ``function`` of the records, pooled-able."""
+
+    def agg(items: list) -> PooledValue:
+        records = unwrap(items)
+        return PooledValue(function(records), records, name, function)
+
+    agg.__name__ = agg.__qualname__ = f"agg_{name}"
+    agg.__doc__ = function.__doc__
+    return agg
+
+
+def pool_subtasks(values: list, sizes: list, weight_by_size: bool = True) -> float:
+    """Group aggregation (``aggregate_metric_list: aggregation: !function ...pool_subtasks``): the
+    metric recomputed on the union of the subtasks' records -- never a mean of means."""
+    from loguru import logger as log
+
+    pooled = [v for v in values if isinstance(v, PooledValue)]
+    if len(pooled) != len(values) or not pooled:
+        log.warning("group metric: a subtask value carries no records (not made by spatial_tasks); reporting "
+                    "NaN. `spatial-tasks rescore` recomputes it from the samples.")
+        return math.nan
+    names = {v.metric for v in pooled}
+    if len(names) != 1:
+        log.warning(f"group metric: subtask values of different metrics {sorted(names)}; reporting NaN")
+        return math.nan
+    records = [r for v in pooled for r in v.records]
+    function = pooled[0].function
+    return PooledValue(function(records), records, names.pop(), function)
+
+
+# ------------------------------------------------------------------------------------------
+# 6. First-token logits carried in the response text
+
+PAYLOAD_KEY = "spatial_tasks_yesno"  # marks a response string as a logit payload
+
+
+def encode_payload(answer: str, logit_yes: float, logit_no: float, text: str = "", **extra: Any) -> str:
+    """A *_yesno model's response: the first-token logits as JSON (``extra``: e.g. the token ids)."""
+    return json.dumps({PAYLOAD_KEY: 1, "answer": answer, "logit_yes": logit_yes, "logit_no": logit_no,
+                       "text": text, **extra})
+
+
+def is_payload(response: object) -> bool:
+    """Whether a response claims to be a logit payload (it may still be malformed)."""
+    return isinstance(response, str) and PAYLOAD_KEY in response
+
+
+def decode_payload(response: object) -> dict | None:
+    """The payload of a *_yesno response as a dict (logit_yes, logit_no as floats, text, and any
+    extra fields); None for plain text and a malformed payload. Never raises."""
+    if not is_payload(response):
+        return None
+    try:
+        data = json.loads(response)
+        if not isinstance(data, dict):
+            return None
+        logit_yes, logit_no = data["logit_yes"], data["logit_no"]
+        if isinstance(logit_yes, bool) or isinstance(logit_no, bool):
+            return None
+        return {**data, "logit_yes": float(logit_yes), "logit_no": float(logit_no),
+                "text": str(data.get("text", ""))[:200]}
+    except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
+        return None
+
+
+# ------------------------------------------------------------------------------------------
+# 7. lmms-eval's own answer readers
+
+
+def embspatial_answer_letter(response: str) -> str:
+    """lmms-eval's ``embspatial`` task's letter reader (empty when it finds none)."""
+    from lmms_eval.tasks.embspatial.utils import _extract_answer_letter
+
+    return _extract_answer_letter(response) or ""
+
+
+def cv_bench_answer_letter(response: str) -> str:
+    """lmms-eval's ``cv_bench`` task's letter reader (empty when it finds none)."""
+    from lmms_eval.tasks.cv_bench.utils import _extract_answer_letter
+
+    return _extract_answer_letter(response) or ""
+
+
+# ------------------------------------------------------------------------------------------
+# Contracts: every assumption above, checked against the installed lmms-eval
+
+
+def contract_problems() -> list[str]:
+    """One line per assumption about lmms-eval that does not hold (empty when all hold)."""
+    import inspect
+
+    problems: list[str] = []
+
+    def check(what: str, test: Callable[[], bool]) -> None:
+        try:
+            ok = test()
+        except Exception as err:  # noqa: BLE001 - any failure means the assumption broke
+            problems.append(f"{what}: {type(err).__name__}: {err}")
+            return
+        if not ok:
+            problems.append(what)
+
+    def task_manager():
+        from lmms_eval.tasks import TaskManager
+
+        return TaskManager
+
+    def configurable_task():
+        from lmms_eval.api.task import ConfigurableTask
+
+        return ConfigurableTask
+
+    check("(1) TaskManager.initialize_tasks(include_path, ...) builds the task index (task discovery)",
+          lambda: "include_path" in inspect.signature(task_manager().initialize_tasks).parameters)
+    check("(1) the lmms_eval.models entry-point group is loaded with ModelManifest(model_id, simple_class_path)",
+          lambda: {"model_id", "simple_class_path"} <= set(inspect.signature(
+              __import__("lmms_eval.models.registry_v2", fromlist=["ModelManifest"]).ModelManifest).parameters))
+    check("(2) ConfigurableTask.__init__ sets DATASET_PATH/NAME, then calls self.download(self.config.dataset_kwargs)",
+          lambda: "self.download(self.config.dataset_kwargs)" in inspect.getsource(configurable_task().__init__))
+    check("(2) ConfigurableTask.download calls config.process_docs(split) on the loaded splits",
+          lambda: "self.config.process_docs(self.dataset[split])" in inspect.getsource(_unpatched_download()))
+    check("(3) ConfigurableTask.download is a tenacity retry wrapper (retry_with exists)",
+          lambda: hasattr(_unpatched_download(), "retry_with"))
+    check("(2) TaskConfig has the dataset / prompt / metadata fields TaskData reads",
+          lambda: {"dataset_path", "dataset_name", "dataset_kwargs", "test_split", "process_docs",
+                   "lmms_eval_specific_kwargs", "metadata"} <= set(
+              __import__("lmms_eval.api.task", fromlist=["TaskConfig"]).TaskConfig.__dataclass_fields__))
+    check("(2) lmms-eval resolves a task's lmms_eval_specific_kwargs before download (task.lmms_eval_specific_kwargs)",
+          lambda: "self.lmms_eval_specific_kwargs" in inspect.getsource(configurable_task()._prepare_model_specific_config))
+    check("(3) the CLI catches Exception (not SystemExit) around an evaluation",
+          lambda: "except Exception as e:" in inspect.getsource(__import__("lmms_eval.__main__", fromlist=["x"]).cli_evaluate))
+    check("(4) a group's aggregate_metric_list aggregation is called as fn(subtask values, sizes, weight_by_size) "
+          "and matches metric names as substrings",
+          lambda: all(s in inspect.getsource(__import__("lmms_eval.evaluator_utils", fromlist=["x"]).consolidate_group_results)
+                      for s in ("aggregate_fn(", 'metric_config["metric"] not in metric')))
+    check("(5) logged samples write unknown objects with str()",
+          lambda: __import__("lmms_eval.utils", fromlist=["x"]).handle_non_serializable(RecordRef({}, "k"))
+          == "<spatial-tasks record: see 'k'>")
+    check("(7) lmms-eval's embspatial and cv_bench letter readers read '(B)' and 'Answer: C'",
+          lambda: (embspatial_answer_letter("(B)"), cv_bench_answer_letter("(B)")) == ("B", "B"))
+    return problems
+
+
+def _unpatched_download():
+    from lmms_eval.api.task import ConfigurableTask
+
+    download = ConfigurableTask.download
+    return download.__wrapped__ if getattr(download, "_spatial_tasks", False) else download

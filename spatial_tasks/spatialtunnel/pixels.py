@@ -1,0 +1,414 @@
+"""Where the two objects of a SpatialTunnel image are, read from its pixels.
+
+The official tables (``cubec/spatialtunnel``) hold only ``index, image, question, answer``: no
+positions, angles or depths. The question names both objects by colour and shape ("the red cube"),
+and its template plus the answer say which one is farther (``questions.resolve_template``). This
+module finds each named object's centre in the image, so that the loader can apply the paper's
+split (the farther object higher or lower, 5 % of the height ambiguous) and place the image in the
+16 x 16 grid of Fig. 4 (each object's direction from the image centre, the vanishing point).
+
+How an object is found (``locate``):
+
+1. **Chromatic objects** (red, yellow, green, cyan, blue, magenta). Pixels whose colour is far from
+   the tunnel's own colour are foreground: saturation at least ``MIN_SATURATION`` and a hue away
+   from the walls' hue (the walls' hue and saturation are measured on the image itself, so a warm
+   or grey tunnel both work); a pixel whose hue lies near the walls' needs ``MIN_SATURATION_NEAR_WALL``.
+   Connected foreground regions are objects; each is named by the hue range (``HUE_RANGES``) most
+   of its pixels fall into, so the dark or pale rim of a shaded object stays with its object.
+2. **Black objects** reflect their surroundings and look dark grey, not black: the test is that
+   they are much darker than the empty tunnel would be at that place *under the same light*. The
+   empty tunnel is estimated from the dataset's other images (``Background``): the per-pixel median
+   of the ``NEIGHBOURS`` images whose overall brightness pattern is closest (the sun's rotation is
+   the only thing that changes the lighting, and objects sit elsewhere in other images). Regions
+   darker than ``DARK_RATIO`` of that estimate, away from chromatic objects and from the vanishing
+   point (where no object on a wall can be), are black objects. Without other images (a single
+   image), a grey closing of the image itself stands in for the empty tunnel.
+3. **Two objects of one colour** (a red cube and a red sphere): both rest on the tunnel's walls at
+   fixed depths, so the farther one is the one nearer the vanishing point (in the square tunnel's
+   own measure, the larger of |dx| and |dy|) -- the geometry the benchmark is built on.
+
+The centre of an object is the centroid of its region. An object that cannot be found (no region
+of its colour, or two where one was expected) is reported with the reason and never guessed: the
+loader counts such questions as ``unknown`` and names their rows.
+
+Measured on our own renders (tests/spatialtunnel/test_pixels.py, and the render test for a fresh
+128 px set): centroids within about a pixel of the recorded projections of the object centres. So
+two objects whose rows differ by less than ``LEVEL_PX`` pixels (``level_tolerance``) are taken as
+level: the farther one is then not higher, which the paper's split calls counter, and it is
+ambiguous under the 5 % rule. Only such near-level pairs, and pairs within that tolerance of the
+5 % line, can be filed differently from the recorded positions.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from PIL import Image
+from scipy import ndimage
+
+from spatial_tasks.spatialtunnel import geometry
+from spatial_tasks.spatialtunnel.schema import COLORS
+
+CHROMATIC = tuple(c for c in COLORS if c != "black")
+# Hue ranges in degrees, [start, end): wide enough for the nominal hues (0, 60, 120, ...) and for
+# what a warm sky light makes of them (our renders: red ~5, yellow ~45, green ~110, cyan ~160, blue
+# ~235, magenta ~333).
+HUE_RANGES = {"red": (345.0, 25.0), "yellow": (25.0, 80.0), "green": (80.0, 145.0), "cyan": (145.0, 200.0),
+              "blue": (200.0, 275.0), "magenta": (275.0, 345.0)}
+MIN_SATURATION = 0.3
+MIN_SATURATION_NEAR_WALL = 0.6  # a hue within WALL_HUE_BAND of the walls' (yellow on a warm tunnel)
+WALL_HUE_BAND = 25.0
+MIN_CHROMA = 0.06  # max - min of RGB: below it (dark pixels) the hue is 8-bit noise
+MIN_CHROMA_NEAR_WALL = 0.12
+DARK_RATIO = 0.6  # a black object is darker than this share of the empty tunnel at its place
+NEIGHBOURS = 5
+FEATURE_SIDE = 32  # the brightness pattern compared to choose neighbours: a 32 x 32 thumbnail
+CENTRE_EXCLUSION = 0.05  # of the image side: the vanishing point, where no object on a wall can be
+MIN_AREA_FRACTION = 1.5e-4  # of the image: smaller regions are noise (1.6 px at 128 px)
+LEVEL_PX = 1.0  # at 128 px; scales with the image height (level_tolerance)
+
+
+@dataclass(frozen=True)
+class Found:
+    """One object's region: centroid (column, row) in pixels, area in pixels, its colour name."""
+
+    x: float
+    y: float
+    area: int
+    colour: str
+
+
+@dataclass
+class Located:
+    """The two objects of one image (obj1 farther) or why they could not both be found."""
+
+    far: Found | None = None
+    near: Found | None = None
+    width: int = 0
+    height: int = 0
+    problem: str | None = None
+    regions: list[Found] = field(default_factory=list, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None and self.far is not None and self.near is not None
+
+
+def level_tolerance(height: int) -> float:
+    """Rows closer than this many pixels are level (see the module docstring)."""
+    return LEVEL_PX * height / 128.0
+
+
+# ------------------------------------------------------------------------------------------
+# Pixels
+
+
+def decode(data: bytes) -> np.ndarray:
+    """An encoded image as float RGB in [0, 1], shape (H, W, 3)."""
+    with Image.open(io.BytesIO(data)) as image:
+        return np.asarray(image.convert("RGB"), dtype=np.float32) / 255.0
+
+
+def hsv(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Hue in degrees [0, 360), saturation and value in [0, 1]."""
+    high = rgb.max(axis=-1)
+    low = rgb.min(axis=-1)
+    spread = high - low
+    safe = np.where(spread > 1e-6, spread, 1.0)
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    hue = np.where(high == r, (g - b) / safe, np.where(high == g, 2.0 + (b - r) / safe, 4.0 + (r - g) / safe))
+    hue = np.where(spread > 1e-6, (hue * 60.0) % 360.0, 0.0)
+    saturation = np.where(high > 0, spread / np.where(high > 0, high, 1.0), 0.0)
+    return hue, saturation, high
+
+
+def hue_distance(a: np.ndarray | float, b: float) -> np.ndarray:
+    d = np.abs((np.asarray(a) - b) % 360.0)
+    return np.minimum(d, 360.0 - d)
+
+
+def in_range(hue: np.ndarray, start: float, end: float) -> np.ndarray:
+    return (hue >= start) | (hue < end) if start > end else (hue >= start) & (hue < end)
+
+
+def thumbnail(value: np.ndarray) -> np.ndarray:
+    """The brightness pattern of an image, FEATURE_SIDE x FEATURE_SIDE (block means)."""
+    h, w = value.shape
+    rows = np.linspace(0, h, FEATURE_SIDE + 1).astype(int)
+    cols = np.linspace(0, w, FEATURE_SIDE + 1).astype(int)
+    summed = np.add.reduceat(np.add.reduceat(value, rows[:-1], axis=0), cols[:-1], axis=1)
+    counts = np.outer(np.diff(rows), np.diff(cols))
+    return (summed / counts).astype(np.float32).ravel()
+
+
+class Background:
+    """The empty tunnel under an image's light, from other images of the same dataset.
+
+    ``images`` yields the encoded bytes of image k; thumbnails are computed once, and the
+    neighbours of an image are decoded only when a black object is looked for in it.
+    """
+
+    def __init__(self, thumbnails: np.ndarray, image_bytes, neighbours: int = NEIGHBOURS):
+        self.thumbnails = np.asarray(thumbnails, dtype=np.float32)
+        self.image_bytes = image_bytes
+        self.neighbours = neighbours
+
+    def __len__(self) -> int:
+        return len(self.thumbnails)
+
+    def estimate(self, k: int, shape: tuple[int, int]) -> np.ndarray | None:
+        """The median brightness of image k's nearest neighbours (None with too few images)."""
+        if len(self) <= self.neighbours:
+            return None
+        distance = ((self.thumbnails - self.thumbnails[k]) ** 2).sum(axis=1)
+        distance[k] = np.inf
+        values = []
+        for j in np.argsort(distance)[: self.neighbours]:
+            value = hsv(decode(self.image_bytes(int(j))))[2]
+            if value.shape == shape:
+                values.append(value)
+        return np.median(np.stack(values), axis=0) if len(values) >= 3 else None
+
+
+# ------------------------------------------------------------------------------------------
+# Regions
+
+
+def _regions(mask: np.ndarray, min_area: int) -> list[np.ndarray]:
+    labels, count = ndimage.label(mask)
+    if not count:
+        return []
+    sizes = ndimage.sum_labels(np.ones_like(labels), labels, index=np.arange(1, count + 1))
+    return [labels == k + 1 for k in range(count) if sizes[k] >= min_area]
+
+
+def _centroid(region: np.ndarray) -> tuple[float, float]:
+    rows, cols = np.nonzero(region)
+    return float(cols.mean() + 0.5), float(rows.mean() + 0.5)
+
+
+def _at_vanishing_point(region: np.ndarray) -> bool:
+    """A region centred on the vanishing point: the tunnel's far end, never an object on a wall."""
+    h, w = region.shape
+    x, y = _centroid(region)
+    return max(abs(x - w / 2), abs(y - h / 2)) < CENTRE_EXCLUSION * w
+
+
+def _wall_colour(hue: np.ndarray, saturation: np.ndarray, value: np.ndarray) -> tuple[float, float]:
+    """(hue, saturation) of the tunnel itself: the median over clearly lit, weakly coloured pixels."""
+    lit = (value > 0.2) & (saturation < 0.5) & (saturation > 0.05)
+    if lit.sum() < 50:
+        return 0.0, 0.0
+    angles = np.radians(hue[lit])
+    mean = math.degrees(math.atan2(np.sin(angles).mean(), np.cos(angles).mean())) % 360.0
+    return mean, float(np.median(saturation[lit]))
+
+
+def chromatic_regions(rgb: np.ndarray) -> tuple[list[Found], np.ndarray]:
+    """Every coloured object region (named by its pixels' majority hue range), and the mask of
+    all coloured pixels."""
+    hue, saturation, value = hsv(rgb)
+    wall_hue, wall_saturation = _wall_colour(hue, saturation, value)
+    near_wall = hue_distance(hue, wall_hue) < WALL_HUE_BAND
+    needed = np.where(near_wall, max(MIN_SATURATION_NEAR_WALL, wall_saturation + 0.2), MIN_SATURATION)
+    chroma = saturation * value
+    mask = (saturation >= needed) & (chroma >= np.where(near_wall, MIN_CHROMA_NEAR_WALL, MIN_CHROMA))
+    min_area = max(3, int(MIN_AREA_FRACTION * mask.size))
+    found = []
+    for region in _regions(mask, min_area):
+        if _at_vanishing_point(region):
+            continue
+        votes = {name: int((in_range(hue[region], *HUE_RANGES[name])).sum()) for name in CHROMATIC}
+        ranked = sorted(votes.items(), key=lambda kv: -kv[1])
+        (first, n1), (second, n2) = ranked[0], ranked[1]
+        if n2 >= 0.3 * region.sum() and n2 >= min_area:  # two touching objects: split by colour
+            for name in (first, second):
+                part = region & in_range(hue, *HUE_RANGES[name])
+                x, y = _centroid(part)
+                found.append(Found(x, y, int(part.sum()), name))
+            continue
+        x, y = _centroid(region)
+        found.append(Found(x, y, int(region.sum()), first))
+    return found, mask
+
+
+def black_regions(rgb: np.ndarray, coloured: np.ndarray, empty: np.ndarray | None) -> list[Found]:
+    """Regions much darker than the empty tunnel (``empty``: its brightness under this image's
+    light; None: estimated from the image itself), away from coloured objects and the vanishing
+    point."""
+    value = hsv(rgb)[2]
+    h, w = value.shape
+    if empty is None:  # no other images: the image with its dark spots closed over
+        side = max(3, int(round(0.12 * w)))
+        empty = ndimage.grey_closing(value, size=(side, side))
+    dark = value < DARK_RATIO * np.maximum(empty, 0.02)
+    dark &= ~ndimage.binary_dilation(coloured, iterations=2)
+    min_area = max(3, int(MIN_AREA_FRACTION * dark.size))
+    found = []
+    for region in _regions(dark, min_area):
+        if _at_vanishing_point(region):
+            continue
+        x, y = _centroid(region)
+        found.append(Found(x, y, int(region.sum()), "black"))
+    return found
+
+
+# ------------------------------------------------------------------------------------------
+# The two objects of a question
+
+
+def square_radius(found: Found, width: int, height: int) -> float:
+    """Distance from the vanishing point in the square tunnel's measure: max(|dx|, |dy|)."""
+    return max(abs(found.x - width / 2), abs(found.y - height / 2))
+
+
+def colour_of(name: str) -> str | None:
+    """The colour word of an object name ("red cube" -> "red"), or None."""
+    first = name.strip().lower().split(" ", 1)[0]
+    return first if first in COLORS else None
+
+
+Ring = tuple[float, float]  # (low, high) square radius of one role's objects, as a share of the width
+RING_MARGIN = 0.015  # of the width, around a ring measured on the coloured objects
+
+
+def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | None = None,
+           rings: dict[str, Ring] | None = None) -> Located:
+    """Find the farther object ``far_name`` and the nearer ``near_name`` (names as in the question,
+    "<colour> <shape>"). ``empty``: the empty tunnel's brightness under this image's light
+    (``Background.estimate``), needed only for black objects. ``rings``: where the dataset's far
+    and near objects lie ({"far": (low, high), "near": ...} in square radius over width, measured
+    on its coloured objects by ``measure_rings``); a candidate off its ring is not that object."""
+    h, w = rgb.shape[:2]
+    out = Located(width=w, height=h)
+    colours = {"far": colour_of(far_name), "near": colour_of(near_name)}
+    if None in colours.values():
+        unknown = far_name if colours["far"] is None else near_name
+        out.problem = f"{unknown!r} does not start with one of the colours {list(COLORS)}"
+        return out
+    found, coloured = chromatic_regions(rgb)
+    if "black" in colours.values():
+        found += black_regions(rgb, coloured, empty)
+    out.regions = found
+
+    def candidates(role: str) -> list[Found]:
+        mine = [f for f in found if f.colour == colours[role]]
+        if rings and role in rings:
+            low, high = rings[role]
+            mine = [f for f in mine if low - RING_MARGIN <= square_radius(f, w, h) / w <= high + RING_MARGIN]
+        return sorted(mine, key=lambda f: -f.area)
+
+    if colours["far"] == colours["near"] and not rings:  # one pool: the farther is nearer the vanishing point
+        pool = candidates("far")
+        colour = colours["far"]
+        if len(pool) < 2:
+            out.problem = f"no {colour} object found" if not pool else f"one {colour} region where two objects are {colour}"
+            return out
+        if len(pool) > 2 and pool[2].area >= 0.5 * pool[1].area:
+            out.problem = f"{len(pool)} {colour} regions of similar size where two {colour} objects are named"
+            return out
+        out.far, out.near = sorted(pool[:2], key=lambda f: square_radius(f, w, h))
+        return out
+    for role in ("far", "near"):
+        mine = candidates(role)
+        colour = colours[role]
+        where = " where the dataset's " + role + " objects lie" if rings and role in rings else ""
+        if not mine:
+            out.problem = f"no {colour} object found{where}"
+            return out
+        if len(mine) > 1 and mine[1].area >= 0.5 * mine[0].area:
+            out.problem = f"{len(mine)} {colour} regions of similar size{where} for one {colour} object"
+            return out
+        setattr(out, role, mine[0])
+    if out.far is out.near:
+        out.problem = f"the {colours['far']} objects could not be told apart"
+    return out
+
+
+def measure_rings(located: Sequence[Located], min_count: int = 5) -> dict[str, Ring]:
+    """Where the far and near objects of a dataset lie (square radius over width, 2nd to 98th
+    percentile), measured on the coloured objects found; a role seen fewer than ``min_count``
+    times gets no ring."""
+    rings = {}
+    for role in ("far", "near"):
+        radii = [square_radius(getattr(loc, role), loc.width, loc.height) / loc.width for loc in located
+                 if loc.ok and getattr(loc, role).colour != "black"]
+        if len(radii) >= min_count:
+            rings[role] = (float(np.percentile(radii, 2)), float(np.percentile(radii, 98)))
+    return rings
+
+
+def cell_index(found: Found, width: int, height: int, grid: int) -> int:
+    """The angular position (0..grid-1) of an object: its direction from the vanishing point,
+    measured from the image's right (+X) towards its top, to the nearest of ``grid`` positions."""
+    angle = math.degrees(math.atan2(height / 2 - found.y, found.x - width / 2)) % 360.0
+    return int(round(angle / (360.0 / grid))) % grid
+
+
+def nearest(found: Sequence[Found], x: float, y: float) -> Found | None:
+    return min(found, key=lambda f: (f.x - x) ** 2 + (f.y - y) ** 2, default=None)
+
+
+# ------------------------------------------------------------------------------------------
+# A whole dataset, and the split of one image
+
+BLACK_UNCERTAINTY = 3.0  # a black object's row is known to about this many LEVEL_PX (darker, blurrier edges)
+
+
+def locate_all(image_bytes: Callable[[int], bytes], names: Sequence[tuple[str, str]],
+               progress: Callable[[Iterable[int]], Iterable[int]] = lambda rows: rows) -> list[Located]:
+    """``locate`` for every image k of a dataset (``image_bytes(k)``; ``names[k]`` = (far, near)):
+    coloured objects first, whose positions give each role's ring (``measure_rings``); then black
+    objects, each against the empty tunnel under its own light (``Background``) and on its ring."""
+    count = len(names)
+    located: list[Located | None] = [None] * count
+    thumbnails = []
+    later = []
+    for k in progress(range(count)):
+        rgb = decode(image_bytes(k))
+        thumbnails.append(thumbnail(hsv(rgb)[2]))
+        far, near = names[k]
+        if "black" in (colour_of(far), colour_of(near)):
+            later.append(k)
+        else:
+            located[k] = locate(rgb, far, near)
+    rings = measure_rings([loc for loc in located if loc is not None])
+    background = Background(np.stack(thumbnails) if thumbnails else np.zeros((0, FEATURE_SIDE ** 2)), image_bytes)
+    for k in later:
+        rgb = decode(image_bytes(k))
+        located[k] = locate(rgb, *names[k], background.estimate(k, rgb.shape[:2]), rings)
+    return [loc if loc is not None else Located(problem="not analysed") for loc in located]
+
+
+@dataclass(frozen=True)
+class Split:
+    """The paper's split of one image from its pixels: ``three_way`` / ``two_way`` as in
+    geometry.Relation, or "unknown" with ``problem`` saying why."""
+
+    three_way: str
+    two_way: str
+    dy: float | None
+    problem: str | None = None
+
+
+def split_of(loc: Located) -> Split:
+    """Consistent / counter / ambiguous from the located centres (see the module docstring):
+    rows within the measurement tolerance are level (counter, ambiguous); with a black object the
+    tolerance is ``BLACK_UNCERTAINTY`` times larger, and a pair that close to a line is unknown."""
+    if not loc.ok:
+        return Split("unknown", "unknown", None, loc.problem)
+    h = loc.height
+    dy = loc.near.y - loc.far.y
+    black = "black" in (loc.far.colour, loc.near.colour)
+    tolerance = level_tolerance(h) * (BLACK_UNCERTAINTY if black else 1.0)
+    line = geometry.AMBIGUOUS_FRACTION * h
+    if black and (abs(dy) <= tolerance or abs(abs(dy) - line) <= tolerance):
+        edge = "level" if abs(dy) <= tolerance else f"{geometry.AMBIGUOUS_FRACTION:.0%} line"
+        return Split("unknown", "unknown", dy, f"a black object's row is known to +-{tolerance:.1f} px and the "
+                                              f"objects are {abs(dy):.1f} px apart (near the {edge})")
+    relation = geometry.vertical_relation(loc.far.y, loc.near.y, h, level=tolerance)
+    return Split(relation.three_way, relation.two_way, dy)
