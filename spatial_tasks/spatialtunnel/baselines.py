@@ -38,7 +38,14 @@ def always_yes(doc: dict) -> str:
 
 @rule("spatialtunnel", "vertical")
 def vertical(doc: dict) -> str:
-    _require(doc, "y1", "y2")
+    """The shortcut as the split defines it: the farther object is the higher one, so obj1 is
+    believed farther exactly on consistent images (positions measured in the pixels are level
+    within their tolerance: counter); where the split is unknown, by the rows themselves, and
+    without rows (objects the pixels did not show) it has no belief: p = 0.5."""
+    if doc.get("relation_two_way") in ("consistent", "counter"):
+        return _answer(doc, obj1_farther=doc["relation_two_way"] == "consistent")
+    if doc.get("y1") is None or doc.get("y2") is None:
+        return encode_payload(YesNoLogits(0.0, 0.0, "unknown"))
     return _answer(doc, obj1_farther=doc["y1"] < doc["y2"])
 
 

@@ -88,13 +88,16 @@ class SourceError(DataError):
 
 
 def to_docs(dataset: datasets.Dataset, origin: Origin | None = None, variant: str | None = None, *,
-            label: str | None = None, check_images: bool = True) -> datasets.Dataset:
+            label: str | None = None, check_images: bool = True, grid: int = geometry.DEFAULT_GRID) -> datasets.Dataset:
     """Canonical per-question docs (images as references) for any supported source, checked.
 
     ``origin`` says where the rows came from (``TaskData.origin``); without it errors name
     ``label`` and the split's rows. ``variant`` is the task's (phase or size): the official tables
-    do not say it, and our generator's rows must agree with it.
+    do not say it, and our generator's rows must agree with it. ``grid``: the angular positions
+    per object of an official table (the paper's 16; our generator's rows record their own).
     """
+    if not isinstance(grid, int) or isinstance(grid, bool) or not 2 <= grid <= 360:
+        raise SourceError(f"grid {grid!r}: the angular positions per object are an integer 2-360 (the paper's: 16)")
     origin = origin or in_memory(label or "spatialtunnel")
     if variant is not None and variant not in VARIANTS:
         raise SourceError(f"variant {variant!r} is not one of {list(VARIANTS)}")
@@ -104,7 +107,7 @@ def to_docs(dataset: datasets.Dataset, origin: Origin | None = None, variant: st
     if fmt == GENERATED:
         docs = list(_docs_from_generated(dataset, origin, variant, check_images))
     else:
-        docs = list(_docs_from_official(dataset, origin, variant or "phase", check_images))
+        docs = list(_docs_from_official(dataset, origin, variant or "phase", check_images, grid))
     return datasets.Dataset.from_list(docs)
 
 
@@ -296,7 +299,8 @@ def _resolve_columns(names: Iterable[str]) -> dict[str, str]:
     return found
 
 
-def _docs_from_official(dataset: datasets.Dataset, origin: Origin, variant: str, check: bool) -> Iterable[dict]:
+def _docs_from_official(dataset: datasets.Dataset, origin: Origin, variant: str, check: bool,
+                        grid: int) -> Iterable[dict]:
     cols = _resolve_columns(dataset.column_names)
     per_question = {"question", "answer"} <= cols.keys()
     encoding = _image_encoding(dataset.features[cols["image"]], cols["image"], origin)
@@ -305,7 +309,7 @@ def _docs_from_official(dataset: datasets.Dataset, origin: Origin, variant: str,
     rows = []
     for row in range(len(dataset)):
         get = {field: meta[col][row] for field, col in cols.items() if field != "image"}
-        rows.append(_official_row(get, row, origin, per_question, variant))
+        rows.append(_official_row(get, row, origin, per_question, variant, grid))
     seen: dict[tuple[str, int], int] = {}
     for row, r in enumerate(rows):
         for template_id, _, _ in r["items"]:
@@ -349,7 +353,7 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin) 
     located = pixels.locate_all(lambda k: table.encoded(distinct[k]), [(rows[r]["obj1"], rows[r]["obj2"]) for r in distinct],
                                 progress=lambda ks: images.progress(ks, "SpatialTunnel: locating objects"))
     by_key = {keys[row]: loc for row, loc in zip(distinct, located)}
-    unknown = []
+    unknown, cells_unknown = [], []
     for row, r in enumerate(rows):
         loc = by_key[keys[row]]
         split = pixels.split_of(loc)
@@ -358,10 +362,13 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin) 
                    relation=split.three_way, relation_two_way=split.two_way)
         if loc.ok:
             geo.update(x1=loc.far.x, y1=loc.far.y, x2=loc.near.x, y2=loc.near.y,
-                       theta1_index=pixels.cell_index(loc.far, loc.width, loc.height, geo["grid"]),
-                       theta2_index=pixels.cell_index(loc.near, loc.width, loc.height, geo["grid"]))
-            geo.update(theta1=geometry.theta_degrees(geo["theta1_index"], geo["grid"]),
-                       theta2=geometry.theta_degrees(geo["theta2_index"], geo["grid"]))
+                       theta1_index=pixels.certain_cell(loc.far, loc.width, loc.height, geo["grid"]),
+                       theta2_index=pixels.certain_cell(loc.near, loc.width, loc.height, geo["grid"]))
+            for i in ("1", "2"):
+                index = geo[f"theta{i}_index"]
+                geo[f"theta{i}"] = None if index is None else geometry.theta_degrees(index, geo["grid"])
+            if None in (geo["theta1_index"], geo["theta2_index"]):
+                cells_unknown.append(row)
         if split.problem is not None:
             unknown.append((row, split.problem))
     if unknown:
@@ -369,9 +376,12 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin) 
         more = f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else ""
         log.warning(f"{origin.where}: {len(unknown)} of {len(rows)} question(s) could not be placed from the pixels "
                     f"and count as unknown (outside v_cons, v_ctr and the cell grid): {shown}{more}")
+    if cells_unknown:
+        log.info(f"{origin.where}: {len(cells_unknown)} question(s) have a black object too close to a cell's edge to "
+                 f"tell its cell (left out of the cell grid; first: {origin.locate(cells_unknown[0])})")
 
 
-def _official_row(get: dict, row: int, origin: Origin, per_question: bool, variant: str) -> dict:
+def _official_row(get: dict, row: int, origin: Origin, per_question: bool, variant: str, grid: int) -> dict:
     def bad(field: str, problem: str) -> SourceError:
         return SourceError(f"{origin.locate(row)}, field {field!r}: {problem}")
 
@@ -394,7 +404,7 @@ def _official_row(get: dict, row: int, origin: Origin, per_question: bool, varia
                 raise bad(field, f"empty object name {name!r}")
         items = [(q["template_id"], q["question"], q["answer"]) for q in questions_for(obj1, obj2)]
     return {"image_id": image_id, "obj1": obj1, "obj2": obj2, "items": items,
-            "geometry": {**_official_geometry(get, variant, bad), "geometry": "columns"}}
+            "geometry": {**_official_geometry(get, variant, bad, grid), "geometry": "columns"}}
 
 
 def _yes_no(value: object) -> str | None:
@@ -414,13 +424,12 @@ def _number(get: dict, field: str, bad) -> float | None:
     return finite_number(value, field, bad)
 
 
-def _official_geometry(get: dict, variant: str, bad) -> dict:
+def _official_geometry(get: dict, variant: str, bad, grid: int) -> dict:
     """Geometry fields derivable from an official row: pixel centres if given, else from angles."""
     geo = {f: _number(get, f, bad) for f in NUMERIC_FIELDS}
     for field in ("width", "height"):
         if geo[field] is not None and (geo[field] <= 0 or geo[field] != int(geo[field])):
             raise bad(field, f"image {field} must be a positive number of pixels, got {get[field]!r}")
-    grid = geometry.DEFAULT_GRID
     for i in ("1", "2"):
         index = geo.pop(f"theta{i}_index")
         if index is not None and not (index == int(index) and 0 <= index < grid):

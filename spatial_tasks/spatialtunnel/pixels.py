@@ -349,6 +349,21 @@ def cell_index(found: Found, width: int, height: int, grid: int) -> int:
     return int(round(angle / (360.0 / grid))) % grid
 
 
+def certain_cell(found: Found, width: int, height: int, grid: int) -> int | None:
+    """``cell_index``, or None when the object's position is not known well enough to tell its
+    cell: a black object (known to ``BLACK_UNCERTAINTY`` level tolerances) whose direction lies
+    closer to a cell's edge than that uncertainty turns it."""
+    if found.colour != "black":
+        return cell_index(found, width, height, grid)
+    radius = math.hypot(found.x - width / 2, found.y - height / 2)
+    uncertainty = level_tolerance(height) * BLACK_UNCERTAINTY
+    turn = math.degrees(math.atan2(uncertainty, max(radius, 1e-6)))
+    angle = math.degrees(math.atan2(height / 2 - found.y, found.x - width / 2)) % 360.0
+    step = 360.0 / grid
+    to_edge = step / 2 - abs(angle / step - round(angle / step)) * step
+    return cell_index(found, width, height, grid) if to_edge > turn else None
+
+
 def nearest(found: Sequence[Found], x: float, y: float) -> Found | None:
     return min(found, key=lambda f: (f.x - x) ** 2 + (f.y - y) ** 2, default=None)
 

@@ -28,8 +28,9 @@ class LogitsMissingError(RuntimeError):
 
 def _docs(variant: str):
     def build(dataset: datasets.Dataset, data: TaskData) -> datasets.Dataset:
-        """The loaded split, checked and mapped onto canonical docs of the task's variant."""
-        return load.to_docs(dataset, data.origin(dataset), variant)
+        """The loaded split, checked and mapped onto canonical docs of the task's variant; an
+        official table's grid is the task's ``metadata.grid`` (the paper's 16)."""
+        return load.to_docs(dataset, data.origin(dataset), variant, grid=data.metadata.get("grid", 16))
 
     return build
 

@@ -208,3 +208,38 @@ def test_probing_variant_renders_pairs_that_probe_reads(tmp_path):
     data = load_probe_pairs(out / "contrastive_probing")
     assert data.layout == "prompts" and [p.label for p in data.pairs] == [r["answer"] for r in rows]
     assert "contrastive_probing" in (out / "README.md").read_text()
+
+
+def test_a_fresh_128px_phase_set_is_split_from_its_pixels_as_recorded(tmp_path):
+    """A fresh render (the paper's 16-position grid, one shard of 8: 32 images at 128 px) rewritten
+    in the official layout (no geometry columns): the pixel-derived split and cells equal the
+    recorded ones wherever they are known; what cannot be told is unknown, never misfiled."""
+    import datasets
+
+    from spatial_tasks.common.origin import origin_for
+    from spatial_tasks.spatialtunnel import load, pixels
+
+    from spatialtunnel.official_tables import official_rows, write_official  # tests/ is on sys.path
+
+    out = gen.generate("phase", tmp_path / "st", grid=16, per_cell=1, resolution=128, samples=4, seed=11,
+                       shard="3/8", workers=2)
+    generated = datasets.load_dataset("parquet", data_files=[str(p) for p in (out / "phase_variation").glob("*.parquet")],
+                                      split="train")
+    rows, recorded = official_rows(generated)
+    path = write_official(tmp_path / "official", "phase_variation", rows)
+    kwargs = {"data_files": {"train": path.name}}
+    loaded = datasets.load_dataset(str(path.parent), split="train", **kwargs)
+    docs = load.to_docs(loaded, origin_for(loaded, str(path.parent), None, "train", kwargs), "phase", grid=16)
+    tolerance = 2 * pixels.level_tolerance(128)
+    unknown = 0
+    for doc, rec in zip(docs, recorded):
+        truth = geometry.vertical_relation(rec["pixel1"][1], rec["pixel2"][1], rec["height"])
+        near_a_line = abs(truth.dy) < tolerance or abs(abs(truth.dy) - 0.05 * rec["height"]) < tolerance
+        if doc["relation"] == "unknown":
+            unknown += 1
+        elif not near_a_line:
+            assert (doc["relation"], doc["relation_two_way"]) == (truth.three_way, truth.two_way), rec["image_id"]
+        for i in ("1", "2"):
+            if doc[f"theta{i}_index"] is not None:
+                assert doc[f"theta{i}_index"] == rec[f"theta{i}_index"], rec["image_id"]
+    assert len(docs) == 4 * 32 and unknown <= 0.15 * len(docs)

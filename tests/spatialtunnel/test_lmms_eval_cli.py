@@ -116,6 +116,30 @@ def test_user_yaml_points_a_task_at_a_local_dataset(tmp_path):
     assert len(run.samples["spatialtunnel_mine"]) == 4 * 16
 
 
+def test_custom_task_reads_a_copy_of_the_official_release(tmp_path):
+    """A folder laid out like cubec/spatialtunnel (phase_variation.parquet: index, image, question,
+    answer -- no geometry): the split comes from the pixels, and the shortcut scores 1 / 0 on it."""
+    import datasets
+
+    from .official_tables import official_rows, write_official
+
+    generated = datasets.load_dataset("parquet", split="train",
+                                      data_files="tasks/spatialtunnel/sample/phase_variation/test-00000-of-00001.parquet")
+    rows, _ = official_rows(generated)
+    release = tmp_path / "spatialtunnel"
+    write_official(release, "phase_variation", rows)
+    made = subprocess.run([SPATIAL_TASKS, "custom-task", "spatialtunnel_logit_phase", "--data", str(release),
+                           "--out", str(tmp_path / "tasks"), "--name", "st_release"], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    assert "phase_variation.parquet" in (tmp_path / "tasks" / "st_release.yaml").read_text()
+    run = run_lmms_eval(tmp_path / "out", "spatial_baseline", "rule=vertical", "st_release",
+                        "--include_path", str(tmp_path / "tasks"))
+    m = run.metrics("st_release")
+    assert (m["v_cons"], m["v_ctr"]) == (pytest.approx(1.0), pytest.approx(0.0))
+    records = [s["v"] for s in run.samples["st_release"]]
+    assert len(records) == len(rows) and {r["relation"] for r in records} >= {"consistent", "counter"}
+
+
 @pytest.mark.slow
 def test_tiny_qwen_runs_both_protocols(tiny_qwen_dir, tmp_path):
     args = f"pretrained={tiny_qwen_dir},{TINY_QWEN_ARGS}"
