@@ -457,8 +457,14 @@ def probe_command(
                                                    "--data, recompute metrics and figures from --out.")] = None,
     data: Annotated[str | None, typer.Option(help="Probing pairs: a .parquet/.tsv file or folder (our generator's "
                                                   "probing variant, EmbSpatial-style TSV) or cubec/spatialtunnel.")] = None,
-    per_category: Annotated[int | None, typer.Option(help="At most this many pairs per answer (the authors: 200).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the distance references and of --per-category.")] = 42,
+    per_category: Annotated[int, typer.Option(help="At most this many pairs per answer, drawn as the authors draw "
+                                                   "them (their default, 200); 0: every pair.")] = 200,
+    seed: Annotated[int, typer.Option(help="Seed of the distance references (the cap always draws with 42, as "
+                                           "the authors).")] = 42,
+    strict: Annotated[bool, typer.Option("--strict", help="Refuse rows that cannot make a pair (default: skip "
+                                                          "and count them, as the authors).")] = False,
+    layer: Annotated[int | None, typer.Option(help="Report metrics and the PCA at this layer (default: the "
+                                                  "paper's layer, else App. D.4's choice).")] = None,
     batch_size: Annotated[int, typer.Option(help="Pairs per forward pass (each pair is two prompts).")] = 8,
     device: Annotated[str, typer.Option(help="torch device: cpu, cuda, cuda:1 ...")] = "cpu",
     dtype: Annotated[str, typer.Option(help="Model weights dtype: bfloat16, float16, float32.")] = "bfloat16",
@@ -471,7 +477,7 @@ def probe_command(
 
     chosen = parse_layers(layers)
     if model is None and data is None:
-        summary = recompute(out)
+        summary = recompute(out, layer)
     elif model is None or data is None:
         raise ValueError("--model and --data go together (neither: recompute from --out)")
     else:
@@ -479,14 +485,22 @@ def probe_command(
         from spatial_tasks.spatialtunnel.probe_data import load_probe_pairs
 
         _one_of("--dtype", dtype, ("bfloat16", "float16", "float32"))
-        pairs = load_probe_pairs(data, per_category=per_category, seed=seed)
+        pairs = load_probe_pairs(data, per_category=per_category, seed=seed, strict=strict)
         skipped = f", skipped {dict(pairs.skipped)}" if pairs.skipped else ""
-        typer.echo(f"{len(pairs.pairs)} pairs from {data} ({pairs.layout} layout): {pairs.counts()}{skipped}")
+        capped = f", {pairs.capped} left out by --per-category {per_category}" if pairs.capped else ""
+        typer.echo(f"{len(pairs.pairs)} pairs from {data} ({pairs.layout} layout): {pairs.counts()}{skipped}{capped}")
+        for row in pairs.skipped_rows:
+            typer.echo(f"  skipped: {row}")
         summary = run_probe(lambda: load_hidden_state_model(model, family, device=device, dtype=dtype), pairs, out,
-                            model_name=model, batch_size=batch_size, overwrite=overwrite, layers=chosen)
+                            model_name=model, batch_size=batch_size, overwrite=overwrite, layers=chosen, layer=layer)
     at = summary.metrics["at_layer"]
-    typer.echo(f"{summary.done}/{summary.total} pairs probed; layer {summary.layer} ({summary.why}): "
-               + ", ".join(f"{k} {v:.3f}" for k, v in at.items()))
+    zero = summary.metrics.get("zero_deltas") or 0
+    zeros = f" ({zero} zero delta(s): identical prompts, cosine 0)" if zero else ""
+    if at is None:
+        typer.echo(f"{summary.done}/{summary.total} pairs probed; {summary.why}{zeros}")
+    else:
+        typer.echo(f"{summary.done}/{summary.total} pairs probed; layer {summary.layer} ({summary.why}): "
+                   + ", ".join(f"{k} {v:.3f}" for k, v in at.items() if k != "zero_deltas") + zeros)
     if summary.metrics["paper_table5"]:
         typer.echo("paper (Table 5): " + ", ".join(f"{k} {v:.3f}" for k, v in summary.metrics["paper_table5"].items()))
     for path in summary.files:

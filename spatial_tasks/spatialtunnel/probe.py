@@ -54,7 +54,7 @@ class ProbeSummary:
     out: Path
     done: int
     total: int
-    layer: int
+    layer: int | None  # None: no layer qualifies (probing.choose_layer) and none was named
     why: str
     metrics: dict
     files: list[Path]
@@ -118,10 +118,11 @@ def parse_layers(text: str | None) -> list[int] | None:
 
 
 def run_probe(load_model: Callable[[], object], data: ProbeData, out: Path, *, model_name: str,
-              batch_size: int = 8, overwrite: bool = False, layers: list[int] | None = None) -> ProbeSummary:
+              batch_size: int = 8, overwrite: bool = False, layers: list[int] | None = None,
+              layer: int | None = None) -> ProbeSummary:
     """Probe every pair of ``data`` not yet done in ``out`` (``load_model`` is called only when
     something is left to do), at ``layers`` (0-based decoder layers; None: all), then write
-    metrics and figures."""
+    metrics and figures (at ``layer`` when given, else the chosen one)."""
     if batch_size < 1:
         raise ValueError(f"--batch-size must be >= 1, got {batch_size}")
     out = output_folder(out)
@@ -186,7 +187,7 @@ def run_probe(load_model: Callable[[], object], data: ProbeData, out: Path, *, m
         del deltas
     elif meta is None:
         raise ProbeError(f"{out}: nothing to probe (no pairs) and no earlier probe here")
-    return recompute(out)
+    return recompute(out, layer)
 
 
 def _open_deltas(out: Path, meta: dict, mode: str = "r") -> np.ndarray:
@@ -211,8 +212,9 @@ def _write_json(path: Path, value: object) -> None:
     tmp.replace(path)
 
 
-def recompute(out: Path) -> ProbeSummary:
-    """Metrics, the chosen layer and the figures from the saved deltas of ``out`` (no model)."""
+def recompute(out: Path, layer: int | None = None) -> ProbeSummary:
+    """Metrics, the chosen layer (or ``layer``, named by the user) and the figures from the saved
+    deltas of ``out`` (no model)."""
     out = Path(out)
     meta = _read_meta(out)
     if meta is None:
@@ -226,11 +228,20 @@ def recompute(out: Path) -> ProbeSummary:
     saved = _layers(meta)
     per_layer = {layer: probing.metrics_of(np.asarray(deltas[k, rows, :]), labels)
                  for k, layer in enumerate(tqdm(saved, desc="metrics per layer", unit="layer", leave=False))}
-    layer, why = probing.choose_layer(per_layer, meta["num_layers"], meta["model"])
+    if layer is not None:
+        if layer not in per_layer:
+            raise ProbeError(f"--layer {layer}: {out} holds layers {saved[0]}-{saved[-1]}"
+                             if saved == list(range(saved[0], saved[-1] + 1)) else
+                             f"--layer {layer}: {out} holds layers {saved}")
+        why = "named with --layer"
+    else:
+        layer, why = probing.choose_layer(per_layer, meta["num_layers"], meta["model"])
     counts = {label: labels.count(label) for label in probing.AXIS_OF}
     paper = probing.paper_table5(meta["model"], meta["num_layers"])
+    zero = max((m["zero_deltas"] for m in per_layer.values()), default=0)
     result = {"model": meta["model"], "data": meta["data"], "pairs_done": len(rows), "pairs": meta["pairs"],
-              "counts": counts, "layer": layer, "layer_reason": why, "at_layer": per_layer[layer],
+              "counts": counts, "layer": layer, "layer_reason": why,
+              "at_layer": None if layer is None else per_layer[layer], "zero_deltas": zero,
               "paper_table5": paper, "per_layer": {str(k): v for k, v in per_layer.items()}}
     _write_json(out / METRICS, result)
     with open(out / METRICS_CSV, "w", newline="", encoding="utf-8") as handle:
@@ -245,7 +256,8 @@ def recompute(out: Path) -> ProbeSummary:
         stale.unlink()
 
     files = [out / METRICS, out / METRICS_CSV,
-             coherence_plot(per_layer, layer, meta["model"], paper, out / "coherence.png"),
-             pca_plot(np.asarray(deltas[saved.index(layer), rows, :]), labels, layer, meta["model"],
-                      out / f"pca_layer{layer}.png")]
+             coherence_plot(per_layer, layer, meta["model"], paper, out / "coherence.png")]
+    if layer is not None:
+        files.append(pca_plot(np.asarray(deltas[saved.index(layer), rows, :]), labels, layer, meta["model"],
+                              out / f"pca_layer{layer}.png"))
     return ProbeSummary(out=out, done=len(rows), total=meta["pairs"], layer=layer, why=why, metrics=result, files=files)

@@ -29,7 +29,15 @@ names the file, row and field):
    when it names both). ``under``/``beneath`` are ``below``.
 
 Rows whose distance target or every candidate reference is empty or "unknown" are skipped, as
-in the authors' code, and counted in ``ProbeData.skipped``.
+in the authors' code, and counted in ``ProbeData.skipped``. So is a row that cannot make a pair --
+a question in none of the templates, an unknown category or answer, the same object twice: the
+authors' code skips such rows with a warning, and one odd row must not stop a 1,200-row run. The
+first of them are named (``ProbeData.skipped_rows``); ``strict`` refuses such a file instead.
+Anything else wrong (a missing column, a duplicate index, a damaged image) is an error.
+
+Pairs are capped at ``per_category`` per answer (default 200, the authors' default), drawn as the
+authors draw them: one ``random.Random(42)``, the answers in CATEGORY_ORDER, ``sample`` only where
+there are more pairs than the cap (the source order is kept). ``per_category=0`` keeps every pair.
 """
 
 from __future__ import annotations
@@ -63,6 +71,9 @@ CATEGORY_ORDER = ("left", "right", "above", "below", "far", "close")
 ALIASES = {"under": "below", "beneath": "below", "near": "close", "closer": "close", "farther": "far"}
 OFFICIAL_REPO = "cubec/spatialtunnel"
 OFFICIAL_FILE = "contrastive_probing.tsv"
+PER_CATEGORY = 200  # the authors' --max-samples-per-category default (0: no limit)
+CAP_SEED = 42  # the authors' random.Random(42) for the cap, whatever --seed says
+NAMED_SKIPS = 5  # skipped rows named in messages
 _UNKNOWN = {"", "unknown", "n/a"}  # as the authors filter: "None" may name an object
 # "... (the) X and (the) Y in/positioned/..." -- the two objects of an EmbSpatial relation question.
 _OBJECT_PAIR = re.compile(r"\b(?:of|between|are)\s+(?:the\s+)?(?P<a>.+?)\s+and\s+(?:the\s+)?(?P<b>.+?)\s+"
@@ -99,6 +110,8 @@ class ProbeData:
     source: str
     layout: str
     skipped: Counter = field(default_factory=Counter)
+    skipped_rows: list[str] = field(default_factory=list)  # the first rows skipped: "FILE, row K: why"
+    capped: int = 0  # pairs left out by the per-category cap
 
     def counts(self) -> dict[str, int]:
         found = Counter(pair.label for pair in self.pairs)
@@ -118,34 +131,43 @@ def question_pair(question: str) -> tuple[str, str, str] | None:
 # Sources
 
 
-def load_probe_pairs(source: str | Path, *, per_category: int | None = None, seed: int = 42) -> ProbeData:
+def load_probe_pairs(source: str | Path, *, per_category: int = PER_CATEGORY, seed: int = 42,
+                     strict: bool = False) -> ProbeData:
     """Every pair of ``source`` (a parquet/TSV file, a folder of them, or a Hub dataset id, see
-    ``resolve_source``), checked; at most ``per_category`` per answer (a seeded sample, source
-    order kept; the authors use 200)."""
+    ``resolve_source``), checked; at most ``per_category`` per answer (0: all), drawn as the
+    authors draw them (module docstring). ``seed`` draws the distance references; ``strict``
+    refuses rows that cannot make a pair instead of skipping them."""
+    if not isinstance(per_category, int) or isinstance(per_category, bool) or per_category < 0:
+        raise ValueError(f"--per-category must be an integer >= 0 (0: every pair), got {per_category!r}")
     files = resolve_source(source)
     rng = random.Random(seed)
     pairs: list[ProbePair] = []
     skipped: Counter = Counter()
+    skipped_rows: list[str] = []
     layouts = set()
     for path in files:
         dataset, origin = _read(path)
         layout = detect_layout(dataset.column_names, origin)
         layouts.add(layout)
-        pairs += _pairs(dataset, origin, layout, rng, skipped)
+        pairs += _pairs(dataset, origin, layout, rng, skipped, skipped_rows, strict)
     if not pairs:
-        raise ProbeDataError(f"{source}: no usable probing pair ({dict(skipped) or 'no rows'})")
+        named = f"; first: {'; '.join(skipped_rows)}" if skipped_rows else ""
+        raise ProbeDataError(f"{source}: no usable probing pair ({dict(skipped) or 'no rows'}){named}")
     seen: dict[str, str] = {}
     for pair in pairs:
         if pair.pair_id in seen:
             raise ProbeDataError(f"{pair.where}, field 'index': duplicate index {pair.pair_id!r} "
                                  f"(also at {seen[pair.pair_id]})")
         seen[pair.pair_id] = pair.where
-    if per_category is not None:
-        pairs = cap_per_category(pairs, per_category, seed)
-    return ProbeData(pairs=pairs, source=str(source), layout="+".join(sorted(layouts)), skipped=skipped)
+    total = len(pairs)
+    if per_category:
+        pairs = cap_per_category(pairs, per_category)
+    return ProbeData(pairs=pairs, source=str(source), layout="+".join(sorted(layouts)), skipped=skipped,
+                     skipped_rows=skipped_rows, capped=total - len(pairs))
 
 
-def cap_per_category(pairs: Sequence[ProbePair], per_category: int, seed: int) -> list[ProbePair]:
+def cap_per_category(pairs: Sequence[ProbePair], per_category: int, seed: int = CAP_SEED) -> list[ProbePair]:
+    """At most ``per_category`` pairs per answer, as the authors draw them (module docstring)."""
     if per_category < 1:
         raise ValueError(f"per_category must be >= 1, got {per_category}")
     rng = random.Random(seed)
@@ -218,8 +240,12 @@ def detect_layout(columns: Sequence[str], origin: Origin) -> str:
     return "prompts"
 
 
+class _Skip(ProbeDataError):
+    """A row that cannot make a pair (skipped, or an error under ``strict``)."""
+
+
 def _pairs(dataset: datasets.Dataset, origin: Origin, layout: str, rng: random.Random,
-           skipped: Counter) -> list[ProbePair]:
+           skipped: Counter, skipped_rows: list[str], strict: bool) -> list[ProbePair]:
     text_columns = [c for c in dataset.column_names if c != "image"]
     table = dataset.select_columns(text_columns).with_format("arrow")[:].to_pydict()
     encoding = "base64" if isinstance(dataset.features["image"], datasets.Value) else "image"
@@ -230,17 +256,25 @@ def _pairs(dataset: datasets.Dataset, origin: Origin, layout: str, rng: random.R
         get = {name: values[row] for name, values in table.items()}
 
         def bad(name: str, problem: str, row: int = row) -> ProbeDataError:
-            return ProbeDataError(f"{origin.locate(row)}, field {name!r}: {problem}")
+            return _Skip(f"{origin.locate(row)}, field {name!r}: {problem}")
 
-        if layout == "prompts":
-            made = _from_prompt(get, bad)
-        else:
-            made = _from_objects(get, options, rng, bad, skipped)
+        try:
+            if layout == "prompts":
+                made = _from_prompt(get, bad)
+            else:
+                made = _from_objects(get, options, rng, bad, skipped)
+            if made is not None and made[1].strip().lower() == made[2].strip().lower():
+                raise bad("question", f"the two objects are the same ({short(made[1])}): swapping them changes nothing")
+        except _Skip as err:
+            if strict:
+                raise ProbeDataError(f"{err} (--strict refuses rows that cannot make a pair)") from None
+            skipped["cannot make a pair"] += 1
+            if len(skipped_rows) < NAMED_SKIPS:
+                skipped_rows.append(str(err))
+            continue
         if made is None:
             continue
         label, query, reference = made
-        if query.strip().lower() == reference.strip().lower():
-            raise bad("question", f"the two objects are the same ({short(query)}): swapping them changes nothing")
         image = cells.encoded(row)
         images.check_image(image, cells.where(row))
         pair_id = str(get.get("index", get.get("question_id", row)))

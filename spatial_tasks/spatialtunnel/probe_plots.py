@@ -18,9 +18,11 @@ LABEL_COLOURS = {"left": "#dd8452", "right": "#f3c29b", "above": "#55a868", "bel
                  "far": "#8172b3", "close": "#c6bde0"}
 
 
-def coherence_plot(per_layer: Mapping[int, Mapping[str, float]], chosen: int, model: str,
+def coherence_plot(per_layer: Mapping[int, Mapping[str, float]], chosen: int | None, model: str,
                    paper: Mapping[str, float] | None, path: Path) -> Path:
-    """Two panels over the layers: Coh_H/V/D, then VD-EI (Eq. 3, solid; the code's, dashed)."""
+    """Two panels over the layers: Coh_H/V/D, then VD-EI (Eq. 3, solid; the code's, dashed);
+    ``chosen``: the analysis layer (None: no layer qualified)."""
+    paper = paper if chosen is not None else None
     layers = sorted(per_layer)
     fig = Figure(figsize=(9, 6.4))
     top, bottom = fig.subplots(2, 1, sharex=True)
@@ -38,13 +40,15 @@ def coherence_plot(per_layer: Mapping[int, Mapping[str, float]], chosen: int, mo
         bottom.scatter([chosen], [paper["VD-EI"]], marker="*", s=120, color="#c44e52", edgecolor="black",
                        zorder=3, label="paper, Table 5")
     for ax in (top, bottom):
-        ax.axvline(chosen, color="grey", linestyle=":", linewidth=1)
+        if chosen is not None:
+            ax.axvline(chosen, color="grey", linestyle=":", linewidth=1)
         ax.axhline(0, color="black", linewidth=0.5)
         ax.grid(alpha=0.3)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     top.set_ylabel("axis coherence\n(mean pairwise cosine)")
     bottom.set_ylabel("VD-EI")
-    bottom.set_xlabel(f"decoder layer (0-based); dotted: chosen layer {chosen}")
+    bottom.set_xlabel("decoder layer (0-based); " + (f"dotted: chosen layer {chosen}" if chosen is not None
+                                                       else "no layer qualifies (App. D.4)"))
     top.legend(fontsize=8, loc="best")
     bottom.legend(fontsize=8, loc="best")
     top.set_title(f"Contrastive probing, {model}" + ("  (stars: paper's Table 5 at its layer)" if paper else ""),

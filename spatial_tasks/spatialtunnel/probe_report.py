@@ -31,8 +31,13 @@ def probe_section(probes: list[Path], out: Path) -> tuple[list[Path], list[str]]
         reasons.append(f"- Layer of `{folder}`: {summary.why}.")
         m = summary.metrics
         name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(folder).resolve().name)
-        table.append(f"| {folder} | {m['model']} | {summary.done}/{summary.total} | {summary.layer} | "
-                     + " | ".join(number(m["at_layer"][k], signed=True) for k in KEYS) + " |")
+        at = m["at_layer"] or {}
+        table.append(f"| {folder} | {m['model']} | {summary.done}/{summary.total} | "
+                     f"{'none qualifies' if summary.layer is None else summary.layer} | "
+                     + " | ".join(number(at.get(k), signed=True) for k in KEYS) + " |")
+        if m.get("zero_deltas"):
+            reasons.append(f"- `{folder}`: {m['zero_deltas']} zero delta(s) (the swapped prompt gave the same hidden "
+                           "state; cosine 0, as the authors' code).")
         if m["paper_table5"]:
             table.append(f"| paper, Table 5 | {m['model']} | | {summary.layer} | "
                          + " | ".join(number(m["paper_table5"].get(k), signed=True) for k in KEYS) + " |")

@@ -61,18 +61,23 @@ def sign_corrected(deltas: np.ndarray, labels: Sequence[str]) -> np.ndarray:
 
 
 def mean_pairwise_cosine(vectors: np.ndarray) -> float:
-    """Mean cosine over all unordered pairs of rows: (|Σ u_i|² − n) / (n (n − 1)) with u_i = v_i / |v_i|.
-    NaN for fewer than two rows; a zero row is an error (it has no direction)."""
+    """Mean cosine over all unordered pairs of rows: (|Σ u_i|² − Σ |u_i|²) / (n (n − 1)) with
+    u_i = v_i / |v_i|. A zero row (the swapped prompt gave the same hidden state) has no direction:
+    its cosine with anything is 0, as the authors' code computes it (scikit-learn's
+    ``cosine_similarity``); ``zero_rows`` counts them. NaN for fewer than two rows."""
     vectors = np.asarray(vectors, dtype=np.float64)
     n = vectors.shape[0]
     if n < 2:
         return float("nan")
     norms = np.linalg.norm(vectors, axis=1)
-    if (norms == 0).any():
-        raise ValueError("a zero delta has no direction: the swapped prompt gave the same hidden state")
-    unit = vectors / norms[:, None]
+    unit = np.divide(vectors, norms[:, None], out=np.zeros_like(vectors), where=norms[:, None] > 0)
     total = unit.sum(axis=0)
-    return float((total @ total - n) / (n * (n - 1)))
+    return float((total @ total - int((norms > 0).sum())) / (n * (n - 1)))
+
+
+def zero_rows(vectors: np.ndarray) -> int:
+    """How many deltas are exactly zero (counted and reported: they pull a coherence towards 0)."""
+    return int((np.linalg.norm(np.asarray(vectors, dtype=np.float64), axis=1) == 0).sum())
 
 
 def axis_coherence(deltas: np.ndarray, labels: Sequence[str], axis: str) -> float:
@@ -85,9 +90,10 @@ def axis_coherence(deltas: np.ndarray, labels: Sequence[str], axis: str) -> floa
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    """Cosine; 0 with a zero vector, as the authors' code (scikit-learn) computes it."""
     na, nb = np.linalg.norm(a), np.linalg.norm(b)
     if na == 0 or nb == 0:
-        return float("nan")
+        return 0.0
     return float(a @ b / (na * nb))
 
 
@@ -110,9 +116,11 @@ def vd_ei(deltas: np.ndarray, labels: Sequence[str]) -> float:
 
 
 def metrics_of(deltas: np.ndarray, labels: Sequence[str]) -> dict[str, float]:
-    """{"Coh_H", "Coh_V", "Coh_D", "VD-EI", "VD-EI (code)"} of one layer's (items x hidden) deltas."""
+    """{"Coh_H", "Coh_V", "Coh_D", "VD-EI", "VD-EI (code)", "zero_deltas"} of one layer's
+    (items x hidden) deltas."""
     return {**{f"Coh_{axis}": axis_coherence(deltas, labels, axis) for axis in AXES},
-            "VD-EI": vd_ei(deltas, labels), "VD-EI (code)": vd_ei_code(deltas, labels)}
+            "VD-EI": vd_ei(deltas, labels), "VD-EI (code)": vd_ei_code(deltas, labels),
+            "zero_deltas": zero_rows(deltas)}
 
 
 def layer_metrics(deltas_by_layer: Mapping[int, np.ndarray], labels: Sequence[str]) -> dict[int, dict[str, float]]:
@@ -175,14 +183,19 @@ def candidate_layers(metrics: Mapping[int, Mapping[str, float]], num_layers: int
     return sorted(union & keep)
 
 
-def choose_layer(metrics: Mapping[int, Mapping[str, float]], num_layers: int, model_name: str = "") -> tuple[int, str]:
+def choose_layer(metrics: Mapping[int, Mapping[str, float]], num_layers: int,
+                 model_name: str = "") -> tuple[int | None, str]:
     """(layer, why): the paper's layer for the paper's models (``paper_layer``), else the layer of
     the App. D.4 candidate range closest to all three axis peaks (largest min over axes of
-    Coh_axis / peak; deeper wins ties), else the layer with the largest mean coherence."""
+    Coh_axis / peak; deeper wins ties). When no layer meets the criteria, (None, why): no layer
+    qualifies, as the authors' code returns None -- never a fallback; name one with ``--layer``."""
     known = paper_layer(model_name, num_layers)
     if known is not None and known in metrics:
         return known, "the paper's layer for this model (App. D.1)"
     candidates = candidate_layers(metrics, num_layers)
+    if not candidates:
+        return None, ("no layer qualifies: none is near every axis's coherence peak outside the final layers "
+                      "(App. D.4); name one with --layer")
     peaks = {axis: max((m[f"Coh_{axis}"] for m in metrics.values() if np.isfinite(m[f"Coh_{axis}"])), default=0.0)
              for axis in AXES}
 
@@ -191,13 +204,4 @@ def choose_layer(metrics: Mapping[int, Mapping[str, float]], num_layers: int, mo
         ratios = [r if np.isfinite(r) else 0.0 for r in ratios]
         return (min(ratios, default=0.0), layer)
 
-    if candidates:
-        return max(candidates, key=closeness), "App. D.4 rule: near-peak coherence on every axis, not a final layer"
-    finite = {}
-    for layer, m in metrics.items():
-        values = [m[f"Coh_{axis}"] for axis in AXES if np.isfinite(m[f"Coh_{axis}"])]
-        if values:
-            finite[layer] = float(np.mean(values))
-    if not finite:
-        raise ValueError("no layer has a finite axis coherence: too few items per axis")
-    return max(finite, key=lambda layer: (finite[layer], layer)), "largest mean coherence (no layer near every peak)"
+    return max(candidates, key=closeness), "App. D.4 rule: near-peak coherence on every axis, not a final layer"

@@ -68,11 +68,14 @@ def test_deltas_are_swapped_minus_original_at_every_layer(tiny_model, pairs, tmp
     assert np.abs(deltas).max() > 0  # the swap changes the state
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     labels = [pairs.pairs[row].label for row in range(18)]
-    expected = probing.metrics_of(deltas[metrics["layer"]], labels)
-    assert metrics["at_layer"] == pytest.approx(expected)
+    per_layer = {k: probing.metrics_of(deltas[k], labels) for k in (0, 1)}
+    assert (metrics["layer"], metrics["layer_reason"]) == probing.choose_layer(per_layer, 2, "tiny")
     assert set(metrics["per_layer"]) == {"0", "1"} and metrics["counts"] == {label: 3 for label in probing.AXIS_OF}
     assert metrics["paper_table5"] is None
-    for name in ("coherence.png", f"pca_layer{metrics['layer']}.png", "metrics.csv"):
+    named = recompute(tmp_path / "out", layer=1)  # --layer: the user's choice of layer
+    assert (named.layer, named.why) == (1, "named with --layer")
+    assert named.metrics["at_layer"] == pytest.approx(per_layer[1])
+    for name in ("coherence.png", "pca_layer1.png", "metrics.csv"):
         assert (tmp_path / "out" / name).stat().st_size > 0
     records = [json.loads(line) for line in (tmp_path / "out" / "pairs.jsonl").read_text().splitlines()]
     assert [r["row"] for r in records] == list(range(18))
@@ -130,10 +133,19 @@ def test_cli_probe_and_recompute(tiny_qwen_dir, tmp_path):
                           str(tmp_path / "out"), "--batch-size", "3", "--dtype", "float32"],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert "12 pairs from" in run.stdout and "12/12 pairs probed; layer" in run.stdout
+    assert "12 pairs from" in run.stdout and "12/12 pairs probed; " in run.stdout
+    chosen = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    if chosen["layer"] is None:  # the random model's coherences may leave no layer qualifying: said, not hidden
+        assert "no layer qualifies" in run.stdout and "--layer" in run.stdout
+    else:
+        assert f"12/12 pairs probed; layer {chosen['layer']}" in run.stdout
     assert "probing pairs" in run.stderr  # the progress bar
-    again = subprocess.run([*cli, "probe", "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
-    assert again.returncode == 0 and "12/12 pairs probed" in again.stdout
+    again = subprocess.run([*cli, "probe", "--out", str(tmp_path / "out"), "--layer", "0"], capture_output=True,
+                           text=True, timeout=120)
+    assert again.returncode == 0 and "12/12 pairs probed; layer 0 (named with --layer): Coh_H" in again.stdout
+    wrong = subprocess.run([*cli, "probe", "--out", str(tmp_path / "out"), "--layer", "5"], capture_output=True,
+                           text=True, timeout=120)
+    assert wrong.returncode == 2 and "--layer 5:" in wrong.stderr and "holds layers 0-1" in wrong.stderr
     lone = subprocess.run([*cli, "probe", "--out", str(tmp_path / "x"), "--model", str(tiny_qwen_dir)],
                           capture_output=True, text=True, timeout=120)
     assert lone.returncode == 2 and lone.stderr.strip() == "error: --model and --data go together (neither: recompute from --out)"
@@ -145,7 +157,9 @@ def test_layers_keep_only_those_layers(tiny_model, pairs, tmp_path):
     kept = np.load(tmp_path / "one" / "deltas.npy")
     assert kept.shape == (1, 18, 64)
     np.testing.assert_allclose(kept[0], np.load(tmp_path / "all" / "deltas.npy")[1], atol=1e-5)
-    assert summary.layer == 1 and set(summary.metrics["per_layer"]) == {"1"}
+    assert set(summary.metrics["per_layer"]) == {"1"}
+    per_layer = {1: summary.metrics["per_layer"]["1"]}
+    assert (summary.layer, summary.why) == probing.choose_layer(per_layer, 2, "tiny")
     with pytest.raises(ProbeError, match=r"another set of layers \(it holds \[1\]\)"):
         run_probe(lambda: tiny_model, pairs, tmp_path / "one", model_name="tiny", layers=[0, 1])
     with pytest.raises(ValueError, match=r"--layers \[2\]: tiny has decoder layers 0..1"):

@@ -3,6 +3,8 @@ and one clear error per bad field."""
 
 from __future__ import annotations
 
+import re
+
 from collections import Counter
 from pathlib import Path
 
@@ -79,13 +81,33 @@ def test_mcq_layout_relation_pairs_take_objects_from_the_question(tmp_path):
     assert [(p.label, p.query, p.reference) for p in data.pairs] == [("left", "lamp", "sofa"), ("above", "cup", "shelf")]
 
 
-def test_per_category_cap_is_a_seeded_sample_in_source_order(tmp_path):
+def test_per_category_cap_draws_as_the_authors_do(tmp_path):
+    """The authors' extract_swap_features: one random.Random(42), the answers in CATEGORY_ORDER,
+    rng.sample only where a category has more pairs than the cap -- whatever --seed says."""
+    import random
+
+    from spatial_tasks.spatialtunnel.probe_data import CATEGORY_ORDER
+
     path = write_prompt_parquet(tmp_path / "cp.parquet", prompt_rows(5))
+    everything = load_probe_pairs(path, per_category=0)
     data = load_probe_pairs(path, per_category=2, seed=1)
-    assert data.counts() == {label: 2 for label in ("left", "right", "above", "below", "far", "close")}
+    assert data.counts() == {label: 2 for label in CATEGORY_ORDER} and data.capped == 30 - 12
+    rng = random.Random(42)
+    expected = set()
+    for label in CATEGORY_ORDER:
+        group = [p.pair_id for p in everything.pairs if p.label == label]
+        expected |= set(rng.sample(group, 2))
+    assert {p.pair_id for p in data.pairs} == expected
     ids = [int(p.pair_id) for p in data.pairs]
-    assert ids == sorted(ids)
-    assert [p.pair_id for p in load_probe_pairs(path, per_category=2, seed=1).pairs] == [p.pair_id for p in data.pairs]
+    assert ids == sorted(ids)  # the source order is kept
+    assert [p.pair_id for p in load_probe_pairs(path, per_category=2, seed=7).pairs] == [p.pair_id for p in data.pairs]
+
+
+def test_the_default_cap_is_the_authors_200_and_zero_keeps_every_pair(tmp_path):
+    path = write_prompt_parquet(tmp_path / "cp.parquet", prompt_rows(205 // 6 + 1))
+    assert len(load_probe_pairs(path).pairs) == len(load_probe_pairs(path, per_category=0).pairs)  # < 200 each
+    with pytest.raises(ValueError, match="--per-category must be an integer >= 0"):
+        load_probe_pairs(path, per_category=-1)
 
 
 def test_folder_source_reads_every_parquet(tmp_path):
@@ -107,13 +129,35 @@ def _bad_prompt(tmp_path, **change) -> Path:
     ({"answer": "left"}, r"row 3, field 'answer': 'left' does not answer a V-axis question"),
     ({"question": "Is the cube above the ball?"}, r"row 3, field 'question': .* none of the three probing templates"),
     ({"question": TEMPLATES["V"].format(query="red cube", reference="Red Cube")}, "the two objects are the same"),
+])
+def test_rows_that_cannot_make_a_pair_are_skipped_counted_and_named(tmp_path, change, message):
+    """As the authors' code: one odd row does not stop the run; it is counted and named. --strict
+    refuses the file instead."""
+    path = _bad_prompt(tmp_path, **change)
+    data = load_probe_pairs(path)
+    assert len(data.pairs) == 5 and data.skipped == {"cannot make a pair": 1}
+    assert len(data.skipped_rows) == 1 and re.search(message, data.skipped_rows[0])
+    assert "bad.parquet" in data.skipped_rows[0]
+    with pytest.raises(ProbeDataError, match=message + ".*--strict refuses"):
+        load_probe_pairs(path, strict=True)
+
+
+@pytest.mark.parametrize("change, message", [
     ({"index": 0}, r"row 3, field 'index': duplicate index '0' \(also at .*row 0\)"),
     ({"image": {"bytes": png(0)[:60], "path": None}}, r"row 3, column 'image'.*(damaged|truncated|not a readable)"),
 ])
-def test_bad_prompt_rows_are_named(tmp_path, change, message):
+def test_damaged_data_is_an_error_naming_the_row(tmp_path, change, message):
     with pytest.raises(DataError, match=message) as info:  # ProbeDataError, or ImageError for an image
         load_probe_pairs(_bad_prompt(tmp_path, **change))
     assert "bad.parquet" in str(info.value)
+
+
+def test_only_the_first_skipped_rows_are_named(tmp_path):
+    rows = prompt_rows(2)
+    for row in rows[:8]:
+        row["answer"] = "sideways"
+    data = load_probe_pairs(write_prompt_parquet(tmp_path / "odd.parquet", rows))
+    assert data.skipped == {"cannot make a pair": 8} and len(data.skipped_rows) == 5 and len(data.pairs) == 4
 
 
 def test_bad_tsv_rows_are_named(tmp_path):
@@ -122,12 +166,15 @@ def test_bad_tsv_rows_are_named(tmp_path):
     cases = [({"category": "behind"}, r"cp.tsv, row 1 \(line 3\), field 'category': 'behind' is not one of"),
              ({"category": "far", "answer": "Z"}, r"field 'answer': 'Z' is not an option letter"),
              ({"answer": "right"}, r"field 'answer': 'right' is neither the category 'left' nor an option letter"),
-             ({"B": ""}, r"field 'B': empty object name"),
-             ({"image": "not base64!"}, r"row 1 \(line 3\), column 'image': not valid base64")]
+             ({"B": ""}, r"field 'B': empty object name")]
     for change, message in cases:
         path = write_tsv(tmp_path / "cp.tsv", [good, {**good, "index": 1, **change}], columns)
+        assert re.search(message, load_probe_pairs(path).skipped_rows[0])
         with pytest.raises(DataError, match=message):
-            load_probe_pairs(path)
+            load_probe_pairs(path, strict=True)
+    path = write_tsv(tmp_path / "cp.tsv", [good, {**good, "index": 1, "image": "not base64!"}], columns)
+    with pytest.raises(DataError, match=r"row 1 \(line 3\), column 'image': not valid base64"):
+        load_probe_pairs(path)
 
 
 @pytest.mark.parametrize("columns, message", [

@@ -83,8 +83,10 @@ def test_layer_metrics_per_layer():
     rng = np.random.default_rng(0)
     out = P.layer_metrics({3: deltas, 1: rng.standard_normal(deltas.shape)}, labels)
     assert list(out) == [1, 3]
-    assert out[3] == pytest.approx({"Coh_H": 1.0, "Coh_V": 1.0, "Coh_D": 1.0, "VD-EI": 1.0, "VD-EI (code)": 1.0})
-    assert abs(out[1]["VD-EI"]) < 0.9 and set(out[1]) == {"Coh_H", "Coh_V", "Coh_D", "VD-EI", "VD-EI (code)"}
+    assert out[3] == pytest.approx({"Coh_H": 1.0, "Coh_V": 1.0, "Coh_D": 1.0, "VD-EI": 1.0, "VD-EI (code)": 1.0,
+                                    "zero_deltas": 0})
+    assert abs(out[1]["VD-EI"]) < 0.9 and set(out[1]) == {"Coh_H", "Coh_V", "Coh_D", "VD-EI", "VD-EI (code)",
+                                                                  "zero_deltas"}
 
 
 @pytest.mark.parametrize("deltas, labels, message", [
@@ -98,9 +100,8 @@ def test_bad_input_is_named(deltas, labels, message):
         P.sign_corrected(deltas, labels)
 
 
-def test_a_zero_delta_is_an_error_not_a_nan():
-    with pytest.raises(ValueError, match="no direction"):
-        P.axis_coherence(np.array([[0.0, 0.0], [1.0, 0.0]]), ["left", "left"], "H")
+def test_a_zero_delta_has_cosine_zero_with_the_others():
+    assert P.axis_coherence(np.array([[0.0, 0.0], [1.0, 0.0]]), ["left", "left"], "H") == 0.0
 
 
 def test_paper_tables_are_kept_as_data():
@@ -149,9 +150,22 @@ def test_candidate_range_and_choice_by_the_d4_rule():
     assert P.choose_layer(metrics, 10, "unknown") == (6, "App. D.4 rule: near-peak coherence on every axis, not a final layer")
 
 
-def test_choice_without_positive_coherence_falls_back_to_the_largest_mean():
-    metrics = {0: _coh(-0.2, -0.1, -0.3), 1: _coh(-0.1, -0.1, -0.1)}
-    layer, why = P.choose_layer(metrics, 2, "unknown")
-    assert layer == 1 and "largest mean" in why
-    with pytest.raises(ValueError, match="finite"):
-        P.choose_layer({0: _coh(float("nan"), float("nan"), float("nan"))}, 1)
+def test_without_a_qualifying_layer_none_is_chosen():
+    """The authors' recommend_layer returns None when no layer meets App. D.3/D.4's criteria: no
+    fallback to the last layers or the largest mean."""
+    for metrics, n in (({0: _coh(-0.2, -0.1, -0.3), 1: _coh(-0.1, -0.1, -0.1)}, 2),
+                       ({0: _coh(float("nan"), float("nan"), float("nan"))}, 1)):
+        layer, why = P.choose_layer(metrics, n, "unknown")
+        assert layer is None and "no layer qualifies" in why and "--layer" in why
+
+
+def test_zero_deltas_count_and_have_cosine_zero():
+    """The authors' cosine (scikit-learn) with a zero vector is 0: a zero delta never stops the
+    metrics; it is counted."""
+    x = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 0.0]])
+    assert P.mean_pairwise_cosine(x) == pytest.approx((1 + 0 + 0) / 3)
+    assert P.zero_rows(x) == 1
+    deltas, labels = _deltas({"left": E[0], "right": -E[0], "above": E[1], "below": -E[1], "far": E[2], "close": -E[2]})
+    deltas[labels.index("far")] = 0.0
+    metrics = P.metrics_of(deltas, labels)
+    assert metrics["zero_deltas"] == 1 and all(np.isfinite(metrics[k]) for k in ("Coh_D", "VD-EI", "VD-EI (code)"))
