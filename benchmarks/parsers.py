@@ -20,10 +20,10 @@ from collections.abc import Callable
 from spatial_tasks.common.choice import read_choice
 from spatial_tasks.common.samples import first_response
 from spatial_tasks.common.yesno import decode_payload, parse_yes_no
-from spatial_tasks.vague.parse import final_part
 from spatial_tasks.o3d.parse import parse_answer
 from spatial_tasks.o3d.prompts import parse_prompt
 from spatial_tasks.spatialtunnel.questions import resolve_template
+from spatial_tasks.vague.parse import final_part
 
 DORI_OPTIONS = ["90 degrees clockwise", "90 degrees counterclockwise", "a", "Cannot be determined"]
 QUESTION = ("Is the object marked with a red circle closer to or farther away from the viewer than the objects "

@@ -9,6 +9,7 @@ SPATIAL_TASKS_DEBUG=1) shows the traceback too. Heavy imports stay inside the co
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import sys
@@ -111,6 +112,23 @@ def list_command() -> None:
         typer.echo(f"{entry.name:<34} {entry.kind:<6} {entry.source}")
 
 
+@app.command("inspect")
+def inspect_command(
+    source: Annotated[str, typer.Argument(help="A local dataset folder, or a Hub id in the local Hugging Face cache.")],
+    benchmark: Annotated[str | None, typer.Option(help="Try only this benchmark's reader: spatialtunnel, o3d, dori, "
+                                                       "vague.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """What a dataset holds (files, configs, splits, columns, a sample row) and which reader takes it."""
+    from spatial_tasks.inspect_source import inspect_source, render
+
+    report = inspect_source(source, benchmark)
+    if as_json:
+        _print_json(report.as_dict())
+    else:
+        typer.echo(render(report))
+
+
 @app.command("custom-task")
 def custom_task_command(
     base_task: Annotated[str, typer.Argument(help="One of our tasks, e.g. spatialtunnel_phase (see `list`).")],
@@ -190,6 +208,9 @@ def generate_dori(
     count: Annotated[int, typer.Option(help="Items per rendered task (each gives a coarse and a granular question).")] = 200,
     images: Annotated[Path | None, typer.Option(help="canonical_orientation: the folder of images to transform.")] = None,
     source: Annotated[str, typer.Option(help="canonical_orientation: the source dataset name of --images.")] = "transformed images",
+    patterns: Annotated[int | None, typer.Option(help="canonical_orientation: drawn pictures with no canonical "
+                                                      "orientation to add, answered 'Cannot be determined' (default: "
+                                                      "one per 8 images, at least 2).")] = None,
     resolution: Annotated[int, typer.Option(help="Image side in pixels.")] = 256,
     samples: SamplesOption = 16,
     seed: Annotated[int, typer.Option(help="Run seed; per-item seeds derive from it and the item id.")] = 0,
@@ -204,8 +225,8 @@ def generate_dori(
     from spatial_tasks.generators.dori.generate import generate, summary
 
     path = generate(task, out, count=count, resolution=resolution, samples=samples, seed=seed, shard=shard,
-                    workers=workers, images=images, source=source, overwrite=overwrite, ray_address=ray,
-                    device=check_device(device))
+                    workers=workers, images=images, source=source, patterns=patterns, overwrite=overwrite,
+                    ray_address=ray, device=check_device(device))
     typer.echo(f"{path}: " + ", ".join(f"{t} {n} questions" for t, n in summary(path).items()))
 
 
@@ -588,6 +609,8 @@ def main(argv: list[str] | None = None) -> None:
     """Console entry (see the module docstring)."""
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or os.environ.get(DEBUG_ENV) == "1"
+    # huggingface_hub says so for every folder whose README has no YAML header: noise here.
+    logging.getLogger("huggingface_hub.repocard").setLevel(logging.ERROR)
     args = with_optional_values([a for a in args if a != "--debug"])
     usage_errors = _usage_errors()
     try:

@@ -350,7 +350,7 @@ def _install_download() -> None:
                 self.config.process_docs = hook
         except (KeyboardInterrupt, SystemExit):
             raise
-        except BaseException as err:  # noqa: BLE001 - every load failure of our tasks is final
+        except BaseException as err:
             failed = TaskDataFailed(data, err)
             print(failed.message, file=sys.stderr, flush=True)  # the terminal's last line; exit status 2
             raise failed from err

@@ -19,11 +19,11 @@ from spatial_tasks.common.choice import OUTCOMES, read_choice
 from spatial_tasks.common.samples import first_response
 from spatial_tasks.common.yesno import UNPARSEABLE, decode_payload, parse_yes_no
 from spatial_tasks.dori.soft import OPTION_READERS
-from spatial_tasks.vague.parse import final_part
 from spatial_tasks.o3d import schema
 from spatial_tasks.o3d.parse import LABELS, parse_answer, trace_answer
 from spatial_tasks.o3d.prompts import parse_prompt
 from spatial_tasks.spatialtunnel.questions import resolve_template
+from spatial_tasks.vague.parse import final_part
 
 EXAMPLES = 20_000
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,

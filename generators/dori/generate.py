@@ -14,7 +14,12 @@ item, and ``DIR/README.md`` is rendered for every config present.
 
 canonical_orientation transforms every image of a folder (PIL: rotations and flips, in order;
 a quarter of the images are left as they are) and asks whether it is canonical and which
-operations, in order, restore it.
+operations, in order, restore it. It adds ``--patterns`` images that have no canonical
+orientation (a plain ball, symmetric patterns: drawn, the same after every rotation and flip),
+whose answer is "Cannot be determined" (the paper's Fig. 24); an image of the folder that is such a
+symmetric picture is asked the same way. Transformed images are kept under a name that holds the
+source image's content hash, so a replaced source is transformed again; two sources with one name
+stem (cat.png, cat.jpg) are refused.
 
 Folders are guarded like SpatialTunnel's (generators/common/folder.py): one run at a time, other
 image-defining flags refused unless --overwrite, killed renders' scratch removed.
@@ -22,6 +27,7 @@ image-defining flags refused unless --overwrite, killed renders' scratch removed
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import logging
@@ -32,9 +38,6 @@ from typing import Any
 
 import datasets
 from PIL import Image
-
-from spatial_tasks.common.images import open_image
-from spatial_tasks.dori.schema import GENERATED_FEATURES
 from spatial_tasks.generators.common import dataset as ds
 from spatial_tasks.generators.common.folder import OutputFolder
 from spatial_tasks.generators.common.jobs import (
@@ -47,6 +50,9 @@ from spatial_tasks.generators.common.jobs import (
     threads_per_worker,
 )
 from spatial_tasks.generators.dori import sampling, scene
+
+from spatial_tasks.common.images import open_image
+from spatial_tasks.dori.schema import GENERATED_FEATURES
 
 log = logging.getLogger(__name__)
 
@@ -157,19 +163,76 @@ def apply_operations(image: Image.Image, ops: list[str]) -> Image.Image:
     return image
 
 
-def canonical_rows(images_dir: Path, out: Path, seed: int, shard: str, source: str) -> list[dict]:
+PATTERN_SIDE = 96
+
+
+def pattern_images(count: int) -> dict[str, Image.Image]:
+    """``count`` drawn pictures with no canonical orientation, alternately a plain shaded ball and a
+    pattern of concentric squares and rings (each the same after every rotation and flip)."""
+    from PIL import ImageDraw
+
+    out = {}
+    for k in range(count):
+        image = Image.new("RGB", (PATTERN_SIDE, PATTERN_SIDE), (235, 232, 225))
+        draw = ImageDraw.Draw(image)
+        c = PATTERN_SIDE // 2
+        hue = [(200, 60, 50), (50, 120, 200), (60, 160, 80), (180, 150, 40)][k // 2 % 4]
+        if k % 2 == 0:  # a ball: discs darkening towards the rim, no light direction
+            for r in range(34, 0, -2):
+                shade = 1.0 - 0.5 * r / 34
+                draw.ellipse([c - r, c - r, c + r - 1, c + r - 1], fill=tuple(int(v * shade) for v in hue))
+            out[f"pattern-ball-{k:03d}.png"] = image
+        else:  # concentric squares and rings
+            for r in range(44, 8, -8):
+                draw.rectangle([c - r, c - r, c + r - 1, c + r - 1], outline=hue, width=3)
+                draw.ellipse([c - r + 4, c - r + 4, c + r - 5, c + r - 5], outline=(40, 40, 40), width=2)
+            out[f"pattern-squares-{k:03d}.png"] = image
+    return out
+
+
+def is_symmetric(image: Image.Image, tolerance: float = 2.0) -> bool:
+    """Whether an image looks the same after every rotation and flip (mean absolute difference of at
+    most ``tolerance`` grey levels): then it has no canonical orientation to find."""
+    import numpy as np
+
+    if image.width != image.height:
+        return False
+    base = np.asarray(image.convert("L"), dtype=np.float32)
+    return all(np.abs(np.asarray(image.transpose(op).convert("L"), dtype=np.float32) - base).mean() <= tolerance
+               for op in (*OPERATIONS.values(), Image.Transpose.TRANSPOSE, Image.Transpose.TRANSVERSE))
+
+
+def canonical_rows(images_dir: Path, out: Path, seed: int, shard: str, source: str,
+                   patterns: int | None = None) -> list[dict]:
+    """Both questions of every image of ``images_dir`` and of ``patterns`` drawn symmetric pictures
+    (default: one per 8 images, at least 2), transformed as sampling.co_plan says."""
     files = sorted(p for p in Path(images_dir).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not files:
         raise ValueError(f"--images {images_dir}: no {', '.join(IMAGE_SUFFIXES)} files")
-    by_name = {p.name: p for p in files}
-    plans = Shard.parse(shard).select(sampling.co_plan(list(by_name), seed))
+    stems: dict[str, Path] = {}
+    for path in files:
+        if path.stem in stems:
+            raise ValueError(f"--images {images_dir}: {stems[path.stem].name} and {path.name} share the name "
+                             f"{path.stem!r}, which names the question; rename one of them")
+        stems[path.stem] = path
+    pictures = {p.name: open_image(p.read_bytes(), str(p)).convert("RGB") for p in files}
+    count = max(2, len(files) // 8) if patterns is None else patterns
+    if count < 0:
+        raise ValueError(f"--patterns must be >= 0, got {count}")
+    drawn = pattern_images(count)
+    clash = sorted(set(drawn) & set(pictures))
+    if clash:
+        raise ValueError(f"--images {images_dir}: {clash[0]} is the name of a drawn pattern; rename it")
+    pictures.update(drawn)
+    symmetric = frozenset(name for name, image in pictures.items() if is_symmetric(image))
+    plans = Shard.parse(shard).select(sampling.co_plan(list(pictures), seed, symmetric=symmetric))
     work = Path(out) / WORK_DIR / "canonical_orientation"
     work.mkdir(parents=True, exist_ok=True)
     rows = []
-    for k, plan in enumerate(plans):
-        path = by_name[plan["name"]]
-        image = open_image(path.read_bytes(), str(path)).convert("RGB")
-        shown = work / f"co-{Path(plan['name']).stem}.png"
+    for plan in plans:
+        image = pictures[plan["name"]]
+        digest = hashlib.sha1(image.tobytes()).hexdigest()[:12]
+        shown = work / f"co-{Path(plan['name']).stem}-{digest}.png"  # a replaced source is transformed again
         if not shown.is_file():
             buffer = io.BytesIO()
             apply_operations(image, plan["ops"]).save(buffer, format="PNG")
@@ -178,6 +241,7 @@ def canonical_rows(images_dir: Path, out: Path, seed: int, shard: str, source: s
         truth = {"applied": plan["ops"], "restore": plan["restore"], "image": plan["name"]}
         coarse_values = [True, False, None]
         granular = plan["granular"]
+        category = None if plan["name"] not in drawn else ("ball" if "-ball-" in plan["name"] else "pattern")
         for granularity, options, values, answer in (
                 ("coarse", sampling.CO_COARSE, coarse_values, plan["coarse_answer"]),
                 ("granular", [sampling.co_option(g) for g in granular], granular, granular.index(plan["restore"]))):
@@ -185,7 +249,7 @@ def canonical_rows(images_dir: Path, out: Path, seed: int, shard: str, source: s
                         "granularity": granularity, "boxes": [], "question": "", "options": options,
                         "answer": options[answer], "option_values": values,
                         "truth": {**truth, "value": values[answer]}, "source": source,
-                        "category": None}
+                        "category": category}
             rows.append(_row(question, shown, None))
     return rows
 
@@ -223,6 +287,7 @@ def write_card(out: Path) -> Path:
 
 def generate(task: str, out: Path, *, count: int = 200, resolution: int = 256, samples: int = 16, seed: int = 0,
              shard: str = "1/1", workers: int = 1, images: Path | None = None, source: str = "transformed images",
+             patterns: int | None = None,
              overwrite: bool = False, progress: bool = True, ray_address: str | None = None,
              device: str = "cpu") -> Path:
     """Make ``task`` ("all" = the four rendered tasks) in ``out``; resumable (see the module docstring).
@@ -233,7 +298,7 @@ def generate(task: str, out: Path, *, count: int = 200, resolution: int = 256, s
         for name in tasks:
             identity = {"generator": GENERATOR, "task": name, "seed": seed, "shards": Shard.parse(shard).count}
             if name == "canonical_orientation":
-                identity.update(images=str(Path(images).resolve()), source=source)
+                identity.update(images=str(Path(images).resolve()), source=source, patterns=patterns)
             else:
                 identity.update(count=count, resolution=resolution, samples=samples,
                                 renderer_version=scene.RENDERER_VERSION)
@@ -243,7 +308,7 @@ def generate(task: str, out: Path, *, count: int = 200, resolution: int = 256, s
             command = ["spatial-tasks", "generate", "dori", "--task", name, "--out", Path(out).name, "--seed", str(seed),
                        "--shard", Shard.parse(shard).label]
             if name == "canonical_orientation":
-                rows = canonical_rows(Path(images), folder.root, seed, shard, source)
+                rows = canonical_rows(Path(images), folder.root, seed, shard, source, patterns)
                 command += ["--images", Path(images).name]
                 blender = None
             else:

@@ -14,9 +14,10 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from spatial_tasks.dori.schema import GENERATED_SOURCE
 from spatial_tasks.generators.common.jobs import derive_seed
 from spatial_tasks.generators.dori.scene import CATEGORY, KINDS, STAND_HEIGHT
+
+from spatial_tasks.dori.schema import GENERATED_SOURCE
 
 RENDERED_TASKS = ("single_axis_rotation", "compound_rotation", "inter_object_direction", "viewer_scene_direction")
 TASKS = (*RENDERED_TASKS, "canonical_orientation")
@@ -238,6 +239,7 @@ TRANSFORMS = (("rotate 90",), ("rotate 180",), ("rotate 270",), ("flip horizonta
               ("flip horizontal", "rotate 270"))
 CO_COARSE = ["Yes, it is in its canonical orientation", "No, it is not in its canonical orientation",
              "Cannot be determined"]
+CANNOT_DETERMINE = "Cannot be determined"
 
 
 def inverse(ops: tuple[str, ...]) -> list[str]:
@@ -251,7 +253,9 @@ def inverse(ops: tuple[str, ...]) -> list[str]:
     return undo
 
 
-def co_option(ops: list[str]) -> str:
+def co_option(ops: list[str] | None) -> str:
+    if ops is None:
+        return CANNOT_DETERMINE
     if not ops:
         return "No change needed (already canonical)"
     words = [f"rotate {op.split()[1]} degrees clockwise" if op.startswith("rotate") else
@@ -259,11 +263,24 @@ def co_option(ops: list[str]) -> str:
     return (", then ".join(words)).capitalize()
 
 
-def co_plan(names: list[str], seed: int, untransformed_share: float = 0.25) -> list[dict]:
-    """For each image name (sorted): its transformation (possibly none) and both questions' options."""
+def co_plan(names: list[str], seed: int, untransformed_share: float = 0.25,
+            symmetric: frozenset[str] = frozenset()) -> list[dict]:
+    """For each image name (sorted): its transformation (possibly none) and both questions' options.
+
+    An image in ``symmetric`` looks the same after every rotation and flip (a plain ball, a
+    symmetric pattern): it has no canonical orientation to find, so both questions' answer is
+    "Cannot be determined" (the paper's Fig. 24); it is still transformed, and the granular
+    options are four restoring sequences and "Cannot be determined"."""
     out = []
     for name in sorted(names):
         rng = random.Random(derive_seed(seed, name, "canonical_orientation"))
+        if name in symmetric:
+            ops = rng.choice(TRANSFORMS)
+            candidates = [inverse(t) for t in TRANSFORMS]
+            rng.shuffle(candidates)
+            out.append({"name": name, "ops": list(ops), "restore": None, "coarse_answer": 2,
+                        "granular": sorted(candidates[:4], key=lambda c: (len(c), c)) + [None]})
+            continue
         ops = () if rng.random() < untransformed_share else rng.choice(TRANSFORMS)
         restore = inverse(ops)
         candidates = [inverse(t) for t in TRANSFORMS if inverse(t) != restore]

@@ -1,8 +1,8 @@
 """The bundled VAGUE sample (tasks/vague/sample): 8 items written by hand for this project, with
 drawn stand-in scenes (figures for people, boxes for objects), in both published layouts:
 
-* the GitHub layout: ``vcr_4_sample.json`` (VAGUE 2.0 keys) and ``ego4d_4_sample.json`` (1.0 keys)
-  with the person-tagged images ``images/<image_name>_annot.jpg``;
+* the GitHub layout, in ``github/``: ``vcr_4_sample.json`` (VAGUE 2.0 keys) and
+  ``ego4d_4_sample.json`` (1.0 keys) with the person-tagged images ``images/<image_name>_annot.jpg``;
 * the Hub release's layout: ``hub/data/train-00000-of-00001.parquet`` with the published columns
   (an embedded image, the strings, the ``mcq`` and ``meta`` structs; no subset column: VCR names
   hold '@', Ego4D names do not). Its VCR images carry the person tags, its Ego4D images do not,
@@ -141,7 +141,8 @@ def _hub_row(item: dict, image: bytes) -> dict:
 
 def write_sample(folder: Path) -> list[Path]:
     folder = Path(folder)
-    (folder / "images").mkdir(parents=True, exist_ok=True)
+    github = folder / "github"
+    (github / "images").mkdir(parents=True, exist_ok=True)
     written = []
     hub_rows = []
     for subset, rows in ITEMS.items():
@@ -149,7 +150,7 @@ def write_sample(folder: Path) -> list[Path]:
         for k, (name, people, objects, direct, indirect, solution, *options, caption, fake) in enumerate(rows):
             scene, boxes = _scene(k + (100 if subset == "ego4d" else 0), people, objects)
             tagged, _ = draw_person_tags(scene, boxes)
-            path = folder / "images" / f"{name}{IMAGE_SUFFIX}"
+            path = github / "images" / f"{name}{IMAGE_SUFFIX}"
             path.write_bytes(_jpeg(tagged))
             written.append(path)
             ordering = random.Random(f"{subset}{k}").sample(["A", "B", "C", "D"], 4)
@@ -161,7 +162,7 @@ def write_sample(folder: Path) -> list[Path]:
                          "fake_caption": fake},
             })
             hub_rows.append(_hub_row(items[-1], _jpeg(tagged if subset == "vcr" else scene)))
-        path = folder / f"{subset}_{len(items)}_sample.json"
+        path = github / f"{subset}_{len(items)}_sample.json"
         path.write_text(json.dumps(items, indent=2) + "\n", encoding="utf-8")
         written.append(path)
     hub = folder / "hub" / "data" / "train-00000-of-00001.parquet"

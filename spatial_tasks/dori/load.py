@@ -33,10 +33,18 @@ import datasets
 from loguru import logger as log
 
 from spatial_tasks.common import images
-from spatial_tasks.common.origin import Origin, in_memory, origin_for
-from spatial_tasks.common.validate import DataError, check_unique, columns, is_finite_number, require_columns, short
-from spatial_tasks.dori import soft
 from spatial_tasks.common.choice import LETTERS, is_cannot_determine
+from spatial_tasks.common.origin import Origin, in_memory, origin_for
+from spatial_tasks.common.validate import (
+    DataError,
+    check_unique,
+    columns,
+    is_finite_number,
+    require_columns,
+    short,
+)
+from spatial_tasks.common.validate import category as feature_category
+from spatial_tasks.dori import soft
 from spatial_tasks.dori.schema import (
     BENCHMARK,
     DOC_FIELDS,
@@ -48,7 +56,6 @@ from spatial_tasks.dori.schema import (
     broad_classes,
     is_natural,
 )
-from spatial_tasks.common.validate import category as feature_category
 
 HUB_ID = "appledora/DORI-Benchmark"
 SOURCE_ENV = "SPATIAL_TASKS_DORI_SOURCE"

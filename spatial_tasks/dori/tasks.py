@@ -18,10 +18,10 @@ import datasets
 from PIL import Image, ImageDraw
 
 from spatial_tasks.common import images, prompts
-from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out, pool_subtasks  # noqa: F401
-from spatial_tasks.dori import load, metrics, soft
 from spatial_tasks.common.choice import DECLINED, LETTERS, SELECTED, is_cannot_determine, read_choice
+from spatial_tasks.dori import load, metrics, soft
 from spatial_tasks.dori.schema import BENCHMARK, GRANULARITIES, TASKS, TWO_IMAGE_TASKS, TWO_OBJECT_TASKS
+from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out, pool_subtasks  # noqa: F401
 
 DEFAULT_PROMPT_KWARGS = {
     "pre_prompt": "",

@@ -1,7 +1,7 @@
 """O3-D answer parsing: raw model text -> "closer" | "farther" | "unparseable".
 
 This is the authors' evaluator (the analysis notebook of github.com/lyiqian/o3-d), rule for rule,
-as listed in shared/data/o3d/README.md; with it the paper's Table 12 is reproduced from the
+as tasks/o3d/README.md lists it; with it the paper's Table 12 is reproduced from the
 authors' released raw outputs (all 65 reproducible cells, tests/o3d/test_rescore.py). Applied in
 order, on the text exactly as the model wrote it (nothing is stripped unless a rule says so):
 

@@ -1,6 +1,6 @@
 """Re-score the O3-D authors' released raw model outputs and rebuild the paper's Table 12.
 
-Input: JSON lines (plain or gzip) in the released-outputs schema (shared/data/o3d/README.md):
+Input: JSON lines (plain or gzip) in the released-outputs schema (tasks/o3d/README.md, "Released outputs"; tests/o3d/data):
 one record per (model, image, question) with the raw ``answer``, the exact question ``ques``,
 ``gt_position``, ``cues``, ``cue_strength`` (+ ``cue_strength_source``), ``ques_clarity``,
 ``is_marked``, ``icl``, ``image_family``, ``notebook_lists``, ``orig_image_name`` ...
@@ -355,8 +355,8 @@ def records_from_samples_file(path: Path) -> tuple[list[dict], tuple[str, ...]]:
     The record is logged under the task's first metric; the other metric keys hold a pointer
     string (``tasks.RecordRef``); both mark a key as one of the task's metrics.
     """
-    from spatial_tasks.harness import is_record_ref
     from spatial_tasks.common.samples import iter_samples
+    from spatial_tasks.harness import is_record_ref
     from spatial_tasks.o3d.tasks import BENCHMARK, rescored
 
     records: list[dict] = []

@@ -81,7 +81,7 @@ QUESTION_COLUMNS = ("subset_name", "image_name", "is_marked", "question", "ques_
 REQUIRED_SUBSET_COLUMNS = ("image_name", "odd_position")
 CROPPED_SUBSETS = ("real-012cue-cropped",)
 
-# The names the authors' result files use for each subset (image_family in ../shared/data/o3d).
+# The names the authors' result files use for each subset (image_family in tests/o3d/data).
 RELEASED_FAMILY = {
     "kb-0cue": "kb-0cue", "kb-1cue": "kb-1cue", "kb-2cue": "kb-2cue", "kb-no-lp": "kb-0lp",
     "real-012cue": "o3d-real", "real-012cue-cropped": "o3dcf-real", "real-mcue": "o3-dorder",

@@ -32,7 +32,6 @@ file (the bundled sample), the dataset root above ``<root>/visual_questions/<fil
 
 from __future__ import annotations
 
-import os
 import random
 import re
 from collections import defaultdict
@@ -46,7 +45,15 @@ from loguru import logger as log
 from PIL import Image
 
 from spatial_tasks.common import prompts as templates
-from spatial_tasks.harness import DocsHook, PooledValue, RecordRef, TaskData, aggregation, fan_out, pool_subtasks  # noqa: F401
+from spatial_tasks.harness import (  # noqa: F401
+    DocsHook,
+    PooledValue,
+    RecordRef,
+    TaskData,
+    aggregation,
+    fan_out,
+    pool_subtasks,
+)
 from spatial_tasks.o3d import load, metrics, schema
 from spatial_tasks.o3d.parse import is_correct, parse_answer
 from spatial_tasks.o3d.prompts import (

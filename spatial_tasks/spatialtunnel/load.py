@@ -45,7 +45,12 @@ from spatial_tasks.common.validate import (
     require_columns,
 )
 from spatial_tasks.spatialtunnel import geometry, pixels
-from spatial_tasks.spatialtunnel.questions import TEMPLATE_BY_ID, questions_for, render_question, resolve_template
+from spatial_tasks.spatialtunnel.questions import (
+    TEMPLATE_BY_ID,
+    questions_for,
+    render_question,
+    resolve_template,
+)
 from spatial_tasks.spatialtunnel.schema import CONFIG_FOR_VARIANT, DOC_FIELDS, IMAGE_FEATURES, VARIANTS
 
 GENERATED = "spatial-tasks generator"

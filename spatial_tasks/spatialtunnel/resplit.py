@@ -139,9 +139,13 @@ def _require(dataset: datasets.Dataset, needed: Sequence[str], origin: Origin, w
                            f"found columns {sorted(dataset.column_names)}")
 
 
+EMBSPATIAL_COLUMNS = ("question_id", "answer_options", "answer", "relation", "objects", "image")
+CV_BENCH_COLUMNS = ("idx", "task", "choices", "answer", "bbox", "image")
+
+
 def embspatial_split(dataset: datasets.Dataset, origin: Origin) -> tuple[list[int], list[dict]]:
     """(rows kept, added fields per kept row) for EmbSpatial-Bench's far/close questions."""
-    _require(dataset, ("question_id", "answer_options", "answer", "relation", "objects", "image"), origin,
+    _require(dataset, EMBSPATIAL_COLUMNS, origin,
              "the EmbSpatial depth re-split")
     table = columns(dataset, ["question_id", "answer_options", "answer", "relation", "objects"])
     cells = images.ImageTable(dataset, "image", origin)
@@ -174,7 +178,7 @@ def embspatial_split(dataset: datasets.Dataset, origin: Origin) -> tuple[list[in
 
 def cv_bench_split(dataset: datasets.Dataset, origin: Origin) -> tuple[list[int], list[dict]]:
     """(rows kept, added fields per kept row) for CV-Bench 3D's Depth questions."""
-    _require(dataset, ("idx", "task", "choices", "answer", "bbox", "image"), origin, "the CV-Bench-3D depth re-split")
+    _require(dataset, CV_BENCH_COLUMNS, origin, "the CV-Bench-3D depth re-split")
     table = columns(dataset, ["task", "choices", "answer", "bbox"])
     cells = images.ImageTable(dataset, "image", origin)
     rows, added = [], []

@@ -15,7 +15,14 @@ from lmms_eval.tasks.embspatial.utils import (  # noqa: F401
     embspatial_doc_to_visual,
 )
 
-from spatial_tasks.harness import DocsHook, TaskData, aggregation, cv_bench_answer_letter, embspatial_answer_letter, fan_out
+from spatial_tasks.harness import (
+    DocsHook,
+    TaskData,
+    aggregation,
+    cv_bench_answer_letter,
+    embspatial_answer_letter,
+    fan_out,
+)
 from spatial_tasks.spatialtunnel import resplit
 
 METRICS = ("acc_all", "acc_cons", "acc_ctr", "delta", "acc_amb", "n_cons", "n_ctr", "n_amb", "unparseable")

@@ -8,7 +8,6 @@ Two protocols share docs and metrics:
 
 from __future__ import annotations
 
-
 import datasets
 from PIL import Image
 

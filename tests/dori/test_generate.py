@@ -10,11 +10,11 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
-
-from spatial_tasks.dori import load, soft
 from spatial_tasks.generators.common.publish import upload_list
 from spatial_tasks.generators.dori import generate as gen
 from spatial_tasks.generators.dori import sampling
+
+from spatial_tasks.dori import load, soft
 
 
 def test_plans_are_deterministic_and_seeded():
@@ -85,6 +85,54 @@ def test_canonical_operations_and_their_inverse():
         assert plan["restore"] in plan["granular"] and len(plan["granular"]) >= 4
         if len(plan["restore"]) == 2:  # the wrong-order distractor earns soft credit
             assert list(reversed(plan["restore"])) in plan["granular"]
+
+
+def _photos(folder, count=4):
+    """Asymmetric drawn "photos" (a bar off the centre): each has a canonical orientation."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for k in range(count):
+        image = Image.new("RGB", (40, 30), (200, 200, 200))
+        image.paste((20 * k, 80, 160), (4 + k, 5, 20 + k, 12))
+        image.save(folder / f"photo{k}.png")
+    return folder
+
+
+def test_pictures_without_a_canonical_orientation_are_answered_cannot_be_determined(tmp_path):
+    """The paper's Fig. 24: a plain ball or a symmetric pattern looks the same however it is turned, so
+    both questions' answer is "Cannot be determined" -- drawn by the generator (--patterns), and found
+    in the user's folder too."""
+    images = _photos(tmp_path / "images")
+    gen.pattern_images(1)["pattern-ball-000.png"].save(images / "my_ball.png")  # a symmetric picture of the user
+    rows = gen.canonical_rows(images, tmp_path / "out", seed=0, shard="1/1", source="test", patterns=2)
+    by_image = {}
+    for row in rows:
+        by_image.setdefault(json.loads(row["truth"])["image"], []).append(row)
+    assert set(by_image) == {"photo0.png", "photo1.png", "photo2.png", "photo3.png", "my_ball.png",
+                             "pattern-ball-000.png", "pattern-squares-001.png"}
+    for name in ("my_ball.png", "pattern-ball-000.png", "pattern-squares-001.png"):
+        for row in by_image[name]:
+            assert row["answer"] == "Cannot be determined" and "Cannot be determined" in row["options"]
+            assert json.loads(row["truth"])["value"] is None
+    assert {r["category"] for r in by_image["pattern-squares-001.png"]} == {"pattern"}
+    for name in ("photo0.png", "photo1.png"):
+        assert all(r["answer"] != "Cannot be determined" for r in by_image[name])
+    assert all(gen.is_symmetric(im) for im in gen.pattern_images(6).values())
+    assert not gen.is_symmetric(Image.open(images / "photo0.png"))
+
+
+def test_transformed_images_follow_their_source_and_names_never_collide(tmp_path):
+    images = _photos(tmp_path / "images", 2)
+    first = gen.canonical_rows(images, tmp_path / "out", seed=0, shard="1/1", source="test", patterns=0)
+    Image.new("RGB", (40, 30), (10, 200, 10)).save(images / "photo0.png")  # replaced: a new picture
+    again = gen.canonical_rows(images, tmp_path / "out", seed=0, shard="1/1", source="test", patterns=0)
+    old = {json.loads(r["truth"])["image"]: r["image"]["bytes"] for r in first}
+    new = {json.loads(r["truth"])["image"]: r["image"]["bytes"] for r in again}
+    assert new["photo1.png"] == old["photo1.png"] and new["photo0.png"] != old["photo0.png"]
+    shown = Image.open(__import__("io").BytesIO(new["photo0.png"])).convert("RGB")
+    assert shown.getpixel((shown.width // 2, shown.height // 2)) == (10, 200, 10)
+    Image.new("RGB", (40, 30)).save(images / "photo1.jpg")
+    with pytest.raises(ValueError, match=r"photo1.jpg and photo1.png share the name 'photo1'"):
+        gen.canonical_rows(images, tmp_path / "out", seed=0, shard="1/1", source="test", patterns=0)
 
 
 def test_flags_are_checked(tmp_path):

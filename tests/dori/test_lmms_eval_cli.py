@@ -11,11 +11,10 @@ from pathlib import Path
 
 import datasets
 import pytest
+from lmms import TINY_QWEN_ARGS, assert_all_finite, run_lmms_eval
 
 from spatial_tasks.dori import load, metrics
 from spatial_tasks.dori.tasks import GRANULAR_METRICS, TASK_NAMES
-
-from lmms import TINY_QWEN_ARGS, assert_all_finite, run_lmms_eval
 
 from . import official_layouts
 

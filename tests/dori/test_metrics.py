@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from spatial_tasks.dori import metrics
 from spatial_tasks.common.choice import DECLINED, REFUSED, SELECTED, UNPARSEABLE
+from spatial_tasks.dori import metrics
 from spatial_tasks.dori.schema import TASKS
 
 

@@ -69,7 +69,7 @@ def test_a_quarter_turn_moves_the_front_marker_where_it_must(renderer, tmp_path,
         assert centroid is not None, f"{kind} yaw {yaw}: the front marker is not visible"
         assert math.dist(centroid, fact["marker_px"]) < 3.0, (centroid, fact["marker_px"])
         facts[yaw] = (fact, centroid)
-    centre = lambda fact: (fact["box"][0] + fact["box"][2]) / 2  # noqa: E731
+    centre = lambda fact: (fact["box"][0] + fact["box"][2]) / 2
     front, left, right = facts[0], facts[90], facts[270]
     assert abs(front[1][0] - centre(front[0])) < 0.12 * (front[0]["box"][2] - front[0]["box"][0])
     assert left[1][0] < centre(left[0]) - 2 and right[1][0] > centre(right[0]) + 2

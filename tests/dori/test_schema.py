@@ -9,7 +9,7 @@ def test_broad_classes_follow_table_5_with_its_overlaps():
     assert broad_classes("bottle") == ["Food", "Containers"]  # the paper lists it twice
     assert broad_classes("medicine_bottle") == ["Containers"]
     assert broad_classes("spaceship") == ["Miscellaneous"] and broad_classes(None) == ["Miscellaneous"]
-    # as transcribed in ../shared/specs/dori.md: 72 entries, 69 distinct (bottle, bowl, wine glass twice)
+    # as transcribed from the paper's Table 5: 72 entries, 69 distinct (bottle, bowl, wine glass twice)
     assert {k: len(v) for k, v in BROAD_CLASSES.items()} == {
         "Vehicle": 14, "Person": 3, "Animals": 11, "Food": 13, "Containers": 6, "Furniture": 7, "Electronics": 5,
         "Miscellaneous": 13}

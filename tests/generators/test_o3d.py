@@ -160,7 +160,7 @@ def test_occlusion_starts_where_the_neighbours_touch(position, k):
     def gap(s: float) -> float:
         plan = layout.plan(position, ["OC"], s, k, target=CUBE)
         near, far = (plan.objects[1], plan.objects[0]) if position == "far" else (plan.objects[0], plan.objects[2])
-        cols = lambda o: sorted(layout.project(plan, (o.x + d * o.current_width / 2, o.y, 0.0), 1024)[0] for d in (-1, 1))  # noqa: E731
+        cols = lambda o: sorted(layout.project(plan, (o.x + d * o.current_width / 2, o.y, 0.0), 1024)[0] for d in (-1, 1))
         (n0, n1), (f0, f1) = cols(near), cols(far)
         return min(n1, f1) - max(n0, f0), n1 - n0  # overlap, width of the nearer object in pixels
     overlap0, _ = gap(0.0)

@@ -140,7 +140,7 @@ def test_occlusion_hides_part_of_the_farther_neighbour(scenes, position):
     base, oc = scenes[("none", position)], scenes[("OC", position)]
     occluded = "target" if position == "far" else "distractor2"  # the neighbour behind (see layout.py)
     occluder = "distractor1" if position == "far" else "target"
-    pixels = lambda s, k: s["record"]["measured"][k]["pixels"]  # noqa: E731
+    pixels = lambda s, k: s["record"]["measured"][k]["pixels"]
     assert pixels(oc, occluded) <= 0.85 * pixels(base, occluded)
     assert pixels(oc, occluder) >= 0.9 * pixels(base, occluder)
     a, b = _box(oc, occluded), _box(oc, occluder)

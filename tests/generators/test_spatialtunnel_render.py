@@ -215,11 +215,10 @@ def test_a_fresh_128px_phase_set_is_split_from_its_pixels_as_recorded(tmp_path):
     in the official layout (no geometry columns): the pixel-derived split and cells equal the
     recorded ones wherever they are known; what cannot be told is unknown, never misfiled."""
     import datasets
+    from spatialtunnel.official_tables import official_rows, write_official  # tests/ is on sys.path
 
     from spatial_tasks.common.origin import origin_for
     from spatial_tasks.spatialtunnel import load, pixels
-
-    from spatialtunnel.official_tables import official_rows, write_official  # tests/ is on sys.path
 
     out = gen.generate("phase", tmp_path / "st", grid=16, per_cell=1, resolution=128, samples=4, seed=11,
                        shard="3/8", workers=2)

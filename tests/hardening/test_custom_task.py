@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from spatialtunnel.fakes import write_generated
 
 from spatial_tasks.catalog import HEADER, parse_prompt_options, write_custom_task
 from spatial_tasks.paths import tasks_dir
-
-from spatialtunnel.fakes import write_generated
 
 O3D_SAMPLE = tasks_dir() / "o3d" / "sample"
 

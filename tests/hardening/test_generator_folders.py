@@ -14,11 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-
+from generators.fake_renders import write_fake_renders
 from spatial_tasks.generators.common.folder import LOCK_NAME, FolderBusyError, OutputFolder
 from spatial_tasks.generators.spatialtunnel import generate as gen
-
-from generators.fake_renders import write_fake_renders
 
 FLAGS = {"grid": 2, "per_cell": 1, "resolution": 32, "samples": 1, "seed": 0, "shard": "1/1"}
 

@@ -12,13 +12,13 @@ from pathlib import Path
 import datasets
 import pytest
 from PIL import ImageFile
+from spatialtunnel.fakes import image_rows, write_official_tsv
 
 from spatial_tasks.common.origin import Origin, origin_for
 from spatial_tasks.common.validate import DataError
 from spatial_tasks.spatialtunnel.load import SourceError, to_docs
 from spatial_tasks.spatialtunnel.schema import IMAGE_FEATURES
 
-from spatialtunnel.fakes import image_rows, write_official_tsv
 from . import bad_images as bad
 
 CONFIG = "phase_variation"

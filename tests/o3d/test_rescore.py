@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -16,10 +15,9 @@ from spatial_tasks.o3d.rescore import (
     rescore_released,
 )
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-RELEASED = Path(REPO_ROOT, "..", "shared", "data", "o3d", "released_outputs_5models.jsonl.gz")
+RELEASED = Path(__file__).with_name("data") / "released_outputs_5models.jsonl.gz"  # tests/o3d/data/README.md
 
-# Paper Table 12, the cells that the release can reproduce (shared/data/o3d/README.md).
+# Paper Table 12, the cells that the release can reproduce (tasks/o3d/README.md).
 _TABLE = """
 model                  HP     OC     RS     TG     SA     LS     FO     FS     sim0   sim1   real0  real1  real2
 blip2-flan-t5-xl       .4979  .4912  .4875  .4865  .4984  .5031  .5078  .5000  .4906  .4984  .4000  .5294  .5000
@@ -31,10 +29,6 @@ VILA1.5-3b             .5000  .5062  .5166  .4948  .5078  .5021  .5057  .4538  .
 _HEADER, *_ROWS = (line.split() for line in _TABLE.strip().splitlines())
 COLUMNS = tuple(_HEADER[1:])
 EXPECTED = {row[0]: tuple(float(v) for v in row[1:]) for row in _ROWS}
-# Skipped only outside CI: CI clones the repo with shared/ beside it, so there a missing file fails.
-needs_release = pytest.mark.skipif(
-    not RELEASED.is_file() and not os.environ.get("CI"), reason="needs ../shared/data/o3d (the released outputs)"
-)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +36,6 @@ def released():
     return rescore_released(RELEASED)
 
 
-@needs_release
 def test_all_65_reproducible_cells_match_the_paper(released):
     mismatches = []
     for model, values in EXPECTED.items():
@@ -55,7 +48,6 @@ def test_all_65_reproducible_cells_match_the_paper(released):
     assert len(cells) == 65 and all(c["match"] for c in cells)
 
 
-@needs_release
 def test_released_row_counts_and_extras(released):
     assert released["rows"] == 337891 and set(released["models"]) == set(EXPECTED)
     for summary in released["models"].values():
@@ -76,7 +68,6 @@ def test_released_row_counts_and_extras(released):
 
 
 @pytest.mark.slow
-@needs_release
 def test_sample_std_is_larger_by_the_bessel_factor(released):
     sample = rescore_released(RELEASED, ddof=1)
     for model, summary in released["models"].items():

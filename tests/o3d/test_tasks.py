@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import pickle
-import shutil
 from pathlib import Path
 
 import datasets
@@ -465,8 +464,9 @@ def test_bundled_sample_is_what_the_documented_command_builds(tmp_path):
     """tasks/o3d/sample comes from the O3-D generator (README.md, "Bundled sample"): rebuilt here, the
     same rows (metadata and questions; the images are renders, checked to decode)."""
     pytest.importorskip("bpy")
-    from spatial_tasks.common.images import check_image
     from spatial_tasks.generators.o3d.sample import build_sample
+
+    from spatial_tasks.common.images import check_image
 
     fresh = build_sample(tmp_path / "sample")
     for config in ("visual_questions", *T.SYNTHETIC_TASK_SUBSETS, "real-012cue-cropped"):

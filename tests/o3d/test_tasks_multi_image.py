@@ -9,8 +9,9 @@ import datasets
 import pytest
 
 from spatial_tasks.harness import TaskData, load_docs
-from spatial_tasks.o3d import tasks as T  # noqa: F401  (the hooks the YAML names)
+from spatial_tasks.o3d import tasks as T
 from spatial_tasks.paths import benchmark_tasks_dir
+
 TASK = "o3d_sample_icl_cot"
 
 

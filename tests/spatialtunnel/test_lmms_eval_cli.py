@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from lmms import TINY_QWEN_ARGS, assert_all_finite, run_lmms_eval
 
 from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS, SIZE_METRICS
 
-from lmms import TINY_QWEN_ARGS, assert_all_finite, run_lmms_eval
 from .fakes import write_generated
 
 pytestmark = pytest.mark.cli

@@ -4,7 +4,6 @@ and one clear error per bad field."""
 from __future__ import annotations
 
 import re
-
 from collections import Counter
 from pathlib import Path
 

@@ -14,7 +14,6 @@ from lmms import run_lmms_eval
 from spatial_tasks.common.validate import DataError
 from spatial_tasks.spatialtunnel import resplit
 from spatial_tasks.spatialtunnel.resplit import ResplitError, resplit_docs, shortcut_relation
-
 from spatial_tasks.spatialtunnel.resplit_fixture import (
     CV_BENCH_FEATURES,
     CV_BENCH_RELATIONS,

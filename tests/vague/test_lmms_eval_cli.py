@@ -11,11 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from lmms import TINY_QWEN_ARGS, assert_all_finite, run_lmms_eval
 from openai_server import image_urls, prompt_text
 
 from spatial_tasks.vague.tasks import FREEFORM_METRICS, MCQ_METRICS
-
-from lmms import TINY_QWEN_ARGS, assert_all_finite, run_lmms_eval
 
 pytestmark = pytest.mark.cli
 SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
@@ -127,8 +126,8 @@ def local_copies(tmp_path_factory) -> dict[str, Path]:
     items = root / "vague-github"
     items.mkdir()
     for name in ("vcr_4_sample.json", "ego4d_4_sample.json"):
-        shutil.copy(Path("tasks/vague/sample") / name, items / name.replace("_4_sample", "_final"))
-    shutil.copytree("tasks/vague/sample/images", items / "annotated")
+        shutil.copy(Path("tasks/vague/sample/github") / name, items / name.replace("_4_sample", "_final"))
+    shutil.copytree("tasks/vague/sample/github/images", items / "annotated")
     return {"hub": hub, "items": items}
 
 

@@ -12,16 +12,17 @@ import datasets
 import numpy as np
 import pytest
 from PIL import Image
+from spatial_tasks.generators.vague.sample import HUB_FEATURES, ITEMS
 
 from spatial_tasks.common.images import ImageError, open_ref
 from spatial_tasks.common.origin import origin_for
-from spatial_tasks.generators.vague.sample import HUB_FEATURES, ITEMS
 from spatial_tasks.vague import load
 from spatial_tasks.vague import tasks as T
 from spatial_tasks.vague.person_tags import draw_person_tags
 from spatial_tasks.vague.schema import DOC_FIELDS
 
 SAMPLE = Path("tasks/vague/sample")
+GITHUB = SAMPLE / "github"
 HUB_FILE = "data/train-00000-of-00001.parquet"
 
 
@@ -101,9 +102,9 @@ def test_a_hub_table_without_the_release_columns_is_named(tmp_path):
 def release(tmp_path) -> Path:
     """The bundled sample laid out like the authors' release: item files at the top, images apart."""
     root = tmp_path / "vague"
-    shutil.copytree(SAMPLE / "images", root / "vcr_images")
-    shutil.copy(SAMPLE / "vcr_4_sample.json", root / "vcr_1144_final.json")
-    shutil.copy(SAMPLE / "ego4d_4_sample.json", root / "ego4d_533_final.json")
+    shutil.copytree(GITHUB / "images", root / "vcr_images")
+    shutil.copy(GITHUB / "vcr_4_sample.json", root / "vcr_1144_final.json")
+    shutil.copy(GITHUB / "ego4d_4_sample.json", root / "ego4d_533_final.json")
     return root
 
 
@@ -211,7 +212,6 @@ README_ITEM = {
 
 
 def test_the_authors_example_item(tmp_path):
-    from PIL import Image
 
     from spatial_tasks.vague import tasks as T
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from openai_server import StubHTTPError, image_urls, prompt_text
 from PIL import Image
-
 from spatial_tasks.generators.common.publish import upload_list
 from spatial_tasks.generators.vague import pipeline
+
 from spatial_tasks.vague import load
 
 SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))

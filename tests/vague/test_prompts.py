@@ -16,7 +16,7 @@ CAPTION = "Two people stand next to a sedan."
 
 @pytest.fixture(scope="module")
 def doc():
-    docs = load.docs_from_folder(Path("tasks/vague/sample"))
+    docs = load.docs_from_folder(Path("tasks/vague/sample/github"))
     return next(d for d in docs if d["item_id"] == "vcr-00000")
 
 

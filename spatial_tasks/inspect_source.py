@@ -1,0 +1,265 @@
+"""``spatial-tasks inspect SOURCE``: what a dataset holds, and which of our readers takes it.
+
+First contact with an unknown layout should teach something. For a local folder, or a Hub id read
+from the local Hugging Face cache (nothing is downloaded), this lists the files, then every config
+and split ``datasets`` finds there with its columns and their types and one sample row (long
+values cut, images shown as their size), and says for each split which benchmark reader accepts
+its layout (``READERS``: the columns and types the loaders check first) or, when none does, the
+first reason each gives. Rows are read lazily (streaming), so a large release costs seconds; the
+rows themselves are checked when a task loads them.
+
+Readers judge a split's columns, not its values: "accepted" means the loader will read it, and its
+row checks may still name a bad row.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import datasets
+
+from spatial_tasks.common.origin import in_memory
+from spatial_tasks.common.validate import DataError, kind_of
+
+SAMPLE_ROWS = 8  # rows read per split to try the readers on
+MAX_FILES = 40
+CUT = 80  # characters of a sample value shown
+
+
+@dataclass
+class SplitReport:
+    config: str
+    split: str
+    columns: dict[str, str] = field(default_factory=dict)
+    rows: int | None = None
+    sample: dict[str, str] = field(default_factory=dict)
+    readers: dict[str, str] = field(default_factory=dict)  # benchmark -> "accepted: ..." or the reason it refuses
+    error: str | None = None
+
+
+@dataclass
+class Report:
+    source: str
+    folder: str | None
+    files: list[str] = field(default_factory=list)
+    more_files: int = 0
+    splits: list[SplitReport] = field(default_factory=list)
+    folder_readers: dict[str, str] = field(default_factory=dict)  # layouts read as a folder (VAGUE items ...)
+    error: str | None = None
+
+    def as_dict(self) -> dict:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+# ------------------------------------------------------------------------------------------
+# Readers: does a split's layout fit a benchmark's loader?
+
+
+def _spatialtunnel(ds: datasets.Dataset, name: str) -> str:
+    """The tunnel tables, probing pairs, or the real benchmarks the re-splits read."""
+    import random
+    from collections import Counter
+
+    from spatial_tasks.spatialtunnel import load, probe_data, resplit
+
+    for columns, task in ((resplit.EMBSPATIAL_COLUMNS, "EmbSpatial-Bench (spatialtunnel_embspatial_depth_split)"),
+                          (resplit.CV_BENCH_COLUMNS, "CV-Bench 3D (spatialtunnel_cv_bench_3d_split)")):
+        if set(columns) <= set(ds.column_names):
+            return f"accepted: {task}"
+    try:
+        return f"accepted: {load.detect_format(ds, in_memory(name))} (spatialtunnel_phase / _size)"
+    except DataError as err:
+        first = str(err)
+    try:
+        origin = in_memory(name)
+        layout = probe_data.detect_layout(ds.column_names, origin)
+        skipped, rows = Counter(), []
+        pairs = probe_data._pairs(ds, origin, layout, random.Random(0), skipped, rows, strict=False)
+    except DataError:
+        return first
+    if not pairs:
+        return f"{first}; as probing pairs ({layout} layout) no sample row makes a pair: {rows[0] if rows else skipped}"
+    return f"accepted: contrastive-probing pairs, {layout} layout (spatial-tasks probe --data)"
+
+
+def _o3d(ds: datasets.Dataset, name: str) -> str:
+    from spatial_tasks.o3d import schema
+    from spatial_tasks.o3d.load import QUESTION_KINDS
+
+    missing = [c for c in QUESTION_KINDS if c not in ds.column_names]
+    if not missing:
+        return "accepted: O3-D visual_questions (the image subsets are read from the same source)"
+    subset = [c for c in schema.REQUIRED_SUBSET_COLUMNS if c not in ds.column_names]
+    images = [c for c, f in ds.features.items() if isinstance(f, datasets.Image)]
+    if not subset and images:
+        return f"accepted: an O3-D image subset (image columns {images})"
+    lacking = subset or "an image column"
+    return f"neither O3-D's visual_questions (missing {missing}) nor an image subset (missing {lacking})"
+
+
+def _dori(ds: datasets.Dataset, name: str, files: list[str] = ()) -> str:
+    from spatial_tasks.common.origin import Origin
+    from spatial_tasks.dori import load
+
+    if load.is_generated(ds):
+        return "accepted: DORI, spatial-tasks generator layout"
+    data = [f for f in files if f.endswith((".parquet", ".jsonl", ".json", ".csv", ".tsv", ".arrow"))]
+    named = data and all(load.task_from_text(f) for f in data)
+    origin = Origin(label=name, files=tuple((f, 0) for f in data)) if named else in_memory(name)
+    try:
+        load.map_columns(ds, origin, name)
+        how = " (task and granularity from the file paths)" if named and "task" not in load.resolve_columns(
+            ds.column_names) else ""
+        return f"accepted: DORI, an official-release layout (columns mapped by name){how}"
+    except DataError as err:
+        return str(err)
+
+
+def _vague(ds: datasets.Dataset, name: str) -> str:
+    from spatial_tasks.vague import load
+
+    missing = [c for c in load.TABLE_COLUMNS if c not in ds.column_names]
+    if missing:
+        return f"not the VAGUE release's table: missing column(s) {missing}"
+    return "accepted: VAGUE, the Hub release's table (subsets from image_name)"
+
+
+READERS: dict[str, Callable[..., str]] = {
+    "spatialtunnel": _spatialtunnel, "o3d": _o3d, "dori": _dori, "vague": _vague}
+
+
+def _folder_readers(folder: Path, benchmarks: list[str]) -> dict[str, str]:
+    """Layouts our loaders read as a whole folder, without ``datasets``."""
+    out = {}
+    if "vague" in benchmarks:
+        from spatial_tasks.vague import load
+
+        try:
+            layout = load.check_folder(folder)
+            out["vague"] = "accepted: " + ("the Hub release's layout" if layout == "hub" else
+                                           "the GitHub layout (item files + <image_name>_annot.jpg images)")
+        except DataError as err:
+            out["vague"] = str(err)
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# Looking at a source
+
+
+def resolve(source: str) -> Path:
+    """A local folder, or a Hub id's snapshot in the local Hugging Face cache (never downloaded)."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return path.resolve()
+    if path.exists():
+        raise DataError(f"{source}: a file; inspect takes a dataset folder or a Hub id")
+    if source.count("/") == 1 and not source.startswith((".", "/", "~")):
+        from huggingface_hub import snapshot_download
+
+        try:
+            return Path(snapshot_download(source, repo_type="dataset", local_files_only=True))
+        except Exception as err:  # noqa: BLE001 - not cached, or no such repo: say what to do
+            raise DataError(f"{source}: not in the local Hugging Face cache ({type(err).__name__}); inspect never "
+                            "downloads -- fetch it once online (huggingface-cli download --repo-type dataset "
+                            f"{source}) or point at a local copy") from None
+    raise DataError(f"{source}: no such folder (a Hub dataset is given as ORG/NAME)")
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, dict) and ("bytes" in value or "path" in value) and set(value) <= {"bytes", "path"}:
+        data = value.get("bytes")
+        return f"<image: {len(data)} bytes>" if data else f"<image path {value.get('path')!r}>"
+    if hasattr(value, "size") and hasattr(value, "mode"):  # a PIL image
+        return f"<image {value.size[0]}x{value.size[1]} {value.mode}>"
+    text = repr(value)
+    return text if len(text) <= CUT else text[: CUT - 1] + "…"
+
+
+def _split_report(folder: Path, config: str, split: str, benchmarks: list[str], files: list[str]) -> SplitReport:
+    report = SplitReport(config=config, split=split)
+    try:
+        stream = datasets.load_dataset(str(folder), config, split=split, streaming=True)
+        stream = stream.cast_column("image", datasets.Image(decode=False)) if isinstance(
+            (stream.features or {}).get("image"), datasets.Image) else stream
+        rows = list(itertools.islice(iter(stream), SAMPLE_ROWS))
+    except Exception as err:  # noqa: BLE001 - whatever datasets says, reported
+        report.error = f"datasets cannot read it: {type(err).__name__}: {' '.join(str(err).split())[:300]}"
+        return report
+    features = stream.features or (datasets.Dataset.from_list(rows).features if rows else datasets.Features())
+    report.columns = {name: kind_of(feature) for name, feature in features.items()}
+    info = getattr(stream, "info", None)
+    splits = getattr(info, "splits", None) or {}
+    report.rows = splits[split].num_examples if split in splits and splits[split].num_examples else None
+    if rows:
+        report.sample = {k: _show(v) for k, v in rows[0].items()}
+    sample = datasets.Dataset.from_list(rows, features=features) if rows else datasets.Dataset.from_dict(
+        {k: [] for k in features}, features=features)
+    for benchmark in benchmarks:
+        try:
+            extra = (files,) if benchmark == "dori" else ()
+            report.readers[benchmark] = READERS[benchmark](sample, f"{config}/{split}", *extra)
+        except Exception as err:  # noqa: BLE001 - a reader that cannot judge says so
+            report.readers[benchmark] = f"cannot judge ({type(err).__name__}: {err})"
+    return report
+
+
+def inspect_source(source: str, benchmark: str | None = None) -> Report:
+    """The report of ``source`` (see the module docstring); ``benchmark`` limits the readers tried."""
+    if benchmark is not None and benchmark not in READERS:
+        raise ValueError(f"--benchmark {benchmark!r}: one of {', '.join(READERS)}")
+    benchmarks = [benchmark] if benchmark else list(READERS)
+    folder = resolve(source)
+    report = Report(source=source, folder=str(folder))
+    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
+                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    report.files, report.more_files = files[:MAX_FILES], max(0, len(files) - MAX_FILES)
+    report.folder_readers = _folder_readers(folder, benchmarks)
+    try:
+        configs = datasets.get_dataset_config_names(str(folder))
+    except Exception as err:  # noqa: BLE001
+        report.error = f"datasets finds no configs here: {type(err).__name__}: {' '.join(str(err).split())[:300]}"
+        return report
+    for config in configs:
+        try:
+            splits = datasets.get_dataset_split_names(str(folder), config)
+        except Exception as err:  # noqa: BLE001
+            report.splits.append(SplitReport(config=config, split="?", error=f"cannot list its splits: {err}"))
+            continue
+        for split in splits:
+            report.splits.append(_split_report(folder, config, split, benchmarks, files))
+    return report
+
+
+def render(report: Report) -> str:
+    """The report as text for a person."""
+    lines = [f"{report.source}" + (f"  ({report.folder})" if report.folder != report.source else "")]
+    lines.append(f"files ({len(report.files) + report.more_files}):")
+    lines += [f"  {f}" for f in report.files] + ([f"  ... and {report.more_files} more"] if report.more_files else [])
+    for benchmark, verdict in report.folder_readers.items():
+        if verdict.startswith("accepted") or report.error or not report.splits:
+            lines.append(f"as a folder, {benchmark}: {verdict}")
+    if report.error:
+        lines.append(report.error)
+    for split in report.splits:
+        size = f", {split.rows} rows" if split.rows is not None else ""
+        lines.append(f"config {split.config!r}, split {split.split!r}{size}:")
+        if split.error:
+            lines.append(f"  {split.error}")
+            continue
+        lines += [f"  {name}: {kind}" for name, kind in split.columns.items()]
+        if split.sample:
+            lines.append("  first row: " + ", ".join(f"{k}={v}" for k, v in split.sample.items()))
+        for benchmark, verdict in split.readers.items():
+            lines.append(f"  {benchmark}: {verdict}")
+    accepted = [b for s in report.splits for b, v in s.readers.items() if v.startswith("accepted")]
+    accepted += [b for b, v in report.folder_readers.items() if v.startswith("accepted")]
+    lines.append("read by: " + (", ".join(sorted(set(accepted))) if accepted else
+                                "none of our readers (the reasons are above)"))
+    return "\n".join(lines)

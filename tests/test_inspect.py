@@ -1,0 +1,98 @@
+"""``spatial-tasks inspect``: on every bundled sample and every layout we read it names the reader
+that takes it; on an unknown layout it says why none does; it never downloads."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import datasets
+import pytest
+from dori import official_layouts
+from spatialtunnel.official_tables import official_rows, write_official
+
+from spatial_tasks.common.validate import DataError
+from spatial_tasks.inspect_source import inspect_source, render
+
+SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
+TASKS = Path("tasks")
+
+
+def accepted(report) -> set[str]:
+    found = {b for s in report.splits for b, v in s.readers.items() if v.startswith("accepted")}
+    return found | {b for b, v in report.folder_readers.items() if v.startswith("accepted")}
+
+
+@pytest.mark.parametrize(("folder", "reader", "configs"), [
+    ("spatialtunnel/sample/contrastive_probing", "spatialtunnel", {"default"}),
+    ("spatialtunnel/sample", "spatialtunnel", {"phase_variation", "size_variation", "contrastive_probing"}),
+    ("spatialtunnel/sample/embspatial_depth", "spatialtunnel", {"default"}),
+    ("spatialtunnel/sample/cv_bench_3d_depth", "spatialtunnel", {"default"}),
+    ("o3d/sample", "o3d", {"visual_questions", "kb-0cue", "kb-1cue", "kb-2cue", "real-012cue-cropped"}),
+    ("dori/sample", "dori", {"default"}),
+    ("vague/sample/hub", "vague", {"default"}),
+])
+def test_every_bundled_sample(folder, reader, configs):
+    report = inspect_source(str(TASKS / folder))
+    assert {s.config for s in report.splits} == configs
+    assert all(s.columns and s.sample for s in report.splits)
+    assert reader in accepted(report)
+    text = render(report)
+    assert "read by:" in text and "first row:" in text
+
+
+def test_the_vague_github_layout_is_read_as_a_folder():
+    report = inspect_source(str(TASKS / "vague/sample/github"))
+    assert report.folder_readers["vague"].startswith("accepted: the GitHub layout")
+    assert "read by: vague" in render(report)
+
+
+def test_the_official_spatialtunnel_tables(tmp_path):
+    generated = datasets.load_dataset("parquet", split="train",
+                                      data_files=str(TASKS / "spatialtunnel/sample/size_variation/test-00000-of-00001.parquet"))
+    rows, _ = official_rows(generated)
+    write_official(tmp_path / "release", "size_variation", rows)
+    write_official(tmp_path / "release", "size_variation", rows, tsv=True)
+    report = inspect_source(str(tmp_path / "release"), benchmark="spatialtunnel")
+    assert [r for s in report.splits for r in s.readers.values()] and all(
+        v.startswith("accepted: official table") for s in report.splits for v in s.readers.values())
+    assert report.splits[0].sample["image"].startswith("<image")
+
+
+@pytest.mark.parametrize("layout", official_layouts.LAYOUTS)
+def test_every_dori_layout_we_read(tmp_path, layout):
+    folder = official_layouts.write(layout, tmp_path / layout)
+    report = inspect_source(str(folder), benchmark="dori")
+    assert "dori" in accepted(report), render(report)
+
+
+def test_an_unknown_layout_says_why_no_reader_takes_it(tmp_path):
+    (tmp_path / "odd").mkdir()
+    datasets.Dataset.from_dict({"prompt": ["what?"], "label": [1]}).to_parquet(str(tmp_path / "odd" / "train.parquet"))
+    report = inspect_source(str(tmp_path / "odd"))
+    assert accepted(report) == set()
+    readers = report.splits[0].readers
+    assert "missing column(s)" in readers["spatialtunnel"] and "missing" in readers["o3d"]
+    assert "cannot read this split as DORI questions" in readers["dori"] and "missing column(s)" in readers["vague"]
+    assert "none of our readers" in render(report)
+
+
+def test_a_hub_id_is_read_from_the_cache_only(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(DataError, match=r"someone/nothing: not in the local Hugging Face cache .* never downloads"):
+        inspect_source("someone/nothing")
+
+
+def test_the_command(tmp_path):
+    out = subprocess.run([SPATIAL_TASKS, "inspect", str(TASKS / "vague/sample/hub"), "--json"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["splits"][0]["readers"]["vague"].startswith("accepted")
+    assert "Repo card metadata" not in out.stderr
+    bad = subprocess.run([SPATIAL_TASKS, "inspect", str(tmp_path / "missing")], capture_output=True, text=True)
+    assert bad.returncode == 2 and "no such folder" in bad.stderr
+    wrong = subprocess.run([SPATIAL_TASKS, "inspect", str(TASKS), "--benchmark", "mmlu"], capture_output=True, text=True)
+    assert wrong.returncode == 2 and "--benchmark 'mmlu': one of spatialtunnel, o3d, dori, vague" in wrong.stderr
