@@ -42,11 +42,11 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
-
-from spatial_tasks.common.images import open_image
 from spatial_tasks.generators.common import dataset as ds
 from spatial_tasks.generators.common.folder import OutputFolder
 from spatial_tasks.generators.common.jobs import atomic_write_json, atomic_write_text
+
+from spatial_tasks.common.images import open_image
 from spatial_tasks.vague.load import item_to_doc, listener_of
 from spatial_tasks.vague.person_tags import draw_person_tags
 from spatial_tasks.vague.schema import IMAGE_SUFFIX, LETTERS, SUBSETS

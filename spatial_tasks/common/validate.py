@@ -28,6 +28,15 @@ class DataError(ValueError):
     """Bad input data; the message is one line naming the file, row and field."""
 
 
+class SourceError(DataError):
+    """A benchmark source (a release, a folder, a generated dataset) that cannot be read as
+    that benchmark's docs; every loader raises this one class."""
+
+
+# Appended to errors about a source's layout (columns, files), which ``inspect`` explains.
+INSPECT_HINT = " (`spatial-tasks inspect SOURCE` shows what a source holds and which reader takes it)"
+
+
 def kind_of(feature: object) -> str:
     """A short name of a datasets feature: string, int64, float32, bool, image, list, struct, ..."""
     if isinstance(feature, datasets.Image):
@@ -71,11 +80,11 @@ def require_columns(dataset: datasets.Dataset, needed: Mapping[str, str], origin
     missing = [name for name in needed if name not in features]
     if missing:
         raise error(f"{origin.where}: missing column(s) {missing} needed for {what}; "
-                    f"found columns {sorted(features)}")
+                    f"found columns {sorted(features)}{INSPECT_HINT}")
     for name, kind in needed.items():
         if not has_kind(features[name], kind):
             raise error(f"{origin.where}: column {name!r} holds {kind_of(features[name])} values, "
-                        f"expected {kind} ({what})")
+                        f"expected {kind} ({what}){INSPECT_HINT}")
 
 
 def columns(dataset: datasets.Dataset, names: Sequence[str]) -> dict[str, list]:

@@ -36,7 +36,8 @@ from spatial_tasks.common import images
 from spatial_tasks.common.choice import LETTERS, is_cannot_determine
 from spatial_tasks.common.origin import Origin, in_memory, origin_for
 from spatial_tasks.common.validate import (
-    DataError,
+    INSPECT_HINT,
+    SourceError,
     check_unique,
     columns,
     is_finite_number,
@@ -62,10 +63,6 @@ SOURCE_ENV = "SPATIAL_TASKS_DORI_SOURCE"
 PAPER_SEEDS = (42, 1998, 107983)
 DEFAULT_SEED = PAPER_SEEDS[0]
 MAX_OPTIONS = 16  # the paper's largest option set
-
-
-class SourceError(DataError):
-    """Data that cannot be mapped onto canonical DORI docs; the message says where and why."""
 
 
 # Column aliases of the official release (lower-cased; the first present wins).
@@ -480,9 +477,6 @@ def _official_docs(dataset: datasets.Dataset, origin: Origin, hint: str, seed: i
     for doc in docs:
         _finish_doc(doc, seed)
     return docs
-
-
-INSPECT_HINT = " (`spatial-tasks inspect SOURCE` shows what a source holds and which reader takes it)"
 
 
 def _relative_file(origin: Origin, row: int) -> str | None:

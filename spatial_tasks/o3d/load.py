@@ -35,7 +35,7 @@ from PIL import Image
 
 from spatial_tasks.common import images
 from spatial_tasks.common.origin import Origin, in_memory, origin_for
-from spatial_tasks.common.validate import require_columns
+from spatial_tasks.common.validate import INSPECT_HINT, require_columns
 from spatial_tasks.o3d import markers, schema
 from spatial_tasks.o3d.schema import SchemaError
 
@@ -105,7 +105,7 @@ class O3DSource(Mapping):
                 ds = datasets.load_dataset(self.path, name, split=schema.SPLIT, **self.load_kwargs)
             except Exception as exc:  # the datasets error names the config; add the source
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise KeyError(f"cannot load subset {name!r} from O3-D source {self.path!r}: {first}") from exc
+                raise KeyError(f"cannot load subset {name!r} from O3-D source {self.path!r}: {first}{INSPECT_HINT}") from exc
             self._subsets[name] = ds
             return ds
 
@@ -133,7 +133,7 @@ class O3DSource(Mapping):
                 ds = self.subset(name)
                 if "image_name" not in ds.column_names:
                     raise SchemaError(f"{self.origin(name).where}: subset {name!r} lacks column 'image_name' "
-                                      f"(has: {ds.column_names})")
+                                      f"(has: {ds.column_names}){INSPECT_HINT}")
                 names = ds.select_columns(["image_name"]).with_format("arrow")[:]["image_name"].to_pylist()
                 index: dict[str, int] = {}
                 for row, image_name in enumerate(names):
@@ -164,7 +164,7 @@ class O3DSource(Mapping):
                 ds = self.subset(name)
                 if column not in ds.column_names:
                     raise SchemaError(f"subset {name!r} of {self.key!r} lacks column {column!r} "
-                                      f"(has: {ds.column_names})")
+                                      f"(has: {ds.column_names}){INSPECT_HINT}")
                 self._views[key] = ds.select_columns([column, "image_name"]).with_format("arrow")
             return self._views[key]
 
@@ -300,13 +300,13 @@ def _subset_plan(src: O3DSource, name: str, need_plain: bool, need_marked: bool,
         if col == "odd_position" and name in schema.CROPPED_SUBSETS:
             continue  # the crop tag in each name gives the ground truth
         if col not in cols:
-            raise SchemaError(f"{where} lacks column {col!r} (has: {list(cols)})")
+            raise SchemaError(f"{where} lacks column {col!r} (has: {list(cols)}){INSPECT_HINT}")
     plan = {"columns": cols, "plain": None, "marked": None, "draw": False}
     if need_plain:
         plan["plain"] = schema.plain_image_column(cols)
         if plan["plain"] is None:
             raise SchemaError(f"{where} has no 'augmented_image' or 'image' column for unmarked questions "
-                              f"(has: {list(cols)})")
+                              f"(has: {list(cols)}){INSPECT_HINT}")
     if need_marked:
         if "marked_image" in cols:
             plan["marked"] = "marked_image"
@@ -314,7 +314,7 @@ def _subset_plan(src: O3DSource, name: str, need_plain: bool, need_marked: bool,
             missing = [c for c in ("image", "targ_seg", "dist_seg") if c not in cols]
             if missing:
                 raise SchemaError(f"{where} has no 'marked_image' and lacks {missing} needed to draw "
-                                  f"markers (has: {list(cols)})")
+                                  f"markers (has: {list(cols)}){INSPECT_HINT}")
             plan["marked"] = "image"
             plan["draw"] = True
     image_cols = src._image_columns(name)

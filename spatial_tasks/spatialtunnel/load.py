@@ -36,7 +36,8 @@ from loguru import logger as log
 from spatial_tasks.common import images
 from spatial_tasks.common.origin import Origin, in_memory
 from spatial_tasks.common.validate import (
-    DataError,
+    INSPECT_HINT,
+    SourceError,
     category,
     check_unique,
     columns,
@@ -88,10 +89,6 @@ NUMERIC_FIELDS = ("theta1", "theta2", "theta1_index", "theta2_index", "depth1", 
 NOMINAL_RESOLUTION = 512  # relations are scale-free; used only when a source gives no image size
 
 
-class SourceError(DataError):
-    """A dataset that cannot be mapped onto the canonical schema; the message says where and why."""
-
-
 def to_docs(dataset: datasets.Dataset, origin: Origin | None = None, variant: str | None = None, *,
             label: str | None = None, check_images: bool = True, grid: int = geometry.DEFAULT_GRID) -> datasets.Dataset:
     """Canonical per-question docs (images as references) for any supported source, checked.
@@ -140,9 +137,6 @@ def detect_format(dataset: datasets.Dataset, origin: Origin) -> str:
         f"(missing column(s) {missing}, or obj1 + obj2 instead of question + answer); found columns "
         f"{sorted(features)}{INSPECT_HINT}"
     )
-
-
-INSPECT_HINT = " (`spatial-tasks inspect SOURCE` shows what a source holds and which reader takes it)"
 
 
 def _image_encoding(feature: object, column: str, origin: Origin) -> str:

@@ -224,7 +224,7 @@ def chromatic_regions(rgb: np.ndarray) -> tuple[list[Found], np.ndarray]:
             continue
         votes = {name: int((in_range(hue[region], *HUE_RANGES[name])).sum()) for name in CHROMATIC}
         ranked = sorted(votes.items(), key=lambda kv: -kv[1])
-        (first, n1), (second, n2) = ranked[0], ranked[1]
+        (first, _), (second, n2) = ranked[0], ranked[1]
         if n2 >= 0.3 * region.sum() and n2 >= min_area:  # two touching objects: split by colour
             for name in (first, second):
                 part = region & in_range(hue, *HUE_RANGES[name])

@@ -35,7 +35,13 @@ from loguru import logger as log
 
 from spatial_tasks.common import images
 from spatial_tasks.common.origin import Origin, in_memory
-from spatial_tasks.common.validate import DataError, columns, is_finite_number, short
+from spatial_tasks.common.validate import (
+    INSPECT_HINT,
+    SourceError,
+    columns,
+    is_finite_number,
+    short,
+)
 from spatial_tasks.vague.schema import (
     BENCHMARK,
     DOC_FIELDS,
@@ -50,11 +56,6 @@ from spatial_tasks.vague.schema import (
 HUB_ID = "HazelNam/vague-bench"
 SOURCE_ENV = "SPATIAL_TASKS_VAGUE_SOURCE"
 TABLE_COLUMNS = ("image", "image_name", "indirect", "solution", "mcq")  # the Hub release's, needed
-INSPECT_HINT = " (`spatial-tasks inspect SOURCE` shows what a source holds and which reader takes it)"
-
-
-class SourceError(DataError):
-    """VAGUE data that cannot be read; the message names the file, the item and the key."""
 
 
 def subset_of_file(path: Path) -> str | None:
