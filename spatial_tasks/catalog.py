@@ -120,10 +120,17 @@ def _data_spec(entry: TaskEntry, base_cfg: dict, data: str, config: str | None, 
         dataset_name = config or "visual_questions"
     if benchmark == "spatialtunnel" and dataset_name is None:
         dataset_name = _spatialtunnel_config(base_cfg)
+    if benchmark == "spatialtunnel" and config is not None and config.endswith(TABLE_SUFFIXES):
+        # one table of the official layout, named as a file (--config phase_variation.parquet)
+        return {"dataset_path": str(local) if local is not None else data, "dataset_name": None,
+                "test_split": split or "train", "dataset_kwargs": {"data_files": {split or "train": config}}}
     if local is None:
-        if benchmark == "spatialtunnel" and config is None:  # the official release: one file per table
+        if benchmark == "spatialtunnel" and config is None and data == base_cfg.get("dataset_path"):
+            # the official release itself (another revision, say): its tables, as the base task reads them
+            kwargs = {k: v for k, v in (base_cfg.get("dataset_kwargs") or {}).items() if k == "revision"}
             return {"dataset_path": data, "dataset_name": None, "test_split": split or "train",
-                    "dataset_kwargs": {"data_files": {split or "train": f"{dataset_name}.parquet"}}}
+                    "dataset_kwargs": {**kwargs, "data_files": {split or "train": f"{dataset_name}.parquet"}}}
+        # any other Hub id: the layout `spatial-tasks publish` writes (one config per table)
         return {"dataset_path": data, "dataset_name": dataset_name, "test_split": split or str(base_cfg["test_split"]),
                 "dataset_kwargs": {}}
     if benchmark == "o3d":
@@ -144,6 +151,9 @@ def _spatialtunnel_config(base_cfg: dict) -> str | None:
         stem = Path(str(file)).stem
         return Path(str(file)).parent.name if stem.startswith("test-") else stem
     return None
+
+
+TABLE_SUFFIXES = (".parquet", ".tsv")
 
 
 def _official_table(local: Path, config: str | None) -> Path | None:

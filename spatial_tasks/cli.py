@@ -136,7 +136,8 @@ def custom_task_command(
     data: Annotated[str | None, typer.Option(help="Hub dataset id or local dataset folder "
                                                   "(default: the base task's data).")] = None,
     name: Annotated[str | None, typer.Option(help="New task name, letters/digits/_ (default: <base_task>_custom).")] = None,
-    config: Annotated[str | None, typer.Option(help="Dataset config (default: the base task's).")] = None,
+    config: Annotated[str | None, typer.Option(help="Dataset config (default: the base task's); for SpatialTunnel also a "
+                                                    "table file of the official layout, e.g. phase_variation.parquet.")] = None,
     split: Annotated[str | None, typer.Option(help="Split to evaluate (default: the one the data declares).")] = None,
     prompt: Annotated[list[str] | None, typer.Option(
         help="KEY=VALUE prompt parameter, repeatable (e.g. o3d: answer_instruction='Answer:').")] = None,

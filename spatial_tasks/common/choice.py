@@ -55,6 +55,9 @@ _BOLD = re.compile(r"\*\*\s*\(?([A-Z])\)?[\.\):]?\s*\*\*")
 _TAGGED = re.compile(r"(?<![A-Za-z])(?:\(([A-Z])\)|([A-Z]):)")
 _CANNOT = re.compile(r"(?i)\b(cannot|can't|can not|unable to|impossible to|not possible to)\s+(be\s+)?determin")
 _DONT_KNOW = re.compile(r"(?i)\b(i don'?t know|i do not know|not sure|unsure)\b")
+_MARKER_WORDS = ("answer", "select", "choice", "option", "i choose", "i pick")  # every _MARKER match contains one
+_DONT_KNOW_WORDS = ("know", "sure")  # every _DONT_KNOW match contains one
+_REFUSAL_WORDS = ("sorry", "i can", "i am unable", "i'm unable", "as an ai", "apologi", "unable to")  # likewise
 _REFUSAL = re.compile(r"(?i)\b(i'?m sorry|i am sorry|i cannot|i can't|i can not|i am unable|i'm unable|"
                       r"as an ai|i apologi[sz]e|unable to (answer|assist|help))")
 
@@ -127,7 +130,9 @@ def _read(response: object, options: Sequence[str]) -> Choice:
     match = _LEADING.match(text)
     if match and _letter(match.group(1), n) is not None:
         return Choice(SELECTED, _letter(match.group(1), n))
-    for pattern in (_MARKER, _BOLD):
+    low = text.lower()  # plain substring tests first: each regex below costs ~0.05-0.1 s on a megabyte
+    markers = [p for p, words in ((_MARKER, _MARKER_WORDS), (_BOLD, ("**",))) if any(w in low for w in words)]
+    for pattern in markers:
         for match in pattern.finditer(text):
             k = _letter(match.group(1), n)
             if k is not None:
@@ -138,15 +143,14 @@ def _read(response: object, options: Sequence[str]) -> Choice:
     letters = {_letter(a or b, n) for a, b in _TAGGED.findall(text)} - {None}
     if len(letters) == 1:
         return Choice(SELECTED, letters.pop())
-    if _CANNOT.search(text):
+    if "determin" in low and _CANNOT.search(text):
         undeterminable = [k for k, option in enumerate(options) if is_cannot_determine(option)]
         return Choice(SELECTED, undeterminable[0]) if len(undeterminable) == 1 else Choice(DECLINED)
-    if _DONT_KNOW.search(text):
+    if any(word in low for word in _DONT_KNOW_WORDS) and _DONT_KNOW.search(text):
         return Choice(DECLINED)
-    if _REFUSAL.search(text):
+    if any(word in low for word in _REFUSAL_WORDS) and _REFUSAL.search(text):
         return Choice(REFUSED)
     return Choice(UNPARSEABLE)
-
 
 
 def outcome_share(records: Sequence[dict], outcome: str) -> float:

@@ -260,6 +260,8 @@ def build_task_docs(questions: datasets.Dataset, data: TaskData, *, subsets: Seq
     """Canonical docs of one task: the questions of ``subsets`` with this marking (and clarity), their
     images from the task's own source (``subset_source``)."""
     source, load_kwargs = subset_source(data)
+    how = f"${data.override}" if data.override else f"task {data.task}'s dataset_path"
+    log.info(f"O3-D image subsets from {source!r} ({how})")
     origin = data.origin(questions)
     docs = load.process_docs(questions, source=source, subsets=subsets, marked=marked, clarity=clarity,
                              load_kwargs=load_kwargs, origin=origin)

@@ -87,7 +87,19 @@ def test_a_local_folder_and_a_hub_id(st_data, tmp_path):
     assert (local["dataset_path"], local["dataset_name"], local["test_split"]) == (
         str(st_data.resolve()), "phase_variation", "test")
     hub = yaml.safe_load(write_custom_task("spatialtunnel_phase", "someone/tunnel", tmp_path / "h").read_text())
-    assert (hub["dataset_path"], hub["dataset_name"]) == ("someone/tunnel", "phase_variation")
+    assert (hub["dataset_path"], hub["dataset_name"]) == ("someone/tunnel", "phase_variation")  # what publish writes
+
+
+def test_hub_ids_in_the_official_spatialtunnel_layout(tmp_path):
+    official = yaml.safe_load(write_custom_task("spatialtunnel_size", "cubec/spatialtunnel", tmp_path / "o",
+                                                prompt={"answer_suffix": " Yes or no?"}).read_text())
+    assert official["dataset_kwargs"] == {"revision": "96f48f3e6ab8738e87a151e7c8fc29954fa10fd6",
+                                          "data_files": {"train": "size_variation.parquet"}}
+    assert official["dataset_name"] is None and official["test_split"] == "train"
+    mirror = yaml.safe_load(write_custom_task("spatialtunnel_phase", "someone/mirror", tmp_path / "m",
+                                              config="phase_variation.parquet").read_text())
+    assert (mirror["dataset_path"], mirror["dataset_name"], mirror["dataset_kwargs"]) == (
+        "someone/mirror", None, {"data_files": {"train": "phase_variation.parquet"}})
 
 
 def test_the_kosmos2_prompt_for_o3d(tmp_path):

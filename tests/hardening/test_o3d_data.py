@@ -17,6 +17,7 @@ from PIL import ImageFile
 
 from spatial_tasks.common.origin import Origin
 from spatial_tasks.common.validate import DataError
+from spatial_tasks.harness import TaskData
 from spatial_tasks.o3d import fixture, load, schema
 
 from . import bad_images as bad
@@ -177,8 +178,9 @@ def test_a_task_whose_filter_keeps_nothing_says_so(pristine, tmp_path):
                                       cache_dir=str(tmp_path / "c"))
     questions = questions.filter(lambda r: r["subset_name"] != "real-012cue-cropped")
     with pytest.raises(DataError, match=r"no marked questions about the subsets \['real-012cue-cropped'\]"):
-        tasks.build_task_docs(questions, subsets=tasks.REAL_TASK_SUBSETS, marked=True, source=str(pristine),
-                              load_kwargs={"cache_dir": str(tmp_path / "c")})
+        data = TaskData(task="o3d_real", path=str(pristine), name="visual_questions", split="train",
+                        kwargs={"cache_dir": str(tmp_path / "c")})
+        tasks.build_task_docs(questions, data, subsets=tasks.REAL_TASK_SUBSETS, marked=True)
 
 
 def test_a_stale_row_is_detected(pristine, tmp_path):

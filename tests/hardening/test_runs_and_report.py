@@ -11,12 +11,12 @@ import json
 import math
 from pathlib import Path
 
-import datasets
 import pytest
 
 from spatial_tasks.common.formatting import number
 from spatial_tasks.common.samples import RunFailed, SamplesError, check_run, find_runs, run_label
 from spatial_tasks.common.yesno import YesNoLogits, encode_payload
+from spatial_tasks.harness import TaskData, load_docs
 from spatial_tasks.paths import tasks_dir
 from spatial_tasks.report import MANIFEST, write_report
 from spatial_tasks.spatialtunnel import tasks
@@ -27,8 +27,7 @@ TASK = "spatialtunnel_sample_phase"
 
 @pytest.fixture(scope="module")
 def docs():
-    path = tasks_dir() / "spatialtunnel" / "sample" / "phase_variation" / "test-00000-of-00001.parquet"
-    return tasks.process_docs(datasets.load_dataset("parquet", data_files=str(path), split="train"))
+    return load_docs(*TaskData.from_yaml(tasks_dir() / "spatialtunnel" / f"{TASK}.yaml"))
 
 
 def write_run(folder: Path, stamp: str, model: str, model_args: str, docs, answer, task: str = TASK) -> None:

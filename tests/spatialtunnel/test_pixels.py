@@ -53,7 +53,9 @@ def test_every_bundled_image_is_filed_as_recorded(tmp_path, config, log_messages
             assert "black" in (rec["color1"], rec["color2"]), rec["image_id"]
             unknown_images.add(rec["image_id"])
             continue
-        assert (doc["theta1_index"], doc["theta2_index"]) == (rec["theta1_index"], rec["theta2_index"]), rec["image_id"]
+        for i in ("1", "2"):  # the cell, or None for a black object too close to a cell's edge to tell
+            found, truth_cell = doc[f"theta{i}_index"], rec[f"theta{i}_index"]
+            assert found == truth_cell or (found is None and rec[f"color{i}"] == "black"), (rec["image_id"], i)
         assert abs(doc["y1"] - rec["pixel1"][1]) < 4 and abs(doc["y2"] - rec["pixel2"][1]) < 4, rec["image_id"]
         if not borderline(truth.dy, rec["height"]):
             assert (doc["relation"], doc["relation_two_way"]) == (truth.three_way, truth.two_way), rec["image_id"]

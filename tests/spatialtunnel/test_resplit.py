@@ -11,6 +11,7 @@ import datasets
 import pytest
 from lmms import run_lmms_eval
 
+from spatial_tasks import harness
 from spatial_tasks.common.validate import DataError
 from spatial_tasks.spatialtunnel import resplit
 from spatial_tasks.spatialtunnel.resplit import ResplitError, resplit_docs, shortcut_relation
@@ -25,6 +26,18 @@ from spatial_tasks.spatialtunnel.resplit_fixture import (
     embspatial_row,
     write_rows,
 )
+
+
+@pytest.mark.parametrize("reader", [harness.embspatial_answer_letter, harness.cv_bench_answer_letter])
+@pytest.mark.parametrize("response, letter", [
+    ("B. The front points right; option A would be wrong.", "B"),
+    ("A. 90 degrees clockwise (answer B is the opposite direction).", "A"),
+    ("(C) the lamp, since A is nearer", "C"),
+])
+def test_the_resplits_letter_readers_take_the_leading_letter(reader, response, letter):
+    """The re-splits read answers with lmms-eval's own readers (so acc_all is lmms-eval's accuracy):
+    a letter named later in the reasoning must not override the one that opens the answer."""
+    assert reader(response) == letter
 
 
 def test_two_objects_follow_the_papers_rule():
