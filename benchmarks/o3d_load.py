@@ -1,6 +1,6 @@
 """O3-D loading at the paper's scale: join time, per-doc hook overhead, memory.
 
-Builds a stand-in O3-D in the official Hub layout (``spatial_tasks.o3d.fixture``) with the
+Builds a stand-in O3-D in the official Hub layout (``spatial_tasks.generators.o3d.standins``) with the
 paper's image counts (37,799 images, ~151K questions; tiny 32x32 images) in a temporary folder,
 then measures what an lmms-eval run pays:
 
@@ -40,7 +40,7 @@ TEMPLATE = "{{ question }}"  # what a task's doc_to_text renders (lmms-eval: Jin
 
 
 def _build(out: str, scale: float, size: int, seed: int) -> None:
-    from spatial_tasks.o3d import fixture
+    from spatial_tasks.generators.o3d import standins as fixture
 
     counts = {k: max(1, round(v * scale)) for k, v in fixture.PAPER_COUNTS.items()}
     fixture.build_fixture(out, seed=seed, counts=counts, image_size=(size, size))

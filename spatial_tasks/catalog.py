@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -198,8 +199,8 @@ def _check_whole_source(benchmark: str, base_task: str, local: Path) -> None:
     check_folder(local, wanted)
 
 
-def write_seed_tasks(out: Path, seeds: list[int], data: str | None = None, force: bool = False,
-                     only: list[str] | None = None) -> list[Path]:
+def write_seed_tasks(out: Path, seeds: str | Sequence[int], data: str | None = None, force: bool = False,
+                     only: str | Sequence[str] | None = None) -> list[Path]:
     """For each seed S: the 14 DORI tasks (or ``only`` those: "compound_rotation" for both
     granularities, "compound_rotation_granular" for one) as ``dori_<task>_<granularity>_sS`` with that
     option-order seed and a group ``dori_sS`` (acc: the mean of the task accuracies), all in ``out``.
@@ -208,6 +209,13 @@ def write_seed_tasks(out: Path, seeds: list[int], data: str | None = None, force
     must hold every chosen task's questions."""
     from spatial_tasks.dori.tasks import TASK_NAMES
 
+    if isinstance(seeds, str):  # the command line's "42,1998,107983"
+        try:
+            seeds = [int(s) for s in seeds.split(",") if s.strip()]
+        except ValueError:
+            raise ValueError(f"--seeds {seeds!r}: comma-separated integers, e.g. 42,1998,107983") from None
+    if isinstance(only, str):
+        only = [o.strip() for o in only.split(",") if o.strip()]
     if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
         raise ValueError(f"--seeds {seeds}: give distinct integers >= 0")
     chosen = list(TASK_NAMES)

@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -190,13 +191,8 @@ def dori_seeds_command(
     """Write the 14 DORI tasks once per seed, with a group dori_s<seed> each (the paper's error bars)."""
     from spatial_tasks.catalog import write_seed_tasks
 
-    try:
-        values = [int(s) for s in seeds.split(",") if s.strip()]
-    except ValueError:
-        raise ValueError(f"--seeds {seeds!r}: comma-separated integers, e.g. 42,1998,107983") from None
-    chosen = [o.strip() for o in only.split(",") if o.strip()] if only is not None else None
-    paths = write_seed_tasks(out, values, data, force, only=chosen)
-    groups = ",".join(f"dori_s{s}" for s in values)
+    paths = write_seed_tasks(out, seeds, data, force, only=only)
+    groups = ",".join(p.stem for p in paths if re.fullmatch(r"dori_s\d+", p.stem))  # one group per seed
     typer.echo(f"{len(paths)} YAMLs in {out}. Run: lmms-eval --include_path {out} --tasks {groups} ... --log_samples, "
                f"then: spatial-tasks rescore dori OUTPUT_PATH")
 
@@ -319,9 +315,9 @@ def publish_command(
     dry_run: Annotated[bool, typer.Option(help="List what would be uploaded; upload nothing.")] = False,
 ) -> None:
     """Upload the card and the data files its configs declare (nothing else) to the Hub."""
-    from spatial_tasks.generators.common.publish import publish, upload_list
+    from spatial_tasks.generators.common.publish import publish, upload_plan
 
-    files = upload_list(path)
+    files = upload_plan(path, repo)
     for file in files:
         typer.echo(f"  {file}")
     if dry_run:
@@ -339,7 +335,7 @@ def rescore_spatialtunnel(
     """SpatialTunnel metrics (v, v_cons, v_ctr, delta, grid, size sweep) per run and task."""
     from spatial_tasks.spatialtunnel.rescore import rescore
 
-    result = rescore(samples, _one_of("--protocol", protocol, ("auto", "exact", "logit")))
+    result = rescore(samples, protocol)
     if as_json:
         _print_json(result)
         return
@@ -358,14 +354,9 @@ def rescore_o3d(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """O3-D metrics (Table 12 columns, near-far bias, SDGM) from saved outputs."""
-    from spatial_tasks.o3d import rescore
+    from spatial_tasks.o3d.rescore import rescore
 
-    format = _one_of("--format", format, ("auto", "o3d-released", "lmms-samples"))
-    if ddof not in (0, 1):
-        raise ValueError(f"--ddof must be 0 (the paper's population std) or 1 (the authors' sample std), not {ddof}")
-    if format == "auto":
-        format = rescore.detect_format(file)
-    result = rescore.rescore_released(file, ddof) if format == "o3d-released" else rescore.rescore_samples(file, ddof)
+    result = rescore(file, format, ddof)
     if as_json:
         _print_json(result)
         return
@@ -384,8 +375,6 @@ def rescore_dori(
     from spatial_tasks.common.formatting import number
     from spatial_tasks.dori.rescore import rescore
 
-    if ddof not in (0, 1):
-        raise ValueError(f"--ddof must be 0 or 1, not {ddof}")
     result = rescore(samples, ddof)
     if as_json:
         _print_json(result)
@@ -426,24 +415,9 @@ def vague_tag_persons(
     size: Annotated[int | None, typer.Option(help="Font size in pixels (default: 40 per 1,000 px of the longer side).")] = None,
 ) -> None:
     """Draw numbered person tags (white digits on black) at the centres of the boxes."""
-    import json
+    from spatial_tasks.vague.person_tags import tag_image_file
 
-    from spatial_tasks.common.images import open_image
-    from spatial_tasks.vague.person_tags import draw_person_tags
-
-    text = Path(boxes).read_text(encoding="utf-8") if Path(boxes).is_file() else boxes
-    try:
-        value = json.loads(text)
-    except ValueError:
-        raise ValueError(f"--boxes: neither JSON nor a JSON file: {boxes[:80]!r}") from None
-    if isinstance(value, dict):
-        value = (value.get("meta") or {}).get("person_bbox", value.get("person_bbox"))
-    if not isinstance(value, list):
-        raise ValueError("--boxes: expected a list [[x1, y1, x2, y2], ...] or an item with meta.person_bbox")
-    tagged, tags = draw_person_tags(open_image(image.read_bytes(), str(image)), value, size)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tagged.save(out)
-    typer.echo(f"{out}: {len(tags)} tag(s)")
+    typer.echo(f"{out}: {tag_image_file(image, boxes, out, size)} tag(s)")
 
 
 @app.command("prompts")
@@ -495,38 +469,13 @@ def probe_command(
     overwrite: Annotated[bool, typer.Option(help="Replace a probe of another model or data in --out.")] = False,
 ) -> None:
     """Contrastive probing (SpatialTunnel §5): axis coherence and VD-EI per layer, PCA of the deltas."""
-    from spatial_tasks.spatialtunnel.probe import parse_layers, recompute, run_probe
+    from spatial_tasks.spatialtunnel.probe.run import probe
 
-    chosen = parse_layers(layers)
-    if model is None and data is None:
-        summary = recompute(out, layer)
-    elif model is None or data is None:
-        raise ValueError("--model and --data go together (neither: recompute from --out)")
-    else:
-        from spatial_tasks.models.hidden_states import load_hidden_state_model
-        from spatial_tasks.spatialtunnel.probe_data import load_probe_pairs
-
-        _one_of("--dtype", dtype, ("bfloat16", "float16", "float32"))
-        pairs = load_probe_pairs(data, per_category=per_category, seed=seed, strict=strict)
-        skipped = f", skipped {dict(pairs.skipped)}" if pairs.skipped else ""
-        capped = f", {pairs.capped} left out by --per-category {per_category}" if pairs.capped else ""
-        typer.echo(f"{len(pairs.pairs)} pairs from {data} ({pairs.layout} layout): {pairs.counts()}{skipped}{capped}")
-        for row in pairs.skipped_rows:
-            typer.echo(f"  skipped: {row}")
-        summary = run_probe(lambda: load_hidden_state_model(model, family, device=device, dtype=dtype), pairs, out,
-                            model_name=model, batch_size=batch_size, overwrite=overwrite, layers=chosen, layer=layer)
-    at = summary.metrics["at_layer"]
-    zero = summary.metrics.get("zero_deltas") or 0
-    zeros = f" ({zero} zero delta(s): identical prompts, cosine 0)" if zero else ""
-    if at is None:
-        typer.echo(f"{summary.done}/{summary.total} pairs probed; {summary.why}{zeros}")
-    else:
-        typer.echo(f"{summary.done}/{summary.total} pairs probed; layer {summary.layer} ({summary.why}): "
-                   + ", ".join(f"{k} {v:.3f}" for k, v in at.items() if k != "zero_deltas") + zeros)
-    if summary.metrics["paper_table5"]:
-        typer.echo("paper (Table 5): " + ", ".join(f"{k} {v:.3f}" for k, v in summary.metrics["paper_table5"].items()))
-    for path in summary.files:
-        typer.echo(str(path))
+    summary = probe(out, model=model, data=data, per_category=per_category, seed=seed, strict=strict, layer=layer,
+                    batch_size=batch_size, device=device, dtype=dtype, family=family, layers=layers,
+                    overwrite=overwrite, echo=typer.echo)
+    for line in summary.describe():
+        typer.echo(line)
 
 
 @app.command("tiny-model")

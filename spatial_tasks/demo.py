@@ -134,8 +134,8 @@ def run_demo_probe(model_dir: Path, out: Path) -> Path:
     """``spatial-tasks probe`` of the tiny model on the bundled probing pairs (replaced on a rerun)."""
     from spatial_tasks.models.hidden_states import load_hidden_state_model
     from spatial_tasks.paths import benchmark_tasks_dir
-    from spatial_tasks.spatialtunnel.probe import run_probe
-    from spatial_tasks.spatialtunnel.probe_data import load_probe_pairs
+    from spatial_tasks.spatialtunnel.probe.data import load_probe_pairs
+    from spatial_tasks.spatialtunnel.probe.run import run_probe
 
     pairs = load_probe_pairs(benchmark_tasks_dir("spatialtunnel") / "sample" / "contrastive_probing")
     console.print(f"[bold]Probing[/] the tiny model's hidden states on {len(pairs.pairs)} bundled pairs -> {out}")

@@ -66,7 +66,9 @@ def _spatialtunnel(ds: datasets.Dataset, name: str) -> str:
     import random
     from collections import Counter
 
-    from spatial_tasks.spatialtunnel import load, probe_data, resplit
+    from spatial_tasks.spatialtunnel import load
+    from spatial_tasks.spatialtunnel.probe import data as probe_data
+    from spatial_tasks.spatialtunnel.resplit import docs as resplit
 
     for columns, task in ((resplit.EMBSPATIAL_COLUMNS, "EmbSpatial-Bench (spatialtunnel_embspatial_depth_split)"),
                           (resplit.CV_BENCH_COLUMNS, "CV-Bench 3D (spatialtunnel_cv_bench_3d_split)")):
@@ -80,7 +82,7 @@ def _spatialtunnel(ds: datasets.Dataset, name: str) -> str:
         origin = in_memory(name)
         layout = probe_data.detect_layout(ds.column_names, origin)
         skipped, rows = Counter(), []
-        pairs = probe_data._pairs(ds, origin, layout, random.Random(0), skipped, rows, strict=False)
+        pairs = probe_data.pairs_of_table(ds, origin, layout, random.Random(0), skipped, rows, strict=False)
     except DataError:
         return first
     if not pairs:

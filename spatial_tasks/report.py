@@ -40,7 +40,7 @@ def _figure_makers() -> dict:
     from spatial_tasks.dori.report import dori_figures
     from spatial_tasks.o3d.report import o3d_figures
     from spatial_tasks.spatialtunnel.report import spatialtunnel_figures
-    from spatial_tasks.spatialtunnel.resplit_report import resplit_figures
+    from spatial_tasks.spatialtunnel.resplit.report import resplit_figures
     from spatial_tasks.vague.report import vague_figures
 
     return {"spatialtunnel": spatialtunnel_figures, "o3d": o3d_figures, "dori": dori_figures, "vague": vague_figures,
@@ -93,7 +93,7 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
         sections += [f"## {TITLES.get(benchmark, benchmark)}", "", *lines, ""]
         sections += [f"![{p.stem}]({p.name})" for p in files] + [""]
     if probes:
-        from spatial_tasks.spatialtunnel.probe_report import probe_section
+        from spatial_tasks.spatialtunnel.probe.report import probe_section
 
         files, lines = probe_section(list(probes), out)
         written += files

@@ -206,10 +206,20 @@ def test_publish_to_an_existing_repo(online, dataset_dir):
     assert "README.md" in hub.committed_files()
 
 
-@pytest.mark.parametrize("repo", ["noslash", "a/b/c", "/x", ""])
+@pytest.mark.parametrize("repo", ["noslash", "a/b/c", "/x", "", "my--org/st", "org/st..x", "org/-st", "org/st.",
+                                  "org/" + "x" * 97, "org/s t", "org/st%"])
 def test_bad_repo_id(dataset_dir, repo):
     with pytest.raises(ValueError, match="--repo"):
         publish(dataset_dir, repo)
+
+
+@pytest.mark.parametrize("repo", ["my--org/st", "a/b/c", "org/st."])
+def test_a_dry_run_checks_the_repo_id_too(dataset_dir, repo):
+    cli = Path(sys.executable).with_name("spatial-tasks")
+    out = subprocess.run([str(cli), "publish", str(dataset_dir), "--repo", repo, "--dry-run"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith(f"error: --repo {repo!r}") or out.stderr.startswith("error: --repo must be ORG/NAME")
 
 
 def test_only_the_card_and_the_declared_data_files_are_uploaded(online, dataset_dir):

@@ -21,7 +21,6 @@ from __future__ import annotations
 import glob
 import hashlib
 import logging
-import re
 from pathlib import Path
 
 import yaml
@@ -29,7 +28,6 @@ import yaml
 log = logging.getLogger(__name__)
 
 CARD = "README.md"
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 class PublishError(ValueError):
@@ -65,6 +63,25 @@ def _data_file_patterns(config: dict, card: Path) -> list[str]:
     if not patterns or not all(isinstance(p, str) and p for p in patterns):
         raise PublishError(f"{card}: config {config.get('config_name')!r} declares no data_files paths")
     return patterns
+
+
+def check_repo_id(repo: str) -> None:
+    """ORG/NAME as the Hub accepts it (huggingface_hub's own rules: characters, length, no '--'
+    or '..'), checked before anything is read or uploaded -- a dry run too."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    if not isinstance(repo, str) or repo.count("/") != 1:
+        raise ValueError(f"--repo must be ORG/NAME (a dataset repo under your user or organisation), got {repo!r}")
+    try:
+        validate_repo_id(repo)
+    except HFValidationError as err:
+        raise ValueError(f"--repo {repo!r} is not a valid Hub repo id: {str(err).split(chr(10))[0]}") from None
+
+
+def upload_plan(path: Path, repo: str) -> list[str]:
+    """What ``publish(path, repo)`` would upload (``upload_list``), after checking the repo id."""
+    check_repo_id(repo)
+    return upload_list(path)
 
 
 def upload_list(path: Path) -> list[str]:
@@ -112,8 +129,7 @@ def publish(path: Path, repo: str, private: bool = False, *, files: list[str] | 
     """
     from huggingface_hub import CommitOperationAdd, HfApi
 
-    if not _REPO_ID.match(repo):
-        raise ValueError(f"--repo must look like ORG/NAME, got {repo!r}")
+    check_repo_id(repo)
     if batch_bytes < 1:
         raise ValueError(f"batch_bytes must be >= 1, got {batch_bytes}")
     root = Path(path)

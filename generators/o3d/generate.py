@@ -56,7 +56,7 @@ from spatial_tasks.generators.common.jobs import (
 )
 from spatial_tasks.generators.o3d import assets, layout, sampling, scene
 
-from spatial_tasks.o3d import fixture, prompts, schema
+from spatial_tasks.o3d import prompts, schema
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +73,8 @@ EXTRA_FEATURES = {"odd_scaler": datasets.Value("float64"), "depth_f32": datasets
 
 
 def image_features(config: str) -> datasets.Features:
-    """The release's columns of a kb-* config (fixture.subset_features) plus ours."""
-    return datasets.Features({**fixture.subset_features(config), **EXTRA_FEATURES})
+    """The release's columns of a kb-* config (schema.subset_features) plus ours."""
+    return datasets.Features({**schema.subset_features(config), **EXTRA_FEATURES})
 
 
 @dataclass
@@ -280,7 +280,7 @@ def write_questions(out: Path, shard: Shard, seed: int) -> Path:
     folder = out / QUESTIONS
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / ds.parquet_name(SPLIT, shard.index - 1, shard.count)
-    ds.write_parquet(rows, fixture.QUESTION_FEATURES, path, {"generator": GENERATOR, "seed": seed,
+    ds.write_parquet(rows, schema.QUESTION_FEATURES, path, {"generator": GENERATOR, "seed": seed,
                                                              "flags": {"shard": shard.label}})
     ds.remove_other_layouts(folder, SPLIT, shard.count)
     return path

@@ -8,7 +8,7 @@
 * kb-2cue: four cue pairs (HP+SA, OC+RS, LS+TG, FO+FS; FS on both pairs), near and far, strength 1
   -- 10 images;
 * real-012cue-cropped: photos cannot be rendered, so the 12 crops are PIL-drawn stand-ins in the
-  release's layout (spatial_tasks.o3d.fixture), with the authors' left/right questions;
+  release's layout (spatial_tasks.generators.o3d.standins), with the authors' left/right questions;
 * visual_questions: 4 questions per rendered image (one per clarity) and the crops' questions.
 
 128 x 128 px, 16 samples, seed 0; everything is deterministic (a test rebuilds it and compares).
@@ -24,8 +24,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from spatial_tasks.generators.common import dataset as ds
 from spatial_tasks.generators.o3d import generate as gen
+from spatial_tasks.generators.o3d import standins
 
-from spatial_tasks.o3d import fixture, schema
+from spatial_tasks.o3d import schema
 
 RESOLUTION = 128
 SAMPLES = 16
@@ -54,19 +55,19 @@ def build_sample(out: Path, *, progress: bool = False) -> Path:
 
 
 def _add_real_crops(out: Path) -> None:
-    """The fixture's stand-in crops as a config, and their questions appended to visual_questions."""
-    columns = fixture._real_rows(REAL, REAL_COUNT, 0, REAL_SIZE)
+    """The stand-in crops as a config, and their questions appended to visual_questions."""
+    columns = standins.real_rows(REAL, REAL_COUNT, 0, REAL_SIZE)
     folder = out / REAL
     folder.mkdir(parents=True, exist_ok=True)
-    features = fixture.subset_features(REAL)
+    features = schema.subset_features(REAL)
     table = pa.Table.from_pydict({c: columns[c] for c in features}, schema=features.arrow_schema)
     pq.write_table(table, folder / ds.parquet_name(schema.SPLIT, 0, 1))
     questions_path = out / schema.QUESTIONS_CONFIG / ds.parquet_name(schema.SPLIT, 0, 1)
     rendered = pq.read_table(questions_path)
-    crops = fixture._question_rows(REAL, columns["image_name"], 0, fixture._prompt_pools())
+    crops = standins.question_rows(REAL, columns["image_name"], 0, standins.prompt_pools())
     extra = pa.Table.from_pylist(crops, schema=rendered.schema.remove_metadata())
     ds.write_parquet(pa.concat_tables([rendered.replace_schema_metadata(None), extra]).to_pylist(),
-                     fixture.QUESTION_FEATURES, questions_path, ds.read_generation(questions_path))
+                     schema.QUESTION_FEATURES, questions_path, ds.read_generation(questions_path))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ The image list of a variant is fixed by its flags, in this order (positions coun
 * probing (contrastive-probing pairs, §5): for each answer left, right, above, below, far, close,
   then replicate k (``--per-cell`` pairs per answer, balanced):
   ``image_id = "probing-{answer}-k{k:03d}"``; one question in the probing templates
-  (probe_data.TEMPLATES) about the object that has that relation to the other.
+  (probe.data.TEMPLATES) about the object that has that relation to the other.
 
 Each image's seed is ``derive_seed(run_seed, image_id)`` (SHA-256), and everything random is
 drawn from ``random.Random(seed)`` using only ``random()`` (whose stream CPython keeps stable
@@ -40,8 +40,8 @@ from dataclasses import asdict, dataclass
 from spatial_tasks.generators.common.jobs import derive_seed
 
 from spatial_tasks.spatialtunnel import geometry
-from spatial_tasks.spatialtunnel.probe_data import CATEGORY_ORDER, TEMPLATES
-from spatial_tasks.spatialtunnel.probing import AXIS_OF
+from spatial_tasks.spatialtunnel.probe.data import CATEGORY_ORDER, TEMPLATES
+from spatial_tasks.spatialtunnel.probe.metrics import AXIS_OF
 from spatial_tasks.spatialtunnel.questions import questions_for
 from spatial_tasks.spatialtunnel.schema import COLORS, SHAPES
 

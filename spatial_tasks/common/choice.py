@@ -38,6 +38,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from spatial_tasks.common.stats import share
+
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 SELECTED = "selected"
@@ -155,4 +157,4 @@ def _read(response: object, options: Sequence[str]) -> Choice:
 
 def outcome_share(records: Sequence[dict], outcome: str) -> float:
     """The share of records with this ``outcome`` (NaN without records)."""
-    return sum(1 for r in records if r.get("outcome") == outcome) / len(records) if records else float("nan")
+    return share(records, lambda r: r.get("outcome") == outcome)

@@ -1,18 +1,16 @@
 """Numbers as a person reads them: fixed decimals, no "-0.000", undefined shown as undefined.
 
-A metric that cannot be computed (no rows, one group, no parseable answer) is None or NaN; it is
-printed as "n/a" -- never as 0.000 or 1.000, which would read as a result.
+A metric that cannot be computed (no rows, one group, no parseable answer) is NaN
+(``common.stats``); it is printed as "n/a" -- never as 0.000 or 1.000, which would read as a result.
 """
 
 from __future__ import annotations
 
 import math
 
+from spatial_tasks.common.stats import is_defined  # noqa: F401 - re-exported for the reports
+
 UNDEFINED = "n/a"
-
-
-def is_defined(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def number(value: object, digits: int = 3, signed: bool = False) -> str:

@@ -2,8 +2,8 @@
 
 A record holds ``task``, ``granularity``, ``correct`` (0/1), ``soft`` (0, 0.5 or 1),
 ``outcome`` (common.choice: selected / declined / refused / unparseable) and the breakdown keys
-``source``, ``broad_classes``, ``natural``, ``n_options``. Every function returns None when it
-is undefined (no records).
+``source``, ``broad_classes``, ``natural``, ``n_options``. A figure that is undefined (no
+records) is NaN (``common.stats``).
 """
 
 from __future__ import annotations
@@ -13,38 +13,35 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
-from spatial_tasks.common.choice import DECLINED, REFUSED, UNPARSEABLE
+from spatial_tasks.common.choice import DECLINED, REFUSED, UNPARSEABLE, outcome_share
+from spatial_tasks.common.stats import is_defined, mean
 from spatial_tasks.dori.schema import GRANULARITIES, TASKS
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
-def accuracy(records: Sequence[dict]) -> float | None:
+def accuracy(records: Sequence[dict]) -> float:
     """Accuracy (Table 2 cells): the share of questions whose selected option is the answer."""
-    return _mean([float(r["correct"]) for r in records])
+    return mean([float(r["correct"]) for r in records])
 
 
-def soft_accuracy(records: Sequence[dict]) -> float | None:
+def soft_accuracy(records: Sequence[dict]) -> float:
     """Soft accuracy (§4; Table 6): mean credit, 0.5 for a task's near miss (``soft.py``)."""
-    return _mean([float(r["soft"]) for r in records])
+    return mean([float(r["soft"]) for r in records])
 
 
-def unparseable_share(records: Sequence[dict]) -> float | None:
+def unparseable_share(records: Sequence[dict]) -> float:
     """Share of answers from which no selection could be read (scored wrong)."""
-    return _mean([float(r["outcome"] == UNPARSEABLE) for r in records])
+    return outcome_share(records, UNPARSEABLE)
 
 
-def declined_share(records: Sequence[dict]) -> float | None:
+def declined_share(records: Sequence[dict]) -> float:
     """Share of answers that declined: "Cannot be determined" where it is not the answer, or "I
     don't know" (scored wrong)."""
-    return _mean([float(r["outcome"] == DECLINED) for r in records])
+    return outcome_share(records, DECLINED)
 
 
-def refused_share(records: Sequence[dict]) -> float | None:
+def refused_share(records: Sequence[dict]) -> float:
     """Share of answers that refused to answer (scored wrong)."""
-    return _mean([float(r["outcome"] == REFUSED) for r in records])
+    return outcome_share(records, REFUSED)
 
 
 def by(records: Iterable[dict], key: Callable[[dict], Iterable] | str) -> dict:
@@ -57,19 +54,19 @@ def by(records: Iterable[dict], key: Callable[[dict], Iterable] | str) -> dict:
     return dict(groups)
 
 
-def per_task(records: Sequence[dict], metric: Callable[[Sequence[dict]], float | None] = accuracy
-             ) -> dict[tuple[str, str], float | None]:
+def per_task(records: Sequence[dict], metric: Callable[[Sequence[dict]], float] = accuracy
+             ) -> dict[tuple[str, str], float]:
     """``metric`` per (task, granularity), in the paper's task order."""
     groups = by(records, lambda r: [(r["task"], r["granularity"])])
     return {(t, g): metric(groups[(t, g)]) for t in TASKS for g in GRANULARITIES if (t, g) in groups}
 
 
 def task_average(records: Sequence[dict], granularity: str,
-                 metric: Callable[[Sequence[dict]], float | None] = accuracy) -> float | None:
+                 metric: Callable[[Sequence[dict]], float] = accuracy) -> float:
     """Table 2's Avg: the unweighted mean over the tasks present of the per-task ``metric`` for one
     granularity. Computed, not copied: the paper's printed Avg is not always this mean."""
-    values = [v for (t, g), v in per_task(records, metric).items() if g == granularity and v is not None]
-    return _mean(values)
+    values = [v for (t, g), v in per_task(records, metric).items() if g == granularity and is_defined(v)]
+    return mean(values)
 
 
 BREAKDOWNS: dict[str, Callable[[dict], Iterable]] = {
@@ -81,32 +78,32 @@ BREAKDOWNS: dict[str, Callable[[dict], Iterable]] = {
 
 
 def breakdown(records: Sequence[dict], name: str,
-              metric: Callable[[Sequence[dict]], float | None] = accuracy) -> dict:
+              metric: Callable[[Sequence[dict]], float] = accuracy) -> dict:
     """``metric`` per value of a breakdown (source, broad_class, natural, n_options; §5)."""
     groups = by(records, BREAKDOWNS[name])
     return {value: (metric(rs), len(rs)) for value, rs in sorted(groups.items(), key=lambda kv: str(kv[0]))}
 
 
-def expected_always_first(records: Sequence[dict]) -> float | None:
+def expected_always_first(records: Sequence[dict]) -> float:
     """What always choosing option A scores on these questions: the share whose answer is shown
     first (an exact figure for the seeded order; its expectation over orders is mean(1/n))."""
-    return _mean([float(r["answer_shown"] == 0) for r in records])
+    return mean([float(r["answer_shown"] == 0) for r in records])
 
 
-def chance(records: Sequence[dict]) -> float | None:
+def chance(records: Sequence[dict]) -> float:
     """Expected accuracy of a uniform random choice: mean(1 / number of options)."""
-    return _mean([1.0 / r["n_options"] for r in records])
+    return mean([1.0 / r["n_options"] for r in records])
 
 
-def seed_summary(values: Sequence[float | None], ddof: int = 0) -> tuple[float | None, float | None]:
+def seed_summary(values: Sequence[float], ddof: int = 0) -> tuple[float, float]:
     """(mean, error) over k seeds, error = std / sqrt(k) (the paper's "std_accuracy/
     sqrt(seed_count)"; numpy's default population std, ``ddof=0``; ``ddof=1`` for the sample std).
-    The error is None for a single seed (or ddof >= k)."""
-    xs = [v for v in values if v is not None and not math.isnan(v)]
+    Undefined seeds are left out; the error is NaN for a single seed (or ddof >= k)."""
+    xs = [v for v in values if is_defined(v)]
     if not xs:
-        return None, None
-    mean = statistics.fmean(xs)
+        return math.nan, math.nan
+    centre = statistics.fmean(xs)
     if len(xs) - ddof <= 0 or len(xs) < 2:
-        return mean, None
-    var = sum((x - mean) ** 2 for x in xs) / (len(xs) - ddof)
-    return mean, math.sqrt(var) / math.sqrt(len(xs))
+        return centre, math.nan
+    var = sum((x - centre) ** 2 for x in xs) / (len(xs) - ddof)
+    return centre, math.sqrt(var) / math.sqrt(len(xs))

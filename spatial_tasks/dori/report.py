@@ -4,6 +4,7 @@ by number of options."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -25,8 +26,8 @@ LEGEND = [
     "canonical operations in the wrong order; tasks/dori/README.md).",
     "- **chance**: mean of 1/(number of options). **A first**: share of questions whose answer the seeded order shows "
     "as option A -- exactly what always answering A scores.",
-    "- **unparseable / declined**: answers with no readable selection / that chose \"Cannot be determined\" or "
-    "refused; both count as wrong.",
+    "- **unparseable / declined / refused**: answers with no readable selection / that chose \"Cannot be "
+    "determined\" where it is not the answer (or said so, or \"I don't know\") / that refused; all count as wrong.",
     "- **n/a**: no questions of that kind in the run.",
 ]
 
@@ -66,7 +67,7 @@ def _task_table(label: str, records: list[dict]) -> list[str]:
                  f"{number(metrics.task_average(records, 'granular'))} | "
                  f"{number(metrics.task_average(records, 'granular', metrics.soft_accuracy))} | | | |")
     lines += ["", f"unparseable {number(metrics.unparseable_share(records))}, declined "
-                  f"{number(metrics.declined_share(records))}", ""]
+                  f"{number(metrics.declined_share(records))}, refused {number(metrics.refused_share(records))}", ""]
     for name in metrics.BREAKDOWNS:
         cells = [f"{key}: {number(value)} (n={n})" for key, (value, n) in metrics.breakdown(records, name).items()]
         lines.append(f"- by {name.replace('_', ' ')}: " + "; ".join(cells))
@@ -79,7 +80,7 @@ def _by_options_plot(runs: dict[str, list[dict]], path: Path) -> Path:
     sizes = sorted({int(r["n_options"]) for rs in runs.values() for r in rs})
     for k, (label, records) in enumerate(runs.items()):
         table = metrics.breakdown(records, "n_options")
-        ys = [table.get(n, (None, 0))[0] for n in sizes]
+        ys = [table.get(n, (math.nan, 0))[0] for n in sizes]
         ax.plot(sizes, [y if is_defined(y) else np.nan for y in ys], marker="o", color=PALETTE[k % len(PALETTE)],
                 label=wrap_label(label, 50))
         for n, y in zip(sizes, ys):
@@ -102,7 +103,7 @@ def dori_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
     runs = _runs(entries)
     files: list[Path] = []
     lines: list[str] = []
-    hard_soft: dict[str, dict[str, float | None]] = {}
+    hard_soft: dict[str, dict[str, float]] = {}
     for label, records in runs.items():
         lines += _task_table(label, records)
         acc = metrics.per_task(records)

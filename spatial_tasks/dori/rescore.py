@@ -41,6 +41,7 @@ def summary(records: list[dict]) -> dict:
     figures["avg_granular_soft"] = metrics.task_average(records, "granular", metrics.soft_accuracy)
     figures["unparseable"] = metrics.unparseable_share(records)
     figures["declined"] = metrics.declined_share(records)
+    figures["refused"] = metrics.refused_share(records)
     figures["breakdowns"] = {name: {str(k): {"acc": v, "n": n} for k, (v, n) in metrics.breakdown(records, name).items()}
                              for name in metrics.BREAKDOWNS}
     return figures
@@ -89,6 +90,9 @@ def over_seeds(runs: dict[str, list[dict]], ddof: int = 0) -> dict:
 
 
 def rescore(paths: list[Path], ddof: int = 0) -> dict:
+    """``spatial-tasks rescore dori``: every run's figures, and mean +- error over seeds."""
+    if ddof not in (0, 1):
+        raise ValueError(f"--ddof must be 0 (numpy's default, the paper's formula) or 1 (the sample std), not {ddof}")
     runs: dict[str, list[dict]] = {}
     for path in paths:
         for label, records in records_by_run(path).items():

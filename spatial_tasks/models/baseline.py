@@ -25,7 +25,7 @@ RULE_MODULES = {
     "o3d": "spatial_tasks.o3d.baselines",
     "dori": "spatial_tasks.dori.baselines",
     "vague": "spatial_tasks.vague.baselines",
-    "spatialtunnel_resplit": "spatial_tasks.spatialtunnel.resplit_baselines",
+    "spatialtunnel_resplit": "spatial_tasks.spatialtunnel.resplit.baselines",
 }
 
 

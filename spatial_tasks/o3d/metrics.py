@@ -22,8 +22,8 @@ vocabulary,     low|medium|high|highest
 clarity_level
 =============== ======================================================================== ========
 
-Accuracies come as ``{"acc", "n", "se", "n_unparseable"}`` (acc/se None when n = 0; se is the
-binomial standard error sqrt(p(1-p)/n)).
+Accuracies come as ``{"acc", "n", "se", "n_unparseable"}`` (acc/se NaN when n = 0; se is the
+binomial standard error sqrt(p(1-p)/n)). Every undefined figure is NaN (``common.stats``).
 
 Standard deviations: the paper's Eq. 2 is the population standard deviation
 sqrt(1/|Omega| sum_g (mu_g - mu_bar)^2) -- ``ddof=0``, the default everywhere. The authors'
@@ -66,7 +66,7 @@ def accuracy(records: Iterable[Record]) -> dict:
     k = sum(1 for r in rows if r.get("correct"))
     unparseable = sum(1 for r in rows if r.get("label") == "unparseable")
     if n == 0:
-        return {"acc": None, "n": 0, "se": None, "n_unparseable": 0}
+        return {"acc": math.nan, "n": 0, "se": math.nan, "n_unparseable": 0}
     p = k / n
     return {"acc": p, "n": n, "se": math.sqrt(p * (1 - p) / n), "n_unparseable": unparseable}
 
@@ -131,27 +131,24 @@ def overall_accuracy(synthetic: Iterable[Record], real: Iterable[Record]) -> dic
     """Table 12's "Overall": the mean of a synthetic half and a real half (each the accuracy of
     its own rows), so the 37K synthetic questions do not drown the real ones."""
     s, r = accuracy(synthetic), accuracy(real)
-    if s["acc"] is None or r["acc"] is None:
-        return {"acc": None, "synthetic": s, "real": r}
-    return {"acc": (s["acc"] + r["acc"]) / 2, "synthetic": s, "real": r}
+    return {"acc": (s["acc"] + r["acc"]) / 2, "synthetic": s, "real": r}  # NaN when a half has no rows
 
 
 def answered(records: Iterable[Record]) -> bool:
     """Whether any record has a parseable answer (records without a label count as answered).
     A figure that compares accuracies (a bias, an SDGM) says nothing about a model none of whose
-    answers could be read: it is undefined (None), not a neutral 0 or a perfect 1."""
+    answers could be read: it is undefined (NaN), not a neutral 0 or a perfect 1."""
     return any(r.get("label") != "unparseable" for r in records)
 
 
 def near_far_bias(records: Iterable[Record]) -> dict:
     """Near-far bias (paper Eq. 1): bias_NF = Acc_F - Acc_N; +1 when a model always answers
-    "farther", -1 when it always answers "closer", 0 when it treats both alike. None without
+    "farther", -1 when it always answers "closer", 0 when it treats both alike. NaN without
     near and far rows, or without any parseable answer."""
     rows = scored(records)
     far = accuracy([r for r in rows if r["gt_position"] == "far"])
     near = accuracy([r for r in rows if r["gt_position"] == "near"])
-    bias = (None if far["acc"] is None or near["acc"] is None or not answered(rows)
-            else far["acc"] - near["acc"])
+    bias = far["acc"] - near["acc"] if answered(rows) else math.nan  # NaN without near or far rows too
     return {"bias": bias, "acc_far": far["acc"], "acc_near": near["acc"],
             "n_far": far["n"], "n_near": near["n"]}
 
@@ -161,24 +158,24 @@ def near_far_bias(records: Iterable[Record]) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
-def std(values: Sequence[float], ddof: int = 0) -> float | None:
+def std(values: Sequence[float], ddof: int = 0) -> float:
     """Population (ddof=0, the paper) or sample (ddof=1, the authors' pandas) standard
-    deviation; None when there are not more than ``ddof`` values."""
+    deviation; NaN when there are not more than ``ddof`` values."""
     if ddof not in (0, 1):
         raise ValueError(f"ddof must be 0 (paper) or 1 (authors' pandas), not {ddof!r}")
     n = len(values)
     if n - ddof <= 0:
-        return None
+        return math.nan
     mean = sum(values) / n
     return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - ddof))
 
 
-def sdgm(group_means: Iterable[float], ddof: int = 0) -> float | None:
+def sdgm(group_means: Iterable[float], ddof: int = 0) -> float:
     """SDGM (paper Eq. 2): sigma_Omega(mu) = sqrt(1/|Omega| sum_g (mu_g - mu_bar)^2), the standard
     deviation of the group means mu_g over the groups Omega. ``ddof=1``: the authors' notebook.
-    None for fewer than two groups (a spread across one group is not defined)."""
+    NaN for fewer than two groups (a spread across one group is not defined)."""
     means = list(group_means)
-    return std(means, ddof) if len(means) >= 2 else None
+    return std(means, ddof) if len(means) >= 2 else math.nan
 
 
 def sdgm_population(records: Iterable[Record]) -> list[Record]:
@@ -220,7 +217,7 @@ def _acc_n_groups(records: Iterable[Record], key: Callable[[Record], Hashable | 
 def _sdgm_result(groups: dict[Hashable, dict], ddof: int) -> dict:
     means = [g["acc"] for g in groups.values()]
     readable = any(g["n_unparseable"] < g["n"] for g in groups.values())
-    return {"sdgm": sdgm(means, ddof) if readable else None, "ddof": ddof, "n_groups": len(groups),
+    return {"sdgm": sdgm(means, ddof) if readable else math.nan, "ddof": ddof, "n_groups": len(groups),
             "n": sum(g["n"] for g in groups.values()),
             "groups": {_key_str(k): g["acc"] for k, g in groups.items()}}
 
@@ -245,10 +242,9 @@ def sdgm_language(records: Iterable[Record], ddof: int = 0, population: bool = T
     return _sdgm_result(_acc_n_groups(records, question_group, population), ddof)
 
 
-def language_consistency(records: Iterable[Record], ddof: int = 0, population: bool = True) -> float | None:
+def language_consistency(records: Iterable[Record], ddof: int = 0, population: bool = True) -> float:
     """C = 1 - sigma_Omega_L(Acc_N) (paper §language influence)."""
-    s = sdgm_language(records, ddof, population)["sdgm"]
-    return None if s is None else 1 - s
+    return 1 - sdgm_language(records, ddof, population)["sdgm"]
 
 
 def modified_sdgm(records: Iterable[Record], variation: str, ddof: int = 0, population: bool = True) -> dict:
@@ -256,7 +252,7 @@ def modified_sdgm(records: Iterable[Record], variation: str, ddof: int = 0, popu
     combination of all five tags, then for every combination of the other four the SDGM across
     q's levels, then the mean of those. Same as pandas
     ``groupby(five).mean().groupby(other four).std(ddof).mean()``: with ddof=0 a combination that
-    has a single level of q contributes 0; with ddof=1 it is skipped (NaN). None when no
+    has a single level of q contributes 0; with ddof=1 it is skipped (NaN). NaN when no
     combination has two levels of q (nothing varies q) or no answer is parseable."""
     if variation not in LANGUAGE_TAGS:
         raise ValueError(f"variation must be one of {LANGUAGE_TAGS}, not {variation!r}")
@@ -270,16 +266,16 @@ def _modified_from_means(groups: Mapping[tuple, dict], variation: str, ddof: int
     for key, group in groups.items():
         by_rest[key[:i] + key[i + 1:]].append(group["acc"])
     spreads = [std(vals, ddof) for vals in by_rest.values()]
-    used = [s for s in spreads if s is not None]
+    used = [s for s in spreads if not math.isnan(s)]
     varied = any(len(v) >= 2 for v in by_rest.values())
     readable = any(g["n_unparseable"] < g["n"] for g in groups.values())
-    value = sum(used) / len(used) if used and varied and readable else None
+    value = sum(used) / len(used) if used and varied and readable else math.nan
     return {"sdgm": value, "ddof": ddof, "variation": variation,
             "n_groups": len(used), "n_single_level": sum(1 for v in by_rest.values() if len(v) == 1)}
 
 
 def modified_sdgm_all(records: Iterable[Record], ddof: int = 0,
-                      population: bool = True) -> dict[str, float | None]:
+                      population: bool = True) -> dict[str, float]:
     """Eq. 3 for each of the five variation types (group means computed once)."""
     if ddof not in (0, 1):
         raise ValueError(f"ddof must be 0 (paper) or 1 (authors' pandas), not {ddof!r}")

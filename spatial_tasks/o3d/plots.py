@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Polygon, Rectangle
 
 from spatial_tasks.common.plots import grouped_hbars, save
+from spatial_tasks.common.stats import is_defined
 from spatial_tasks.o3d.metrics import VISION_CUES
 
 CMAP = "RdBu_r"  # blue below chance, red above; 0.5 (chance) is white
@@ -32,7 +33,7 @@ def _cue_key(key: object) -> frozenset[str]:
 def _by_cues(values: Mapping | None) -> dict[frozenset[str], float]:
     out: dict[frozenset[str], float] = {}
     for key, value in (values or {}).items():
-        if value is not None:
+        if is_defined(value):
             out[_cue_key(key)] = float(value)
     return out
 
@@ -78,7 +79,7 @@ def plot_cue_heatmap(lower: Mapping, upper: Mapping | None, path: str | Path, *,
             (lo.get(frozenset((cue,))), [(x0, y0), (x0, y1), (x1, y1)], (d - 0.22, d + 0.24)),
             (up.get(frozenset((cue,))), [(x0, y0), (x1, y0), (x1, y1)], (d + 0.22, d - 0.22)),
         ):
-            face = _MISSING if value is None else cmap(norm(value))
+            face = _MISSING if value is None else cmap(norm(value))  # _by_cues keeps defined values only
             ax.add_patch(Polygon(corners, closed=True, facecolor=face, edgecolor="black",
                                  linewidth=0.6, zorder=2))
             if value is not None:
@@ -116,7 +117,7 @@ def plot_sdgm(sdgms: Mapping[str, Mapping[str, float | None]], path: str | Path,
     ``groups`` (model -> {"vision": n, "language": n}) is added to the model names."""
     rows = {(f"{m} ({groups[m].get('vision')} cue / {groups[m].get('language')} question groups)"
              if groups and m in groups else m): dict(v) for m, v in sdgms.items()}
-    top = max([0.05, *(v for r in rows.values() for v in r.values() if v is not None and v == v)])
+    top = max([0.05, *(v for r in rows.values() for v in r.values() if is_defined(v))])
     std_name = "population std, the paper's Eq. 2" if ddof == 0 else "sample std, the authors' pandas"
     return grouped_hbars(rows, ["vision", "language"], path,
                          title=title or "O3-D vision vs language influence (Eq. 2): spread of target-near accuracy",

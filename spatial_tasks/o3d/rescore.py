@@ -44,6 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from spatial_tasks.common.samples import iter_json_lines
+from spatial_tasks.common.stats import is_defined, share
 from spatial_tasks.o3d import metrics
 from spatial_tasks.o3d.parse import UNPARSEABLE, is_correct, parse_answer
 from spatial_tasks.o3d.prompts import parse_prompt
@@ -286,12 +287,11 @@ def summarise_model(records: list[dict], ddof: int = 0) -> dict:
     out["acc_near"], out["acc_far"] = bias["acc_near"], bias["acc_far"]
     out["sdgm_vision"] = vision["sdgm"]
     out["sdgm_language"] = language["sdgm"]
-    out["language_consistency"] = None if language["sdgm"] is None else 1 - language["sdgm"]
+    out["language_consistency"] = 1 - language["sdgm"]
     out["modified_sdgm"] = metrics.modified_sdgm_all(population, ddof, population=False)
     groups = metrics.cue_group_accuracy(population, population=False)
     out["cue_group_accuracy"] = {g: a["acc"] for g, a in groups.items()}
-    out["unparseable_share"] = (sum(1 for r in records if r["label"] == UNPARSEABLE) / len(records)
-                                if records else None)
+    out["unparseable_share"] = share(records, lambda r: r["label"] == UNPARSEABLE)
     n["bias_nf"] = {"near": bias["n_near"], "far": bias["n_far"]}
     n["sdgm_vision"] = {"groups": vision["n_groups"], "rows": vision["n"]}
     n["sdgm_language"] = {"groups": language["n_groups"], "rows": language["n"]}
@@ -306,7 +306,7 @@ def rescore_released(path: str | Path, ddof: int = 0) -> dict:
 
     Returns ``{"models": {model: {"HP": acc, ..., "FS", "sim0", "sim1", "sim2", "real0", "real1",
     "real2", "bias_nf", "sdgm_vision", "sdgm_language", "unparseable_share", "n": {...}, ...}},
-    ...}``; a cell without rows is None with n 0. ``ddof``: 0 = the paper's population standard
+    ...}``; a cell without rows is NaN with n 0. ``ddof``: 0 = the paper's population standard
     deviation, 1 = the authors' pandas sample standard deviation.
     """
     if ddof not in (0, 1):
@@ -338,7 +338,7 @@ def compare_to_paper(result: dict, decimals: int = 4) -> list[dict]:
             continue
         for col in REPRODUCIBLE_COLUMNS:
             ours, paper = summary.get(col), PAPER_TABLE12[name][col]
-            match = ours is not None and round(ours, decimals) == round(paper, decimals)
+            match = is_defined(ours) and round(ours, decimals) == round(paper, decimals)
             rows.append({"model": model, "cell": col, "ours": ours, "paper": paper, "match": match})
     return rows
 
@@ -443,3 +443,18 @@ def rescore_samples(path: str | Path, ddof: int = 0) -> dict:
         raise ValueError(f"{path}: no O3-D samples found (expected lmms-eval --log_samples *_samples_*.jsonl "
                          "of o3d_* tasks)")
     return {"format": SAMPLES_FORMAT, "source": str(path), "ddof": ddof, "models": models}
+
+
+FORMATS = ("auto", RELEASED_FORMAT, "lmms-samples")
+
+
+def rescore(path: str | Path, format: str = "auto", ddof: int = 0) -> dict:
+    """``spatial-tasks rescore o3d``: the authors' released outputs (``rescore_released``) or
+    lmms-eval ``--log_samples`` output (``rescore_samples``); ``format`` auto detects which."""
+    if format not in FORMATS:
+        raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
+    if ddof not in (0, 1):
+        raise ValueError(f"--ddof must be 0 (the paper's population std) or 1 (the authors' sample std), not {ddof}")
+    if format == "auto":
+        format = detect_format(path)
+    return rescore_released(path, ddof) if format == RELEASED_FORMAT else rescore_samples(path, ddof)

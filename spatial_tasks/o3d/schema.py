@@ -39,8 +39,9 @@ from typing import Any
 
 import datasets
 
-from spatial_tasks.common.validate import DataError, finite_number, short
+from spatial_tasks.common.validate import SourceError, finite_number, short
 
+BENCHMARK = "o3d"
 HUB_ID = "liuyiqian/O3-D"
 SPLIT = "train"
 QUESTIONS_CONFIG = "visual_questions"
@@ -151,7 +152,7 @@ QUESTION_FIELDS = (
 )
 
 
-class SchemaError(DataError):
+class SchemaError(SourceError):
     """A source row or column that cannot be mapped onto the canonical schema."""
 
 
@@ -388,3 +389,29 @@ def ground_truth_position(odd_position: str, crop_side: str | None, crop_depth: 
 
 def question_id(subset_name: str, image_name: str, is_marked: bool, k: int) -> str:
     return f"{subset_name}/{image_name}/{'marked' if is_marked else 'plain'}/{k}"
+
+
+# The datasets Features of the release's configs (what the generator writes and the loader reads).
+
+
+def subset_features(subset: str) -> datasets.Features:
+    """The datasets Features of one official config."""
+    feats: dict[str, object] = {}
+    for c in SUBSET_IMAGE_COLUMNS[subset]:
+        feats[c] = datasets.Image()
+    numeric_int = {"num_distractors", "orientation", "color", "focus", "shape", "size", "location", "pattern"}
+    for c in SUBSET_METADATA_COLUMNS[subset]:
+        if c in numeric_int:
+            feats[c] = datasets.Value("int64")
+        elif c == "cue_strength" or c.endswith("_depth") or c == "med_depth_diff":
+            feats[c] = datasets.Value("float64")
+        else:
+            feats[c] = datasets.Value("string")
+    return datasets.Features(feats)
+
+
+QUESTION_FEATURES = datasets.Features({
+    "subset_name": datasets.Value("string"), "image_name": datasets.Value("string"),
+    "is_marked": datasets.Value("bool"), "question": datasets.Value("string"),
+    "ques_clarity": datasets.Value("float64"),
+})

@@ -20,6 +20,8 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from spatial_tasks.common.stats import mean, share
+
 SIZE_SMALL_FAR = 0.10  # s1 = 0.1: far object small, size consistent with depth
 SIZE_LARGE_FAR = 0.30  # s1 = 0.3: far object large, size conflicts with depth
 
@@ -30,8 +32,7 @@ def mean_score(records: Iterable[dict]) -> float:
     Equal to the mean of per-cell means because every cell has the same number of pairs.
     NaN when there are no records.
     """
-    scores = [float(r["score"]) for r in records]
-    return sum(scores) / len(scores) if scores else math.nan
+    return mean(float(r["score"]) for r in records)
 
 
 def standard_error(records: Sequence[dict]) -> float:
@@ -40,8 +41,8 @@ def standard_error(records: Sequence[dict]) -> float:
     n = len(scores)
     if n < 2:
         return math.nan
-    mean = sum(scores) / n
-    return math.sqrt(sum((s - mean) ** 2 for s in scores) / (n - 1) / n)
+    centre = mean(scores)
+    return math.sqrt(sum((s - centre) ** 2 for s in scores) / (n - 1) / n)
 
 
 def mean_by_relation(records: Iterable[dict], relation: str, two_way: bool = True) -> float:
@@ -70,10 +71,10 @@ def consistency_gap(records: Sequence[dict]) -> float:
     return mean_by_relation(records, "consistent") - mean_by_relation(records, "counter")
 
 
-def cell_grid(records: Iterable[dict]) -> list[list[float | None]]:
+def cell_grid(records: Iterable[dict]) -> list[list[float]]:
     """The grid x grid matrix of per-cell v (paper Fig. 3): row = theta1 index (farther object),
     column = theta2 index (nearer object), each cell the mean over its images' 4 templates.
-    Cells without records are None."""
+    Cells without records are NaN."""
     sums: dict[tuple[int, int], list[float]] = defaultdict(list)
     grid = 0
     for r in records:
@@ -81,9 +82,7 @@ def cell_grid(records: Iterable[dict]) -> list[list[float | None]]:
             continue
         grid = max(grid, int(r["grid"]))
         sums[(int(r["theta1_index"]), int(r["theta2_index"]))].append(float(r["score"]))
-    return [
-        [(sum(v) / len(v)) if (v := sums.get((i, j))) else None for j in range(grid)] for i in range(grid)
-    ]
+    return [[mean(sums.get((i, j), ())) for j in range(grid)] for i in range(grid)]
 
 
 def cell_relations(records: Iterable[dict]) -> list[list[str | None]]:
@@ -103,7 +102,7 @@ def size_curve(records: Iterable[dict]) -> dict[float, float]:
     for r in records:
         if r.get("variant") == "size" and r.get("size1_nominal") is not None:
             by[round(float(r["size1_nominal"]), 2)].append(float(r["score"]))
-    return {s: sum(v) / len(v) for s, v in sorted(by.items())}
+    return {s: mean(v) for s, v in sorted(by.items())}
 
 
 def mean_at_size(records: Iterable[dict], s1: float) -> float:
@@ -122,7 +121,7 @@ def size_gap(records: Sequence[dict]) -> float:
 
 def unparseable_share(records: Sequence[dict]) -> float:
     """Share of exact-match answers with neither yes nor no (scored wrong, counted here)."""
-    return sum(1 for r in records if r.get("parsed") == "unparseable") / len(records) if records else math.nan
+    return share(records, lambda r: r.get("parsed") == "unparseable")
 
 
 def summary(records: Sequence[dict]) -> dict:

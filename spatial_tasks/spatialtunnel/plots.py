@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 from matplotlib.patches import Patch, Rectangle  # noqa: E402
 
 
-def heatmap(grid: list[list[float | None]], relations: list[list[str | None]] | None, title: str,
+def heatmap(grid: list[list[float]], relations: list[list[str | None]] | None, title: str,
             path: Path) -> Path:
     """Per-cell v over (theta1, theta2); counter cells are hatched and outlined in black."""
     values = np.array([[np.nan if v is None else v for v in row] for row in grid], dtype=float)

@@ -44,6 +44,9 @@ def records_from_samples(path: Path, protocol: str = "auto") -> list[dict]:
     return out
 
 
+PROTOCOLS = ("auto", "exact", "logit")
+
+
 def rescore(path: Path, protocol: str = "auto") -> dict:
     """Metrics per run, per task and per group from saved samples, as plain JSON-ready dicts:
 
@@ -51,6 +54,8 @@ def rescore(path: Path, protocol: str = "auto") -> dict:
     is ``metrics.summary`` (v, v_cons, v_ctr, delta, v_amb, n per subset, cell_grid, the size
     sweep, unparseable).
     """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"--protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
     runs = {}
     for run in find_runs(Path(path)):
         per_task = {}

@@ -110,12 +110,12 @@ DOC_FIELDS: dict[str, str] = {
 }
 
 # The generator's ``probing`` variant (config ``contrastive_probing``): one probing question per
-# image in the prompt layout of probe_data (index, image, question, answer) plus the scene.
+# image in the prompt layout of probe/data.py (index, image, question, answer) plus the scene.
 PROBING_FEATURES = datasets.Features(
     {
         **{name: feature for name, feature in IMAGE_FEATURES.items() if name != "questions"},
         "index": datasets.Value("int64"),
-        "question": datasets.Value("string"),  # probe_data.TEMPLATES, about `query` relative to `reference`
+        "question": datasets.Value("string"),  # probe.data.TEMPLATES, about `query` relative to `reference`
         "answer": datasets.Value("string"),  # left | right | above | below | far | close
         "query": datasets.Value("string"),
         "reference": datasets.Value("string"),

@@ -3,7 +3,8 @@
 MCQ records hold ``outcome`` (common.choice: selected / unparseable / declined / refused),
 ``chosen`` (the letter, None unless selected), ``answer`` and ``chosen_type`` (correct, FS, SU, NE
 or None). Free-form records hold ``prediction`` and ``reference`` (the
-correct intention). Every function returns None when undefined (no records).
+correct intention). A figure that is undefined (no records; BERTScore without its backbone) is NaN
+(``common.stats``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from functools import cache
 
 from loguru import logger as log
 
+from spatial_tasks.common.stats import mean
 from spatial_tasks.vague.schema import WRONG_TYPES
 
 # BERTScore backbone: the paper does not name one; bert_score's default for English
@@ -28,13 +30,9 @@ BERTSCORE_LAYERS_ENV = "SPATIAL_TASKS_BERTSCORE_LAYERS"
 DEFAULT_BERTSCORE_MODEL = "roberta-large"
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
-def accuracy(records: Sequence[dict]) -> float | None:
+def accuracy(records: Sequence[dict]) -> float:
     """MCQ accuracy (Table 1): correct answers over ALL items (answers without a letter count as wrong)."""
-    return _mean([float(r["chosen"] == r["answer"]) for r in records])
+    return mean([float(r["chosen"] == r["answer"]) for r in records])
 
 
 def valid_count(records: Sequence[dict]) -> int:
@@ -47,9 +45,9 @@ def wrong_type_counts(records: Sequence[dict]) -> dict[str, int]:
     return {t: sum(r["chosen_type"] == t for r in records) for t in WRONG_TYPES}
 
 
-def wrong_type_share(records: Sequence[dict], kind: str) -> float | None:
+def wrong_type_share(records: Sequence[dict], kind: str) -> float:
     """Share of ALL items answered with the ``kind`` option (FS, SU or NE)."""
-    return _mean([float(r["chosen_type"] == kind) for r in records])
+    return mean([float(r["chosen_type"] == kind) for r in records])
 
 
 # ------------------------------------------------------------------------------- free-form
@@ -76,9 +74,9 @@ def bleu1(prediction: str, reference: str) -> float:
         return float(sentence_bleu([ref], hyp, weights=(1.0, 0.0, 0.0, 0.0)))
 
 
-def mean_bleu1(records: Sequence[dict]) -> float | None:
+def mean_bleu1(records: Sequence[dict]) -> float:
     """Mean BLEU-1 over the items (an empty or unreadable answer scores 0)."""
-    return _mean([bleu1(r["prediction"], r["reference"]) for r in records])
+    return mean([bleu1(r["prediction"], r["reference"]) for r in records])
 
 
 def bertscore_backbone() -> tuple[str, int | None]:
@@ -128,12 +126,12 @@ def bertscore_f1(predictions: Sequence[str], references: Sequence[str], model: s
     return [float(x) for x in f1]
 
 
-def mean_bertscore(records: Sequence[dict]) -> float | None:
-    """Mean BERTScore F1 over the items; None (with an error naming the setting) when the backbone
+def mean_bertscore(records: Sequence[dict]) -> float:
+    """Mean BERTScore F1 over the items; NaN (with an error naming the setting) when the backbone
     cannot be loaded -- e.g. offline without $SPATIAL_TASKS_BERTSCORE_MODEL -- so that the rest of
     the run is kept; `spatial-tasks rescore vague` recomputes it from the samples."""
     if not records:
-        return None
+        return math.nan
     try:
         scores = bertscore_f1([r["prediction"] for r in records], [r["reference"] for r in records])
     except (OSError, ValueError, ImportError, KeyError) as err:
@@ -141,5 +139,5 @@ def mean_bertscore(records: Sequence[dict]) -> float | None:
         log.error(f"VAGUE BERTScore: cannot load the backbone {model!r} ({type(err).__name__}: {str(err)[:120]}); "
                   f"set ${BERTSCORE_MODEL_ENV} to a local model folder (and ${BERTSCORE_LAYERS_ENV}); "
                   "reporting n/a")
-        return None
-    return sum(scores) / len(scores) if scores and not any(math.isnan(s) for s in scores) else None
+        return math.nan
+    return mean(scores)

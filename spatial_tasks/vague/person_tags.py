@@ -5,8 +5,10 @@ wide); here the size follows the image (``tag_size``) so tags stay legible on an
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -59,3 +61,29 @@ def draw_person_tags(image: Image.Image, boxes: Sequence[Sequence[float]],
         draw.text((x0 + PAD - left, y0 + PAD - top), text, fill=(255, 255, 255), font=font)
         tags.append(Tag(k + 1, (cx, cy), rectangle))
     return out, tags
+
+
+def read_boxes(boxes: str) -> list:
+    """Person boxes from ``--boxes``: JSON ``[[x1, y1, x2, y2], ...]``, or a JSON file holding such
+    a list or a VAGUE item (its ``meta.person_bbox``)."""
+    text = Path(boxes).read_text(encoding="utf-8") if Path(boxes).is_file() else boxes
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise ValueError(f"--boxes: neither JSON nor a JSON file: {boxes[:80]!r}") from None
+    if isinstance(value, dict):
+        value = (value.get("meta") or {}).get("person_bbox", value.get("person_bbox"))
+    if not isinstance(value, list):
+        raise ValueError("--boxes: expected a list [[x1, y1, x2, y2], ...] or an item with meta.person_bbox")
+    return value
+
+
+def tag_image_file(image: Path, boxes: str, out: Path, size: int | None = None) -> int:
+    """``spatial-tasks vague tag-persons``: ``image`` with the tags of ``boxes`` (``read_boxes``)
+    drawn, written to ``out``; returns the number of tags."""
+    from spatial_tasks.common.images import open_image
+
+    tagged, tags = draw_person_tags(open_image(Path(image).read_bytes(), str(image)), read_boxes(boxes), size)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    tagged.save(out)
+    return len(tags)

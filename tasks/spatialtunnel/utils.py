@@ -1,15 +1,15 @@
 """Thin lmms-eval hooks: everything lives in spatial_tasks.spatialtunnel.tasks (nothing runs here)."""
 
-from spatial_tasks.spatialtunnel.resplit_tasks import agg_acc_all as resplit_agg_acc_all  # noqa: F401,E402
-from spatial_tasks.spatialtunnel.resplit_tasks import agg_acc_amb as resplit_agg_acc_amb  # noqa: F401,E402
-from spatial_tasks.spatialtunnel.resplit_tasks import agg_acc_cons as resplit_agg_acc_cons  # noqa: F401,E402
-from spatial_tasks.spatialtunnel.resplit_tasks import agg_acc_ctr as resplit_agg_acc_ctr  # noqa: F401,E402
-from spatial_tasks.spatialtunnel.resplit_tasks import agg_delta as resplit_agg_delta  # noqa: F401,E402
-from spatial_tasks.spatialtunnel.resplit_tasks import agg_n_amb as resplit_agg_n_amb  # noqa: F401,E402
-from spatial_tasks.spatialtunnel.resplit_tasks import agg_n_cons as resplit_agg_n_cons  # noqa: F401,E402
-from spatial_tasks.spatialtunnel.resplit_tasks import agg_n_ctr as resplit_agg_n_ctr  # noqa: F401,E402
-from spatial_tasks.spatialtunnel.resplit_tasks import agg_unparseable as resplit_agg_unparseable  # noqa: F401,E402
-from spatial_tasks.spatialtunnel.resplit_tasks import (  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit.tasks import agg_acc_all as resplit_agg_acc_all  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit.tasks import agg_acc_amb as resplit_agg_acc_amb  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit.tasks import agg_acc_cons as resplit_agg_acc_cons  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit.tasks import agg_acc_ctr as resplit_agg_acc_ctr  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit.tasks import agg_delta as resplit_agg_delta  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit.tasks import agg_n_amb as resplit_agg_n_amb  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit.tasks import agg_n_cons as resplit_agg_n_cons  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit.tasks import agg_n_ctr as resplit_agg_n_ctr  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit.tasks import agg_unparseable as resplit_agg_unparseable  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit.tasks import (  # noqa: F401,E402
     cv_bench_doc_to_text,
     cv_bench_doc_to_visual,
     embspatial_doc_to_messages,

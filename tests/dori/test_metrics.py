@@ -42,7 +42,7 @@ def test_task_average_weights_tasks_equally():
 
 
 def test_per_task_and_undefined():
-    assert metrics.accuracy([]) is None and metrics.task_average([], "coarse") is None
+    assert math.isnan(metrics.accuracy([])) and math.isnan(metrics.task_average([], "coarse"))  # undefined: NaN
     records = [record(correct=1), record(granularity="granular", correct=0, soft=0.5)]
     assert metrics.per_task(records) == {("single_axis_rotation", "coarse"): 1.0,
                                          ("single_axis_rotation", "granular"): 0.0}
@@ -79,5 +79,6 @@ def test_seed_summary_is_std_over_sqrt_k():
     assert mean == pytest.approx(0.33) and error == pytest.approx(std / math.sqrt(3))
     assert metrics.seed_summary([0.30, 0.36, 0.33], ddof=1)[1] == pytest.approx(
         math.sqrt(((0.03) ** 2 * 2) / 2) / math.sqrt(3))
-    assert metrics.seed_summary([0.4]) == (0.4, None)
-    assert metrics.seed_summary([None, float("nan")]) == (None, None)
+    centre, error = metrics.seed_summary([0.4])
+    assert centre == 0.4 and math.isnan(error)
+    assert all(math.isnan(v) for v in metrics.seed_summary([None, float("nan")]))

@@ -190,9 +190,9 @@ def test_size_variant_renders(tmp_path):
 
 
 def test_probing_variant_renders_pairs_that_probe_reads(tmp_path):
-    """Blender renders the probing pairs; the dataset loads through probe_data, and the recorded
+    """Blender renders the probing pairs; the dataset loads through probe.data, and the recorded
     pixel centres agree with every answer."""
-    from spatial_tasks.spatialtunnel.probe_data import load_probe_pairs
+    from spatial_tasks.spatialtunnel.probe.data import load_probe_pairs
 
     out = gen.generate("probing", tmp_path / "probing", grid=16, per_cell=1, resolution=64, samples=2)
     run = json.loads((out / "_work" / "contrastive_probing" / "shard-00001-of-00001.run.json").read_text())

@@ -295,7 +295,7 @@ def _query_and_reference(spec):
 
 
 def test_probing_plan_is_balanced_and_every_answer_is_true():
-    from spatial_tasks.spatialtunnel.probe_data import TEMPLATES, question_pair
+    from spatial_tasks.spatialtunnel.probe.data import TEMPLATES, question_pair
 
     specs = sampling.plan("probing", grid=16, per_cell=30, seed=0)
     assert len(sampling.plan("probing")) == 6 * 200  # the official set's size by default

@@ -93,7 +93,7 @@ CASES = [
     ("tiny model onto a file", ["tiny-model", "--out", "{a_file}"], 2, r"^error: --out .*plain\.txt: is a file, expected a folder$"),
     ("publish a missing folder", ["publish", "/nonexistent", "--repo", "a/b", "--dry-run"], 2,
      r"^error: /nonexistent: no such dataset folder$"),
-    ("publish a bad repo id", ["publish", "{empty_dir}", "--repo", "nope"], 2, r"^error: .*README\.md: missing"),
+    ("publish a bad repo id", ["publish", "{empty_dir}", "--repo", "nope"], 2, r"^error: --repo must be ORG/NAME .*got 'nope'$"),
     ("demo onto a file", ["demo", "--out", "{a_file}"], 2, r"^error: --out .*plain\.txt: is a file, expected a folder$"),
 ]
 

@@ -14,11 +14,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from PIL import ImageFile
+from spatial_tasks.generators.o3d import standins as fixture
 
 from spatial_tasks.common.origin import Origin
 from spatial_tasks.common.validate import DataError
 from spatial_tasks.harness import TaskData
-from spatial_tasks.o3d import fixture, load, schema
+from spatial_tasks.o3d import load, schema
 
 from . import bad_images as bad
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import datasets
 import pytest
+from spatial_tasks.generators.o3d import standins as fixture
 
-from spatial_tasks.o3d import fixture, load
+from spatial_tasks.o3d import load
 
 
 @pytest.fixture(scope="session")

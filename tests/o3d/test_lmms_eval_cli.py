@@ -20,8 +20,8 @@ import pytest
 from filelock import FileLock
 from lmms import TINY_QWEN_ARGS, Run, assert_all_finite, run_lmms_eval
 from openai_server import image_urls, prompt_text
+from spatial_tasks.generators.o3d import standins as fixture
 
-from spatial_tasks.o3d import fixture
 from spatial_tasks.o3d.tasks import (
     BASIC_METRICS,
     ICL_METRICS,

@@ -13,8 +13,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from spatial_tasks.generators.o3d import standins as fixture
 
-from spatial_tasks.o3d import fixture, load, markers, schema
+from spatial_tasks.o3d import load, markers, schema
 from spatial_tasks.o3d.schema import SchemaError
 
 CONFIGS = (*schema.SUBSETS, schema.QUESTIONS_CONFIG)
@@ -90,7 +91,7 @@ def test_fixture_questions_follow_the_prompt_format(o3d_fixture_dir, o3d_load_kw
 
 def test_fallback_prompt_space_has_1026_prompts(monkeypatch):
     monkeypatch.setitem(sys.modules, "spatial_tasks.o3d.prompts", None)  # as if prompts.py were absent
-    pools = fixture._prompt_pools()["synthetic"]
+    pools = fixture.prompt_pools()["synthetic"]
     assert sum(len(set(p)) for p in pools.values()) == 1026
     assert len(pools["highest"]) == 18
 

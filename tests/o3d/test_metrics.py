@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from math import isnan
 
 import pytest
 
@@ -51,7 +52,8 @@ def test_accuracy_counts_n_se_and_unparseable():
     acc = M.accuracy(rows)
     assert acc["acc"] == 0.75 and acc["n"] == 4 and acc["n_unparseable"] == 1
     assert acc["se"] == pytest.approx(math.sqrt(0.75 * 0.25 / 4))
-    assert M.accuracy([]) == {"acc": None, "n": 0, "se": None, "n_unparseable": 0}
+    empty = M.accuracy([])
+    assert (empty["n"], empty["n_unparseable"]) == (0, 0) and isnan(empty["acc"]) and isnan(empty["se"])
 
 
 def test_accuracy_by_cue_uses_single_cues_at_all_strengths():
@@ -90,7 +92,7 @@ def test_domain_and_overall():
         "real": 1.0,
     }
     assert M.overall_accuracy(syn, real)["acc"] == 0.75
-    assert M.overall_accuracy(syn, [])["acc"] is None
+    assert isnan(M.overall_accuracy(syn, [])["acc"])
 
 
 def test_near_far_bias_eq1():
@@ -109,7 +111,7 @@ def test_near_far_bias_eq1():
     assert (out["n_far"], out["n_near"]) == (4, 4)
     always_far = [rec(True, gt="far"), rec(False, gt="near")]
     assert M.near_far_bias(always_far)["bias"] == 1.0
-    assert M.near_far_bias([rec(True)])["bias"] is None
+    assert isnan(M.near_far_bias([rec(True)])["bias"])
 
 
 def test_sdgm_population_vs_sample():
@@ -117,8 +119,8 @@ def test_sdgm_population_vs_sample():
     assert M.sdgm(vals) == pytest.approx(math.sqrt(0.08 / 3))  # paper Eq. 2
     assert M.sdgm(vals, ddof=1) == pytest.approx(0.2)  # authors' pandas .std()
     # a spread over one group is undefined (not a perfectly consistent 0.0) under either std
-    assert M.sdgm([0.3]) is None and M.sdgm([0.3], ddof=1) is None
-    assert M.sdgm([]) is None
+    assert isnan(M.sdgm([0.3])) and isnan(M.sdgm([0.3], ddof=1))
+    assert isnan(M.sdgm([]))
     with pytest.raises(ValueError, match="ddof"):
         M.sdgm(vals, ddof=2)
 
@@ -193,8 +195,8 @@ def test_modified_sdgm_eq3_by_hand():
     assert (
         out["sdgm"] == pytest.approx(math.sqrt(0.125)) and out["n_groups"] == 1 and out["n_single_level"] == 1
     )
-    assert M.modified_sdgm(rows, "query")["sdgm"] is None  # no group varies the query: undefined, not 0
-    assert M.modified_sdgm(rows, "query", ddof=1)["sdgm"] is None
+    assert isnan(M.modified_sdgm(rows, "query")["sdgm"])  # no group varies the query: undefined, not 0
+    assert isnan(M.modified_sdgm(rows, "query", ddof=1)["sdgm"])
     assert set(M.modified_sdgm_all(rows)) == set(M.LANGUAGE_TAGS)
     with pytest.raises(ValueError, match="variation"):
         M.modified_sdgm(rows, "colour")
@@ -205,10 +207,10 @@ def test_figures_of_unreadable_answers_are_undefined():
     and no consistency: those would read as "unbiased" / "perfectly consistent"."""
     rows = [{**r, "label": "unparseable", "correct": False} for r in _language_records()]
     assert M.accuracy(rows)["acc"] == 0.0
-    assert M.near_far_bias(rows)["bias"] is None
-    assert M.sdgm_language(rows, population=False)["sdgm"] is None
-    assert M.language_consistency(rows, population=False) is None
-    assert all(v is None for v in M.modified_sdgm_all(rows, population=False).values())
+    assert isnan(M.near_far_bias(rows)["bias"])
+    assert isnan(M.sdgm_language(rows, population=False)["sdgm"])
+    assert isnan(M.language_consistency(rows, population=False))
+    assert all(isnan(v) for v in M.modified_sdgm_all(rows, population=False).values())
 
 
 @pytest.mark.parametrize("ddof", [0, 1])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import pickle
+from math import isnan
 from pathlib import Path
 
 import datasets
@@ -13,9 +14,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
+from spatial_tasks.generators.o3d import standins as fixture
 
 from spatial_tasks.harness import TaskData
-from spatial_tasks.o3d import baselines, fixture, load, metrics, schema
+from spatial_tasks.o3d import baselines, load, metrics, schema, task_docs
 from spatial_tasks.o3d import tasks as T
 from spatial_tasks.o3d.parse import parse_answer
 from spatial_tasks.o3d.prompts import prompt_space, real_prompt_space
@@ -255,7 +257,7 @@ def test_aggregations_wrap_the_pure_metric_functions(sample_docs):
 def test_unparseable_counts_every_row():
     rows = [{"label": "unparseable", "gt_position": "none"}, {"label": "closer", "gt_position": "near"}]
     assert T.METRICS["unparseable"](rows) == 0.5
-    assert T.METRICS["unparseable"]([]) is None
+    assert isnan(T.METRICS["unparseable"]([]))
 
 
 def test_group_pools_records_not_means(sample_docs):
@@ -403,7 +405,7 @@ def test_null_strengths_of_single_strength_sets_are_regular():
     docs = datasets.Dataset.from_dict({
         "cue_strength": [None, None], "synthetic": [True, True], "cues": cues, "image_name": ["a", "b"],
         "subset_name": ["kb-1cue", "kb-2cue"], "odd_position": ["near", "far"], "source": ["x", "x"]})
-    assert T._fill_missing_strengths(docs)["cue_strength"] == [1.0, 1.0]
+    assert task_docs._fill_missing_strengths(docs)["cue_strength"] == [1.0, 1.0]
 
 
 # ---- baselines ----------------------------------------------------------------------------------

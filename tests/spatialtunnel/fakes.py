@@ -15,7 +15,7 @@ import datasets
 from PIL import Image, ImageDraw
 
 from spatial_tasks.spatialtunnel import geometry
-from spatial_tasks.spatialtunnel.probe_data import TEMPLATES as PROBE_TEMPLATES
+from spatial_tasks.spatialtunnel.probe.data import TEMPLATES as PROBE_TEMPLATES
 from spatial_tasks.spatialtunnel.questions import questions_for
 from spatial_tasks.spatialtunnel.schema import CONFIG_FOR_VARIANT, IMAGE_FEATURES
 
@@ -92,7 +92,7 @@ def write_official_tsv(path: Path, per_question: bool = True, drop: tuple[str, .
     return path
 
 
-# --- contrastive-probing pairs (probe_data layouts) ---------------------------------------
+# --- contrastive-probing pairs (probe.data layouts) ---------------------------------------
 
 PROBE_OBJECTS = ["red cube", "blue sphere", "green cube", "black sphere"]
 

@@ -4,6 +4,7 @@ pointed to by a user YAML. Asserts on the results JSON and the logged samples.""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -69,7 +70,7 @@ def test_rescore_of_saved_samples_equals_the_live_run(baseline_runs, tmp_path):
         assert rescored[key] == pytest.approx(live[key])
     # the per-cell grid is in the samples (and the report), not in lmms-eval's table
     assert "cell_grid" not in live and len(rescored["cell_grid"]) == 8  # the sample's 8 x 8 grid
-    assert all(v is None or v in (0.0, 1.0) for row in rescored["cell_grid"] for v in row)
+    assert all(math.isnan(v) or v in (0.0, 1.0) for row in rescored["cell_grid"] for v in row)
 
 
 def test_report_draws_heatmaps_and_size_curve(baseline_runs, tmp_path):

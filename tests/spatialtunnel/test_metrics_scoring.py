@@ -21,7 +21,8 @@ def test_hand_computed_phase_figures():
     assert metrics.mean_by_relation(records, "counter") == pytest.approx(0.125)
     assert metrics.consistency_gap(records) == pytest.approx(0.625)
     assert metrics.mean_by_relation(records, "ambiguous", two_way=False) == pytest.approx(0.5)
-    assert metrics.cell_grid(records) == [[0.75, None], [0.125, None]]
+    grid = metrics.cell_grid(records)
+    assert [grid[0][0], grid[1][0]] == [0.75, 0.125] and math.isnan(grid[0][1]) and math.isnan(grid[1][1])
     assert metrics.cell_relations(records) == [["consistent", None], ["counter", None]]
     # sample std of (1, .5, 0, .25) = 0.4270, / sqrt(4)
     assert metrics.standard_error(records) == pytest.approx(0.4269563 / 2, abs=1e-6)

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from spatial_tasks.models.hidden_states import Qwen2_5_VLHidden, load_hidden_state_model
-from spatial_tasks.spatialtunnel import probing
-from spatial_tasks.spatialtunnel.probe import ProbeError, recompute, run_probe
-from spatial_tasks.spatialtunnel.probe_data import load_probe_pairs
+from spatial_tasks.spatialtunnel.probe.data import load_probe_pairs
+from spatial_tasks.spatialtunnel.probe.run import ProbeError, recompute, run_probe
+from spatial_tasks.spatialtunnel.probe import metrics as probing
 
 from .fakes import prompt_rows, write_prompt_parquet
 
@@ -167,7 +167,7 @@ def test_layers_keep_only_those_layers(tiny_model, pairs, tmp_path):
 
 
 def test_parse_layers():
-    from spatial_tasks.spatialtunnel.probe import parse_layers
+    from spatial_tasks.spatialtunnel.probe.run import parse_layers
 
     assert parse_layers(None) is None and parse_layers(" ") is None
     assert parse_layers("20-22, 30,21") == [20, 21, 22, 30]

@@ -1,4 +1,4 @@
-"""Probing pairs enter through probe_data.load_probe_pairs: the three layouts, §D.1 distance pairs,
+"""Probing pairs enter through probe.data.load_probe_pairs: the three layouts, §D.1 distance pairs,
 and one clear error per bad field."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from spatial_tasks.common.validate import DataError
-from spatial_tasks.spatialtunnel.probe_data import TEMPLATES, ProbeDataError, load_probe_pairs, question_pair
+from spatial_tasks.spatialtunnel.probe.data import TEMPLATES, ProbeDataError, load_probe_pairs, question_pair
 
 from .fakes import b64, png, prompt_rows, write_prompt_parquet, write_tsv
 
@@ -85,7 +85,7 @@ def test_per_category_cap_draws_as_the_authors_do(tmp_path):
     rng.sample only where a category has more pairs than the cap -- whatever --seed says."""
     import random
 
-    from spatial_tasks.spatialtunnel.probe_data import CATEGORY_ORDER
+    from spatial_tasks.spatialtunnel.probe.data import CATEGORY_ORDER
 
     path = write_prompt_parquet(tmp_path / "cp.parquet", prompt_rows(5))
     everything = load_probe_pairs(path, per_category=0)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from spatial_tasks.spatialtunnel import probing as P
+from spatial_tasks.spatialtunnel.probe import metrics as P
 
 E = np.eye(4)
 

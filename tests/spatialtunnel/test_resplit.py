@@ -10,12 +10,7 @@ import os
 import datasets
 import pytest
 from lmms import run_lmms_eval
-
-from spatial_tasks import harness
-from spatial_tasks.common.validate import DataError
-from spatial_tasks.spatialtunnel import resplit
-from spatial_tasks.spatialtunnel.resplit import ResplitError, resplit_docs, shortcut_relation
-from spatial_tasks.spatialtunnel.resplit_fixture import (
+from spatial_tasks.generators.spatialtunnel.resplit_standins import (
     CV_BENCH_FEATURES,
     CV_BENCH_RELATIONS,
     CV_BENCH_ROWS,
@@ -26,6 +21,11 @@ from spatial_tasks.spatialtunnel.resplit_fixture import (
     embspatial_row,
     write_rows,
 )
+
+from spatial_tasks import harness
+from spatial_tasks.common.validate import DataError
+from spatial_tasks.spatialtunnel.resplit import metrics as resplit
+from spatial_tasks.spatialtunnel.resplit.docs import ResplitError, resplit_docs, shortcut_relation
 
 
 @pytest.mark.parametrize("reader", [harness.embspatial_answer_letter, harness.cv_bench_answer_letter])
@@ -172,12 +172,13 @@ def test_table1_counts_on_the_real_data(source, path, name):
 
 
 def test_bundled_stand_ins_are_what_the_fixture_builds(tmp_path):
+    from spatial_tasks.generators.spatialtunnel.resplit_standins import build_sample
+
     from spatial_tasks.paths import benchmark_tasks_dir
-    from spatial_tasks.spatialtunnel.resplit_fixture import build_sample
 
     sample = benchmark_tasks_dir("spatialtunnel") / "sample"
     for built in build_sample(tmp_path):
         bundled = sample / built.parent.name / built.name
         fresh = datasets.load_dataset("parquet", data_files=str(built), split="train")
         shipped = datasets.load_dataset("parquet", data_files=str(bundled), split="train")
-        assert fresh.to_list() == shipped.to_list(), f"{bundled} is stale: rerun resplit_fixture"
+        assert fresh.to_list() == shipped.to_list(), f"{bundled} is stale: rerun python -m spatial_tasks.generators.spatialtunnel.resplit_standins"

@@ -3,6 +3,8 @@ the metrics as pure functions."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -62,7 +64,7 @@ def test_mcq_records_and_counts():
     assert metrics.wrong_type_counts(records) == {"FS": 1, "SU": 2, "NE": 1}
     assert metrics.valid_count(records) == 5 and outcome_share(records, DECLINED) == pytest.approx(1 / 6)
     assert metrics.wrong_type_share(records, "SU") == pytest.approx(2 / 6)
-    assert metrics.accuracy([]) is None
+    assert math.isnan(metrics.accuracy([]))  # undefined: NaN
     sm = score_mcq(DOC, '{"caption": "A street.", "answer": "Your answer : C"}', "sm")
     assert (sm["caption"], sm["chosen"], sm["correct"]) == ("A street.", "C", 1)
 
@@ -97,4 +99,4 @@ def test_freeform_records():
 
 def test_bertscore_backbone_that_cannot_load_is_na(monkeypatch, tmp_path):
     monkeypatch.setenv("SPATIAL_TASKS_BERTSCORE_MODEL", str(tmp_path / "no-model"))
-    assert metrics.mean_bertscore([score_freeform(DOC, "right", "freeform")]) is None
+    assert math.isnan(metrics.mean_bertscore([score_freeform(DOC, "right", "freeform")]))

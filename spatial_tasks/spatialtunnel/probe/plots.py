@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from spatial_tasks.common.plots import save
-from spatial_tasks.spatialtunnel.probing import AXES
+from spatial_tasks.spatialtunnel.probe.metrics import AXES
 
 AXIS_NAMES = {"H": "horizontal (left/right)", "V": "vertical (above/below)", "D": "distance (far/close)"}
 AXIS_COLOURS = {"H": "#dd8452", "V": "#55a868", "D": "#8172b3"}

@@ -1,4 +1,5 @@
-"""A small offline O3-D in the official Hub layout, for tests, the bundled sample and benchmarks.
+"""A small offline O3-D in the official Hub layout, drawn with PIL: the bundled sample's real-photo
+stand-ins, and the tests' and benchmarks' datasets (not a generator of the benchmark).
 
 ``build_fixture(out_dir)`` writes what ``liuyiqian/O3-D`` holds, config for config and column for
 column (schema.SUBSET_IMAGE_COLUMNS / SUBSET_METADATA_COLUMNS / QUESTION_COLUMNS)::
@@ -76,7 +77,7 @@ PARQUET_NAME = "train-00000-of-00001.parquet"
 # Questions
 
 
-def _prompt_pools() -> dict[str, dict[str, list[str]]]:
+def prompt_pools() -> dict[str, dict[str, list[str]]]:
     """Question texts from the prompt space (spatial_tasks.o3d.prompts), by pool and clarity level.
 
     Pools: "synthetic" (the 1,026 prompts), "real" (the real subsets' preamble questions) and
@@ -206,7 +207,7 @@ def _depth_png(depth: np.ndarray) -> tuple[Image.Image, str]:
 # Subsets
 
 
-def _synthetic_rows(subset: str, count: int, seed: int, size: tuple[int, int]) -> dict[str, list]:
+def synthetic_rows(subset: str, count: int, seed: int, size: tuple[int, int]) -> dict[str, list]:
     sidx = schema.SUBSETS.index(subset)
     cols: dict[str, list] = {c: [] for c in ("image", "depth_map", "targ_seg", "dist_seg",
                                              *schema.SYNTHETIC_METADATA_COLUMNS)}
@@ -256,7 +257,7 @@ def _real_scene(rng, size, position, cues, *, n_objects=5, target_slot=None):
     return Image.fromarray(np.clip(arr, 0, 255).astype(np.uint8)), label_map
 
 
-def _real_rows(subset: str, count: int, seed: int, size: tuple[int, int]) -> dict[str, list]:
+def real_rows(subset: str, count: int, seed: int, size: tuple[int, int]) -> dict[str, list]:
     sidx = schema.SUBSETS.index(subset)
     image_cols = schema.SUBSET_IMAGE_COLUMNS[subset]
     cols: dict[str, list] = {c: [] for c in (*image_cols, *schema.SUBSET_METADATA_COLUMNS[subset])}
@@ -312,7 +313,7 @@ def _real_rows(subset: str, count: int, seed: int, size: tuple[int, int]) -> dic
     return cols
 
 
-def _question_rows(subset: str, names: list[str], seed: int, all_pools: dict[str, dict[str, list[str]]]) -> list[dict]:
+def question_rows(subset: str, names: list[str], seed: int, all_pools: dict[str, dict[str, list[str]]]) -> list[dict]:
     sidx = schema.SUBSETS.index(subset)
     pools = all_pools[schema.family_of(subset)]
     out = []
@@ -337,29 +338,6 @@ def _question_rows(subset: str, names: list[str], seed: int, all_pools: dict[str
     return out
 
 
-def subset_features(subset: str) -> datasets.Features:
-    """The datasets Features of one official config."""
-    feats: dict[str, object] = {}
-    for c in schema.SUBSET_IMAGE_COLUMNS[subset]:
-        feats[c] = datasets.Image()
-    numeric_int = {"num_distractors", "orientation", "color", "focus", "shape", "size", "location", "pattern"}
-    for c in schema.SUBSET_METADATA_COLUMNS[subset]:
-        if c in numeric_int:
-            feats[c] = datasets.Value("int64")
-        elif c == "cue_strength" or c.endswith("_depth") or c == "med_depth_diff":
-            feats[c] = datasets.Value("float64")
-        else:
-            feats[c] = datasets.Value("string")
-    return datasets.Features(feats)
-
-
-QUESTION_FEATURES = datasets.Features({
-    "subset_name": datasets.Value("string"), "image_name": datasets.Value("string"),
-    "is_marked": datasets.Value("bool"), "question": datasets.Value("string"),
-    "ques_clarity": datasets.Value("float64"),
-})
-
-
 def _write(out_dir: Path, config: str, columns: Mapping[str, list], features: datasets.Features) -> None:
     path = out_dir / config / PARQUET_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -372,7 +350,7 @@ def card(configs: list[str], seed: int, counts: Mapping[str, int]) -> str:
     for c in configs:
         lines += [f"- config_name: {c}", "  data_files:", "  - split: train", f"    path: {c}/{PARQUET_NAME}"]
     lines += ["---", "", "# O3-D fixture (synthetic stand-in)", "",
-              "Written by `spatial_tasks.o3d.fixture.build_fixture` in the layout of the Hub dataset",
+              "Written by `spatial_tasks.generators.o3d.standins.build_fixture` in the layout of the Hub dataset",
               "`liuyiqian/O3-D` (configs, columns, split `train`). PIL-drawn stand-in images, not the",
               "authors' renders or photos; for offline tests and benchmarks only.", "",
               f"Seed: {seed}. Images per config: "
@@ -390,7 +368,7 @@ def build_fixture(out_dir: str | Path, *, seed: int = 0, counts: Mapping[str, in
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     counts = dict(DEFAULT_COUNTS if counts is None else counts)
-    pools = _prompt_pools()
+    pools = prompt_pools()
     questions: list[dict] = []
     written = []
     for subset in schema.SUBSETS:
@@ -398,14 +376,14 @@ def build_fixture(out_dir: str | Path, *, seed: int = 0, counts: Mapping[str, in
         if n <= 0:
             continue
         if subset in schema.SYNTHETIC_SUBSETS:
-            cols = _synthetic_rows(subset, n, seed, image_size)
+            cols = synthetic_rows(subset, n, seed, image_size)
         else:
-            cols = _real_rows(subset, n, seed, image_size)
-        _write(out, subset, cols, subset_features(subset))
-        questions += _question_rows(subset, cols["image_name"], seed, pools)
+            cols = real_rows(subset, n, seed, image_size)
+        _write(out, subset, cols, schema.subset_features(subset))
+        questions += question_rows(subset, cols["image_name"], seed, pools)
         written.append(subset)
-    qcols = {c: [q[c] for q in questions] for c in QUESTION_FEATURES}
-    _write(out, schema.QUESTIONS_CONFIG, qcols, QUESTION_FEATURES)
+    qcols = {c: [q[c] for q in questions] for c in schema.QUESTION_FEATURES}
+    _write(out, schema.QUESTIONS_CONFIG, qcols, schema.QUESTION_FEATURES)
     written.append(schema.QUESTIONS_CONFIG)
     (out / "README.md").write_text(card(written, seed, {k: counts[k] for k in written if k in counts}))
     return out

@@ -9,7 +9,7 @@ from pathlib import Path
 from spatial_tasks.common.formatting import number
 from spatial_tasks.common.plots import grouped_hbars
 from spatial_tasks.common.samples import iter_samples, logged_record
-from spatial_tasks.spatialtunnel import resplit
+from spatial_tasks.spatialtunnel.resplit import metrics
 
 NAMES = {"embspatial": "EmbSpatial-Bench", "cv_bench_3d": "CV-Bench-3D"}
 LEGEND = [
@@ -23,7 +23,7 @@ LEGEND = [
 
 
 def records_from_samples(path: Path) -> list[dict]:
-    return [r for r in (logged_record(s, "acc_all", resplit.BENCHMARK) for s in iter_samples(path)) if r]
+    return [r for r in (logged_record(s, "acc_all", metrics.BENCHMARK) for s in iter_samples(path)) if r]
 
 
 def resplit_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
@@ -37,14 +37,14 @@ def resplit_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
             continue
         source = records[0]["source"]
         sources.add(source)
-        s = resplit.summary(records)
+        s = metrics.summary(records)
         table.append(f"| {run.label} | {task} | {NAMES.get(source, source)} | {s['n']} | {number(s['acc_all'])} | "
                      f"{number(s['acc_cons'])} | {number(s['acc_ctr'])} | {number(s['delta'], signed=True)} | "
                      f"{number(s['acc_amb'])} | {s['n_cons']} | {s['n_ctr']} | {s['n_amb']} | {s['n_unknown']} |")
         bars[f"{run.label} · {NAMES.get(source, source)}"] = {"acc_cons": s["acc_cons"], "acc_ctr": s["acc_ctr"]}
     if not bars:
         return [], []
-    for model, row in resplit.PAPER_TABLE2.items():
+    for model, row in metrics.PAPER_TABLE2.items():
         for source in sorted(sources):
             cons, ctr = row[source]
             bars[f"paper · {model} · {NAMES[source]}"] = {"acc_cons": cons / 100, "acc_ctr": ctr / 100}

@@ -1,4 +1,4 @@
-"""``spatial_baseline`` rules for the re-split tasks (docs from resplit.resplit_docs).
+"""``spatial_baseline`` rules for the re-split tasks (docs from resplit.docs.resplit_docs).
 
 * ``vertical``: the "higher ⇒ farther" shortcut itself -- for a far question the option whose
   box is highest in the image, for a close question the lowest. It scores 1 on consistent and 0
@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from spatial_tasks.models.baseline import rule
-from spatial_tasks.spatialtunnel.resplit import BENCHMARK
+from spatial_tasks.spatialtunnel.resplit.metrics import BENCHMARK
 
 
 def _gold_index(doc: dict) -> int:

@@ -2,7 +2,7 @@
 
 Prompts, images and answer reading are lmms-eval's own ``embspatial`` and ``cv_bench`` task
 functions (imported, not re-implemented), so Acc over all depth questions is what lmms-eval's
-task reports on them; each record adds the question's relation (resplit.py).
+task reports on them; each record adds the question's relation (resplit/docs.py).
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ from spatial_tasks.harness import (
     embspatial_answer_letter,
     fan_out,
 )
-from spatial_tasks.spatialtunnel import resplit
+from spatial_tasks.spatialtunnel.resplit import docs, metrics
 
 METRICS = ("acc_all", "acc_cons", "acc_ctr", "delta", "acc_amb", "n_cons", "n_ctr", "n_amb", "unparseable")
 
 
 def _docs(source: str):
     def build(dataset: datasets.Dataset, data: TaskData) -> datasets.Dataset:
-        return resplit.resplit_docs(dataset, source, data.origin(dataset))
+        return docs.resplit_docs(dataset, source, data.origin(dataset))
 
     return build
 
@@ -40,7 +40,7 @@ process_docs_cv_bench_depth = DocsHook("spatialtunnel.process_docs_cv_bench_dept
 
 
 def _record(doc: dict, question_id: object, gold: str, parsed: str, response: str) -> dict:
-    return {"benchmark": resplit.BENCHMARK, "source": doc["resplit_source"], "question_id": str(question_id),
+    return {"benchmark": metrics.BENCHMARK, "source": doc["resplit_source"], "question_id": str(question_id),
             "relation": doc["depth_split"], "dy": doc["dy"], "image_height": doc["image_height"], "answer": gold,
             "parsed": parsed or "unparseable", "score": float(parsed == gold), "response": response}
 
@@ -57,12 +57,12 @@ def process_results_cv_bench_depth(doc: dict, results: list[str]) -> dict:
     return fan_out(record, METRICS)
 
 
-agg_acc_all = aggregation("acc_all", resplit.accuracy)
-agg_acc_cons = aggregation("acc_cons", resplit.acc_consistent)
-agg_acc_ctr = aggregation("acc_ctr", resplit.acc_counter)
-agg_delta = aggregation("delta", resplit.gap)
-agg_acc_amb = aggregation("acc_amb", resplit.acc_ambiguous)
-agg_n_cons = aggregation("n_cons", resplit.n_consistent)
-agg_n_ctr = aggregation("n_ctr", resplit.n_counter)
-agg_n_amb = aggregation("n_amb", resplit.n_ambiguous)
-agg_unparseable = aggregation("unparseable", resplit.unparseable_share)
+agg_acc_all = aggregation("acc_all", metrics.accuracy)
+agg_acc_cons = aggregation("acc_cons", metrics.acc_consistent)
+agg_acc_ctr = aggregation("acc_ctr", metrics.acc_counter)
+agg_delta = aggregation("delta", metrics.gap)
+agg_acc_amb = aggregation("acc_amb", metrics.acc_ambiguous)
+agg_n_cons = aggregation("n_cons", metrics.n_consistent)
+agg_n_ctr = aggregation("n_ctr", metrics.n_counter)
+agg_n_amb = aggregation("n_amb", metrics.n_ambiguous)
+agg_unparseable = aggregation("unparseable", metrics.unparseable_share)

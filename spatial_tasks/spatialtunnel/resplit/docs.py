@@ -42,28 +42,18 @@ import datasets
 
 from spatial_tasks.common import images
 from spatial_tasks.common.origin import Origin, in_memory
-from spatial_tasks.common.validate import DataError, columns, short
+from spatial_tasks.common.validate import SourceError, columns, short
 from spatial_tasks.spatialtunnel import geometry
+from spatial_tasks.spatialtunnel.resplit.metrics import BENCHMARK
 
-BENCHMARK = "spatialtunnel_resplit"
 SOURCES = ("embspatial", "cv_bench_3d")
 DEPTH_RELATIONS = ("far", "close")
-PAPER_TABLE1 = {"embspatial": {"consistent": 976, "counter": 129, "ambiguous": 101},
-                "cv_bench_3d": {"consistent": 363, "counter": 65, "ambiguous": 172}}
-# Table 2 (accuracy %, consistent / counter): EmbSpatial | CV-Bench-3D.
-PAPER_TABLE2 = {
-    "Molmo-7B": {"embspatial": (63.5, 34.9), "cv_bench_3d": (93.1, 75.4)},
-    "NVILA-Lite-2B": {"embspatial": (49.0, 27.1), "cv_bench_3d": (74.4, 40.0)},
-    "RoboRefer-2B-SFT": {"embspatial": (87.0, 59.7), "cv_bench_3d": (98.9, 95.4)},
-    "Qwen2.5-VL-3B": {"embspatial": (54.7, 32.6), "cv_bench_3d": (75.5, 55.4)},
-    "Qwen3-VL-235B": {"embspatial": (73.3, 41.7), "cv_bench_3d": (98.1, 90.8)},
-}
 # Fields added to each kept doc (the source's own fields stay, so lmms-eval's prompt functions work;
 # EmbSpatial's own ``relation`` is its question type, so the split is ``depth_split``).
 ADDED = ("benchmark", "resplit_source", "depth_split", "dy", "image_height", "asks_far", "option_rows")
 
 
-class ResplitError(DataError):
+class ResplitError(SourceError):
     """A depth question that cannot be placed; the message names the file, row and field."""
 
 
@@ -230,69 +220,3 @@ def resplit_docs(dataset: datasets.Dataset, source: str, origin: Origin | None =
     for name in ADDED:
         kept = kept.add_column(name, [a[name] for a in added])
     return kept
-
-
-# ------------------------------------------------------------------------------------------
-# Metrics (Tables 1 and 2): pure functions over per-question records
-
-
-def accuracy(records: Sequence[dict], relation: str | None = None) -> float:
-    """Acc (Table 2) over the records of ``relation`` (all when None); NaN without records."""
-    scores = [float(r["score"]) for r in records if relation is None or r["relation"] == relation]
-    return sum(scores) / len(scores) if scores else math.nan
-
-
-def gap(records: Sequence[dict]) -> float:
-    """Δ = Acc_con − Acc_ctr (Table 2's two columns); NaN without both kinds or without any
-    readable answer (a gap between unreadable answers says nothing)."""
-    if not any(r.get("parsed") != "unparseable" for r in records):
-        return math.nan
-    return accuracy(records, "consistent") - accuracy(records, "counter")
-
-
-def count(records: Sequence[dict], relation: str) -> int:
-    """How many questions have ``relation`` (Table 1's counts)."""
-    return sum(1 for r in records if r["relation"] == relation)
-
-
-def summary(records: Sequence[dict]) -> dict:
-    return {"n": len(records), "acc_all": accuracy(records), "acc_cons": accuracy(records, "consistent"),
-            "acc_ctr": accuracy(records, "counter"), "delta": gap(records), "acc_amb": accuracy(records, "ambiguous"),
-            **{f"n_{name}": count(records, relation) for name, relation in
-               (("cons", "consistent"), ("ctr", "counter"), ("amb", "ambiguous"), ("unknown", "unknown"))},
-            "unparseable": unparseable_share(records)}
-
-
-def acc_consistent(records: Sequence[dict]) -> float:
-    """Acc_con (Table 2): accuracy on questions whose farther object is higher in the image."""
-    return accuracy(records, "consistent")
-
-
-def acc_counter(records: Sequence[dict]) -> float:
-    """Acc_ctr (Table 2): accuracy on questions whose farther object is lower in the image."""
-    return accuracy(records, "counter")
-
-
-def acc_ambiguous(records: Sequence[dict]) -> float:
-    """Accuracy on the ambiguous questions (|dy| < 5 % of the height; Table 1's third column)."""
-    return accuracy(records, "ambiguous")
-
-
-def n_consistent(records: Sequence[dict]) -> int:
-    """Table 1's consistent count (EmbSpatial 976, CV-Bench-3D 363)."""
-    return count(records, "consistent")
-
-
-def n_counter(records: Sequence[dict]) -> int:
-    """Table 1's counter count (EmbSpatial 129, CV-Bench-3D 65)."""
-    return count(records, "counter")
-
-
-def n_ambiguous(records: Sequence[dict]) -> int:
-    """Table 1's ambiguous count (EmbSpatial 101, CV-Bench-3D 172)."""
-    return count(records, "ambiguous")
-
-
-def unparseable_share(records: Sequence[dict]) -> float:
-    """Share of answers without a readable option letter (they count as wrong); NaN without records."""
-    return sum(r.get("parsed") == "unparseable" for r in records) / len(records) if records else math.nan

@@ -53,8 +53,8 @@ import datasets
 
 from spatial_tasks.common import images
 from spatial_tasks.common.origin import Origin
-from spatial_tasks.common.validate import DataError, short
-from spatial_tasks.spatialtunnel.probing import AXES, AXIS_OF
+from spatial_tasks.common.validate import SourceError, short
+from spatial_tasks.spatialtunnel.probe.metrics import AXES, AXIS_OF
 
 TEMPLATES = {
     "H": "Is the {query} to the left or right of the {reference}? Answer with only one word.",
@@ -80,7 +80,7 @@ _OBJECT_PAIR = re.compile(r"\b(?:of|between|are)\s+(?:the\s+)?(?P<a>.+?)\s+and\s
                           r"(?:in\b|positioned|interact|located|placed|relative|arranged)", re.IGNORECASE)
 
 
-class ProbeDataError(DataError):
+class ProbeDataError(SourceError):
     """Probing data that cannot be used; the message names the file, row and field."""
 
 
@@ -149,7 +149,7 @@ def load_probe_pairs(source: str | Path, *, per_category: int = PER_CATEGORY, se
         dataset, origin = _read(path)
         layout = detect_layout(dataset.column_names, origin)
         layouts.add(layout)
-        pairs += _pairs(dataset, origin, layout, rng, skipped, skipped_rows, strict)
+        pairs += pairs_of_table(dataset, origin, layout, rng, skipped, skipped_rows, strict)
     if not pairs:
         named = f"; first: {'; '.join(skipped_rows)}" if skipped_rows else ""
         raise ProbeDataError(f"{source}: no usable probing pair ({dict(skipped) or 'no rows'}){named}")
@@ -244,8 +244,10 @@ class _Skip(ProbeDataError):
     """A row that cannot make a pair (skipped, or an error under ``strict``)."""
 
 
-def _pairs(dataset: datasets.Dataset, origin: Origin, layout: str, rng: random.Random,
-           skipped: Counter, skipped_rows: list[str], strict: bool) -> list[ProbePair]:
+def pairs_of_table(dataset: datasets.Dataset, origin: Origin, layout: str, rng: random.Random,
+                   skipped: Counter, skipped_rows: list[str], strict: bool) -> list[ProbePair]:
+    """The pairs of one table in ``layout``; rows that cannot make a pair are counted in ``skipped``
+    and named in ``skipped_rows`` (``strict``: refused)."""
     text_columns = [c for c in dataset.column_names if c != "image"]
     table = dataset.select_columns(text_columns).with_format("arrow")[:].to_pydict()
     encoding = "base64" if isinstance(dataset.features["image"], datasets.Value) else "image"

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from spatial_tasks.common.formatting import number
-from spatial_tasks.spatialtunnel.probe import recompute
+from spatial_tasks.spatialtunnel.probe.run import recompute
 
 LEGEND = [
     "- **Coh_H / Coh_V / Coh_D**: axis coherence, the mean pairwise cosine of the sign-corrected deltas "

@@ -6,7 +6,7 @@ one coloured box per object at the box the row records. The questions cover ever
 consistent, counter, ambiguous -- plus a question without the boxes to place it and a question of
 another kind that the re-split leaves out.
 
-    python -m spatial_tasks.spatialtunnel.resplit_fixture tasks/spatialtunnel/sample
+    python -m spatial_tasks.generators.spatialtunnel.resplit_standins tasks/spatialtunnel/sample
 """
 
 from __future__ import annotations

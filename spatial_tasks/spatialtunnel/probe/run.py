@@ -1,6 +1,6 @@
 """``spatial-tasks probe``: contrastive probing of a VLM's hidden states (SpatialTunnel paper §5).
 
-For every pair (``probe_data``) the model reads the question and its object-swapped twin; the
+For every pair (``probe.data``) the model reads the question and its object-swapped twin; the
 last prompt token's hidden state at every decoder layer gives δ = h(swapped) − h(original).
 
 The output folder is the record of the run, and a run can stop at any point:
@@ -34,8 +34,8 @@ from tqdm import tqdm
 
 from spatial_tasks.common import images
 from spatial_tasks.paths import output_folder
-from spatial_tasks.spatialtunnel import probing
-from spatial_tasks.spatialtunnel.probe_data import TEMPLATES, ProbeData, ProbePair
+from spatial_tasks.spatialtunnel.probe import metrics as probing
+from spatial_tasks.spatialtunnel.probe.data import TEMPLATES, ProbeData, ProbePair
 
 META = "probe.json"
 DELTAS = "deltas.npy"
@@ -58,6 +58,20 @@ class ProbeSummary:
     why: str
     metrics: dict
     files: list[Path]
+
+    def describe(self) -> list[str]:
+        """What ``spatial-tasks probe`` prints: pairs done, the layer and its figures, the files."""
+        at = self.metrics["at_layer"]
+        zero = self.metrics.get("zero_deltas") or 0
+        zeros = f" ({zero} zero delta(s): identical prompts, cosine 0)" if zero else ""
+        if at is None:
+            lines = [f"{self.done}/{self.total} pairs probed; {self.why}{zeros}"]
+        else:
+            lines = [f"{self.done}/{self.total} pairs probed; layer {self.layer} ({self.why}): "
+                     + ", ".join(f"{k} {v:.3f}" for k, v in at.items() if k != "zero_deltas") + zeros]
+        if self.metrics["paper_table5"]:
+            lines.append("paper (Table 5): " + ", ".join(f"{k} {v:.3f}" for k, v in self.metrics["paper_table5"].items()))
+        return lines + [str(path) for path in self.files]
 
 
 def fingerprint(pairs: Sequence[ProbePair]) -> str:
@@ -250,7 +264,7 @@ def recompute(out: Path, layer: int | None = None) -> ProbeSummary:
         writer.writerow(["layer", *keys])
         for k, values in per_layer.items():
             writer.writerow([k, *(f"{values[key]:.6f}" for key in keys)])
-    from spatial_tasks.spatialtunnel.probe_plots import coherence_plot, pca_plot
+    from spatial_tasks.spatialtunnel.probe.plots import coherence_plot, pca_plot
 
     for stale in out.glob("pca_layer*.png"):  # an earlier choice of layer
         stale.unlink()
@@ -261,3 +275,33 @@ def recompute(out: Path, layer: int | None = None) -> ProbeSummary:
         files.append(pca_plot(np.asarray(deltas[saved.index(layer), rows, :]), labels, layer, meta["model"],
                               out / f"pca_layer{layer}.png"))
     return ProbeSummary(out=out, done=len(rows), total=meta["pairs"], layer=layer, why=why, metrics=result, files=files)
+
+
+DTYPES = ("bfloat16", "float16", "float32")
+
+
+def probe(out: Path, *, model: str | None = None, data: str | None = None, per_category: int = 200, seed: int = 42,
+          strict: bool = False, layer: int | None = None, batch_size: int = 8, device: str = "cpu",
+          dtype: str = "bfloat16", family: str | None = None, layers: str | None = None, overwrite: bool = False,
+          echo: Callable[[str], None] = print) -> ProbeSummary:
+    """``spatial-tasks probe``: probe ``model`` on the pairs of ``data`` into ``out`` (resuming a
+    run there), or without both recompute the metrics and figures of ``out``. ``echo`` gets a
+    line about the pairs read (and each skipped row) before the model runs."""
+    from spatial_tasks.models.hidden_states import load_hidden_state_model
+    from spatial_tasks.spatialtunnel.probe.data import load_probe_pairs
+
+    chosen = parse_layers(layers)
+    if model is None and data is None:
+        return recompute(out, layer)
+    if model is None or data is None:
+        raise ValueError("--model and --data go together (neither: recompute from --out)")
+    if dtype not in DTYPES:
+        raise ValueError(f"--dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    pairs = load_probe_pairs(data, per_category=per_category, seed=seed, strict=strict)
+    skipped = f", skipped {dict(pairs.skipped)}" if pairs.skipped else ""
+    capped = f", {pairs.capped} left out by --per-category {per_category}" if pairs.capped else ""
+    echo(f"{len(pairs.pairs)} pairs from {data} ({pairs.layout} layout): {pairs.counts()}{skipped}{capped}")
+    for row in pairs.skipped_rows:
+        echo(f"  skipped: {row}")
+    return run_probe(lambda: load_hidden_state_model(model, family, device=device, dtype=dtype), pairs, out,
+                     model_name=model, batch_size=batch_size, overwrite=overwrite, layers=chosen, layer=layer)
