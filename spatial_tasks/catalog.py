@@ -72,20 +72,21 @@ def find_task(name: str) -> TaskEntry:
     raise KeyError(f"no spatial-tasks task named {name!r}; see `spatial-tasks list`")
 
 
-def parse_prompt_options(items: list[str]) -> dict[str, str]:
-    """``["key=value", ...]`` from ``--prompt`` -> {key: value} (values are text, may be empty)."""
+def parse_prompt_options(items: list[str], flag: str = "--prompt") -> dict[str, str]:
+    """``["key=value", ...]`` from ``--prompt`` (or ``--metadata``) -> {key: value} (values are
+    text, may be empty)."""
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not PROMPT_KEY.match(key.strip()):
-            raise ValueError(f"--prompt {item!r}: expected KEY=VALUE with KEY a plain name (e.g. answer_instruction=Answer:)")
+            raise ValueError(f"{flag} {item!r}: expected KEY=VALUE with KEY a plain name (e.g. answer_instruction=Answer:)")
         out[key.strip()] = value
     return out
 
 
 def write_custom_task(base_task: str, data: str | None, out: Path, name: str | None = None,
                       config: str | None = None, split: str | None = None, prompt: dict[str, str] | None = None,
-                      force: bool = False) -> Path:
+                      force: bool = False, metadata: dict[str, str] | None = None) -> Path:
     """Write ``<out>/<name>.yaml`` that includes ``base_task`` and points it at ``data`` (a Hub id
     or a local dataset folder, e.g. one written by ``spatial-tasks generate``; None keeps the base
     task's data) with the prompt parameters ``prompt`` changed. Run it with
@@ -107,8 +108,10 @@ def write_custom_task(base_task: str, data: str | None, out: Path, name: str | N
         raise ValueError("--config and --split need --data (they choose what to read from it)")
     if prompt:
         spec["lmms_eval_specific_kwargs"] = _prompt_spec(base_task, base_cfg, prompt)
-    if data is None and not prompt:
-        raise ValueError("nothing to change: pass --data and/or --prompt KEY=VALUE")
+    if metadata:
+        spec["metadata"] = _metadata_spec(base_task, base_cfg, metadata)
+    if data is None and not prompt and not metadata:
+        raise ValueError("nothing to change: pass --data, --prompt KEY=VALUE and/or --metadata KEY=VALUE")
     return _write_yaml(Path(out), name, spec, force)
 
 
@@ -268,6 +271,23 @@ def _prompt_spec(base_task: str, base_cfg: dict, prompt: dict[str, str]) -> dict
         raise ValueError(f"--prompt {unknown[0]}: {base_task} has no such prompt parameter "
                          f"(it has: {', '.join(sorted(current)) or 'none'})")
     return {"default": {**current, **prompt}}
+
+
+def _metadata_spec(base_task: str, base_cfg: dict, metadata: dict[str, str]) -> dict:
+    """The base task's metadata with ``metadata`` applied, each value read as a YAML scalar (so
+    grid=32 is a number); only the parameters the task already has, never its version."""
+    current = dict(base_cfg.get("metadata") or {})
+    settable = sorted(set(current) - {"version"})
+    unknown = sorted(set(metadata) - set(settable))
+    if unknown:
+        raise ValueError(f"--metadata {unknown[0]}: {base_task} has no such setting (it has: {', '.join(settable) or 'none'})")
+    values = {}
+    for key, text in metadata.items():
+        value = yaml.safe_load(text) if text.strip() else ""
+        if not isinstance(value, (str, int, float, bool)):
+            raise ValueError(f"--metadata {key}={text!r}: a plain value (text, number, true/false)")
+        values[key] = value
+    return {**current, **values}
 
 
 def _choose_split(split: str | None, local: Path, dataset_name: str | None, base_cfg: dict) -> str:

@@ -142,13 +142,16 @@ def custom_task_command(
     split: Annotated[str | None, typer.Option(help="Split to evaluate (default: the one the data declares).")] = None,
     prompt: Annotated[list[str] | None, typer.Option(
         help="KEY=VALUE prompt parameter, repeatable (e.g. o3d: answer_instruction='Answer:').")] = None,
+    metadata: Annotated[list[str] | None, typer.Option(
+        help="KEY=VALUE task setting, repeatable (e.g. re-splits: answer_reader=spatial_tasks; SpatialTunnel: grid=32).")] = None,
     force: Annotated[bool, typer.Option(help="Replace an existing YAML that custom-task did not write.")] = False,
 ) -> None:
     """Write a tiny YAML that runs one of our tasks on other data or with other prompt parameters."""
     from spatial_tasks.catalog import parse_prompt_options, write_custom_task
 
     path = write_custom_task(base_task, data, out, name=name, config=config, split=split,
-                             prompt=parse_prompt_options(prompt or []), force=force)
+                             prompt=parse_prompt_options(prompt or []), force=force,
+                             metadata=parse_prompt_options(metadata or [], "--metadata"))
     typer.echo(str(path))
 
 

@@ -38,6 +38,8 @@ What lives here, and why:
    ``process_results`` untouched.
 7. **lmms-eval's own answer readers** for the re-split tasks (``_extract_answer_letter`` of its
    ``embspatial`` and ``cv_bench`` tasks), so their accuracy is exactly lmms-eval's.
+8. **lmms-eval's Qwen2.5-VL model**, which ``qwen2_5_vl_yesno`` extends to score first-token
+   logits with the very prompt ``qwen2_5_vl`` generates from (``lmms_eval_qwen2_5_vl``).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from importlib import metadata as _metadata
 from pathlib import Path
 from typing import Any
 
+from spatial_tasks.common.origin import LOCAL_BUILDERS
 from spatial_tasks.common.validate import DataError
 from spatial_tasks.paths import tasks_dir
 
@@ -179,7 +182,6 @@ class TaskData:
         return hook.resolve(data), hook
 
 
-LOCAL_BUILDERS = frozenset({"parquet", "arrow", "json", "csv", "text", "pandas"})
 LMMS_ONLY_KWARGS = frozenset({"load_from_disk", "From_YouTube", "video", "builder_script", "force_download",
                               "force_unzip", "local_files_only", "create_link", "max_retries", "num_proc", "cache_dir"})
 
@@ -524,6 +526,22 @@ def cv_bench_answer_letter(response: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------
+# 8. lmms-eval's Qwen2.5-VL model, which ``qwen2_5_vl_yesno`` extends
+
+
+# What qwen2_5_vl_yesno uses of lmms-eval's Qwen2_5_VL besides the public lmms API.
+QWEN2_5_VL_MEMBERS = ("model", "tokenizer", "device", "_encode_image_data_url")
+
+
+def lmms_eval_qwen2_5_vl() -> tuple[type, Callable]:
+    """(lmms-eval's ``Qwen2_5_VL`` class, the ``process_vision_info`` its generate_until uses):
+    ``qwen2_5_vl_yesno`` builds its prompts exactly as that model does, so it extends it."""
+    from lmms_eval.models.simple.qwen2_5_vl import Qwen2_5_VL, process_vision_info
+
+    return Qwen2_5_VL, process_vision_info
+
+
+# ------------------------------------------------------------------------------------------
 # Contracts: every assumption above, checked against the installed lmms-eval
 
 
@@ -578,8 +596,15 @@ def contract_problems() -> list[str]:
     check("(5) logged samples write unknown objects with str()",
           lambda: __import__("lmms_eval.utils", fromlist=["x"]).handle_non_serializable(RecordRef({}, "k"))
           == "<spatial-tasks record: see 'k'>")
-    check("(7) lmms-eval's embspatial and cv_bench letter readers read '(B)' and 'Answer: C'",
-          lambda: (embspatial_answer_letter("(B)"), cv_bench_answer_letter("(B)")) == ("B", "B"))
+    check("(7) lmms-eval's embspatial and cv_bench letter readers take the answer's first letter: '(B)' -> B, "
+          "'C. the lamp' -> C, 'The lamp' -> T (resplit/tasks.py documents this)",
+          lambda: [f(t) for f in (embspatial_answer_letter, cv_bench_answer_letter)
+                   for t in ("(B)", "C. the lamp", "The lamp")] == ["B", "C", "T"] * 2)
+    check("(8) lmms-eval's Qwen2_5_VL has " + ", ".join(QWEN2_5_VL_MEMBERS) + ", sets self._model and self.processor "
+          "in __init__, and builds its prompt with processor.apply_chat_template",
+          lambda: all(hasattr(lmms_eval_qwen2_5_vl()[0], m) for m in QWEN2_5_VL_MEMBERS)
+          and all(t in inspect.getsource(lmms_eval_qwen2_5_vl()[0].__init__) for t in ("self._model =", "self.processor ="))
+          and "self.processor.apply_chat_template" in inspect.getsource(lmms_eval_qwen2_5_vl()[0].generate_until))
     return problems
 
 

@@ -108,7 +108,8 @@ def size_category(n: int) -> str:
 
 def render_template(template: Path, **context: Any) -> str:
     """Render a Jinja template file; a missing field is an error, never an empty string."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(template).parent)),
+    # the template's own folder, then this one (provenance.md.jinja, the block every card shares)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(Path(template).parent), str(Path(__file__).parent)]),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True, autoescape=False)
     text = env.get_template(Path(template).name).render(**context)

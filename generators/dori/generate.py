@@ -31,7 +31,6 @@ import hashlib
 import io
 import json
 import logging
-import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -39,13 +38,13 @@ from typing import Any
 import datasets
 from PIL import Image
 from spatial_tasks.generators.common import dataset as ds
+from spatial_tasks.generators.common import provenance
 from spatial_tasks.generators.common.folder import OutputFolder
 from spatial_tasks.generators.common.jobs import (
     Shard,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
-    git_commit,
     run_jobs,
     threads_per_worker,
 )
@@ -84,12 +83,8 @@ def check_flags(task: str, *, count: int = 200, resolution: int = 256, samples: 
 
 
 def _done(work: Path, view: dict, settings: dict) -> bool:
-    try:
-        record = json.loads((work / f"{view['image_id']}.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return (work / f"{view['image_id']}.png").is_file() and record.get("view") == view and \
-        record.get("render") == settings
+    return provenance.is_done(work / f"{view['image_id']}.json", {"view": view, "render": settings},
+                              [work / f"{view['image_id']}.png"])
 
 
 class _Worker:
@@ -272,10 +267,8 @@ def write_card(out: Path) -> Path:
     for task in sampling.TASKS:
         files = ds.parquet_files(Path(out) / task, SPLIT)
         if files:
-            generation = ds.read_generation(files[0]) or {}
             configs.append({"name": task, "path": f"{task}/{SPLIT}-*.parquet", "rows": ds.count_rows(files),
-                            "files": len(files), "command": generation.get("command", "?"),
-                            "blender_version": generation.get("blender_version", "none (PIL transforms)")})
+                            "files": len(files), **provenance.summarise(ds.read_generation(f) for f in files)})
     if not configs:
         raise FileNotFoundError(f"no {SPLIT}-*.parquet files under {out}/<task>/")
     text = ds.render_template(CARD_TEMPLATE, configs=configs, split=SPLIT,
@@ -305,24 +298,20 @@ def generate(task: str, out: Path, *, count: int = 200, resolution: int = 256, s
             folder.claim(name, identity, ds.parquet_files(folder.root / name, SPLIT), overwrite)
             folder.clean_scratch([folder.work / name, folder.root / name])
             started = time.time()
-            command = ["spatial-tasks", "generate", "dori", "--task", name, "--out", Path(out).name, "--seed", str(seed),
-                       "--shard", Shard.parse(shard).label]
+            flags: dict[str, Any] = {"task": name, "seed": seed, "shard": Shard.parse(shard).label}
             if name == "canonical_orientation":
                 rows = canonical_rows(Path(images), folder.root, seed, shard, source, patterns)
-                command += ["--images", Path(images).name]
-                blender = None
+                flags.update(images=Path(images).name, source=source, patterns=patterns)
             else:
                 items = render_task(name, folder.root, count=count, resolution=resolution, samples=samples, seed=seed,
                                     shard=shard, workers=workers, progress=progress, ray_address=ray_address,
                                     device=device)
                 rows = _rows_rendered(name, folder.root, items)
-                command += ["--count", str(count), "--resolution", str(resolution), "--samples", str(samples)]
-                from spatial_tasks.generators.common.blender import version_string
-
-                blender = version_string()
+                flags.update(count=count, resolution=resolution, samples=samples)
+            rendered = name != "canonical_orientation"  # the rest are PIL transforms
             # no timings or worker counts: the same bytes whichever machine or backend made them
-            generation = {"generator": GENERATOR, "command": shlex.join(command), "seed": seed,
-                          "blender_version": blender, "git_commit": git_commit()}
+            generation = provenance.record("dori", flags, Path(out), blender=rendered,
+                                           renderer_version=scene.RENDERER_VERSION if rendered else None)
             path = write_config(name, folder.root, rows, shard, generation)
             log.info("%s: %d questions -> %s in %.1f s", name, len(rows), path, time.time() - started)
         write_card(folder.root)
@@ -350,6 +339,8 @@ def write_sample(target: Path, work: Path, *, resolution: int = 96, samples: int
     for task in sampling.TASKS:
         for path in ds.parquet_files(Path(work) / task, SPLIT):
             rows += list(datasets.Dataset.from_parquet(str(path), features=GENERATED_FEATURES))
-    generation = {"generator": GENERATOR, "command": f"write_sample(resolution={resolution}, samples={samples}, "
-                                                     f"seed={seed})", "seed": seed, "git_commit": git_commit()}
+    generation = provenance.record("dori", {"task": "sample", "resolution": resolution, "samples": samples, "seed": seed},
+                                   Path(target).parent, renderer_version=scene.RENDERER_VERSION, blender=True)
+    generation["command"] = (f"python -c \"from spatial_tasks.generators.dori.generate import write_sample; "
+                             f"write_sample(TARGET, WORK, resolution={resolution}, samples={samples}, seed={seed})\"")
     return ds.write_parquet(rows, GENERATED_FEATURES, Path(target), generation)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,14 +42,14 @@ from typing import Any
 import datasets
 import pyarrow.parquet as pq
 from spatial_tasks.generators.common import dataset as ds
-from spatial_tasks.generators.common.blender import check_device, version_string
+from spatial_tasks.generators.common import provenance
+from spatial_tasks.generators.common.blender import check_device
 from spatial_tasks.generators.common.folder import OutputFolder
 from spatial_tasks.generators.common.jobs import (
     Shard,
     atomic_write_json,
     atomic_write_text,
     available_cpus,
-    git_commit,
     run_jobs,
     threads_per_worker,
 )
@@ -138,31 +137,18 @@ def select(*, cues: str = "none,all-single", objects: str | None = None, envs: s
                      assets_dir=str(assets_dir) if assets_dir else None, specs=specs)
 
 
-def command_line(sel: Selection, out: Path) -> str:
-    args = ["spatial-tasks", "generate", "o3d", "--cues", sel.cues, "--objects", ",".join(sel.objects),
-            "--envs", ",".join(sel.envs), "--positions", ",".join(sel.positions),
-            "--strengths", ",".join(f"{s:g}" for s in sel.strengths)]
-    if sel.no_lp:
-        args.append("--no-lp")
-    if sel.assets_dir:
-        args += ["--assets", "ASSETS_DIR"]
-    args += ["--out", Path(out).name, "--resolution", str(sel.resolution), "--samples", str(sel.samples),
-             "--seed", str(sel.seed), "--shard", sel.shard.label]
-    return shlex.join(args)  # --workers, --ray and --device change how fast, not what is made
+def provenance_record(sel: Selection, out: Path) -> dict[str, Any]:
+    """The run's provenance (generators/common/provenance.py); assets named by role, not path."""
+    flags = {**sel.flags(), "assets": "ASSETS_DIR" if sel.assets_dir else None}
+    return provenance.record("o3d", flags, out, renderer_version=scene.RENDERER_VERSION, blender=True)
 
 
 # --------------------------------------------------------------------------------- render
 
 
 def _done(work: Path, spec: sampling.ImageSpec, settings: dict) -> bool:
-    suffixes = (".png", ".depth.png", ".depth.npy", ".targ.png", ".dist.png")
-    if not all((work / f"{spec.image_id}{s}").is_file() for s in suffixes):
-        return False
-    try:
-        record = json.loads((work / f"{spec.image_id}.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return record.get("render") == settings and record.get("spec") == json.loads(json.dumps(spec.to_job()))
+    files = [work / f"{spec.image_id}{s}" for s in (".png", ".depth.png", ".depth.npy", ".targ.png", ".dist.png")]
+    return provenance.is_done(work / f"{spec.image_id}.json", {"render": settings, "spec": spec.to_job()}, files)
 
 
 def render(sel: Selection, out: Path, *, workers: int = 1, threads: int | None = None, device: str = "cpu",
@@ -227,9 +213,7 @@ def _row(work: Path, spec: sampling.ImageSpec) -> dict[str, Any]:
 def build(sel: Selection, out: Path, run: dict[str, Any]) -> list[Path]:
     """Write this shard's parquet files for every selected config, then questions and card."""
     written = []
-    generation = {"generator": GENERATOR, "command": command_line(sel, out), "flags": sel.flags(),
-                  "seed": sel.seed, "renderer_version": scene.RENDERER_VERSION, "git_commit": git_commit(),
-                  "blender_version": run.get("blender_version")}
+    generation = {key: run[key] for key in provenance.KEYS}
     for config, specs in sel.specs.items():
         work = Path(out) / WORK_DIR / config
         mine = sel.shard.select(specs)
@@ -251,7 +235,7 @@ def build(sel: Selection, out: Path, run: dict[str, Any]) -> list[Path]:
                                             {**generation, "images_total": len(specs), "config": config}))
             start += n
         ds.remove_other_layouts(folder, SPLIT, total)
-    written.append(write_questions(Path(out), sel.shard, sel.seed))
+    written.append(write_questions(Path(out), sel.shard, sel.seed, generation))
     write_card(Path(out))
     return written
 
@@ -267,8 +251,9 @@ def question_rows(config: str, image_names: Sequence[str], seed: int) -> list[di
     return rows
 
 
-def write_questions(out: Path, shard: Shard, seed: int) -> Path:
-    """``visual_questions`` of this shard: the questions of every config's rows of this shard."""
+def write_questions(out: Path, shard: Shard, seed: int, generation: dict[str, Any]) -> Path:
+    """``visual_questions`` of this shard: the questions of every config's rows of this shard
+    (``generation``: the run's provenance record)."""
     rows = []
     for config in sampling.CONFIGS:
         for path in ds.parquet_files(out / config, SPLIT):
@@ -280,8 +265,7 @@ def write_questions(out: Path, shard: Shard, seed: int) -> Path:
     folder = out / QUESTIONS
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / ds.parquet_name(SPLIT, shard.index - 1, shard.count)
-    ds.write_parquet(rows, schema.QUESTION_FEATURES, path, {"generator": GENERATOR, "seed": seed,
-                                                             "flags": {"shard": shard.label}})
+    ds.write_parquet(rows, schema.QUESTION_FEATURES, path, {**generation, "config": QUESTIONS})
     ds.remove_other_layouts(folder, SPLIT, shard.count)
     return path
 
@@ -293,7 +277,7 @@ def write_card(out: Path) -> Path:
         files = ds.parquet_files(out / config, SPLIT)
         if not files:
             continue
-        generations = [g for g in (ds.read_generation(p) for p in files) if g]
+        generations = [ds.read_generation(p) for p in files]
         cue_counts: dict[str, int] = {}
         for path in files:
             for cues in pq.read_table(path, columns=["cues"]).column("cues").to_pylist():
@@ -301,10 +285,8 @@ def write_card(out: Path) -> Path:
                 cue_counts[key] = cue_counts.get(key, 0) + 1
         configs.append({"name": config, "path": f"{config}/{SPLIT}-*.parquet", "files": len(files),
                         "rows": ds.count_rows(files), "cue_counts": sorted(cue_counts.items()),
-                        "commands": sorted({g["command"] for g in generations}),
-                        "git_commits": sorted({g["git_commit"] for g in generations}),
-                        "blender_versions": sorted({str(g.get("blender_version")) for g in generations}),
-                        "images_total": generations[0]["images_total"] if generations else None})
+                        "images_total": next((g["images_total"] for g in generations if g), None),
+                        **provenance.summarise(generations)})
     if not configs:
         raise FileNotFoundError(f"no {SPLIT}-*.parquet files under {out}/kb-*/")
     questions = ds.parquet_files(out / QUESTIONS, SPLIT)
@@ -347,9 +329,7 @@ def generate(out: Path, *, cues: str = "none,all-single", objects: str | None = 
         folder.claim(QUESTIONS, {"generator": GENERATOR, "seed": seed, "shards": sel.shard.count},
                      ds.parquet_files(folder.root / QUESTIONS, SPLIT), overwrite)
         run = render(sel, folder.root, workers=workers, device=device, ray_address=ray_address, progress=progress)
-        run["blender_version"] = version_string()
-        run["command"] = command_line(sel, folder.root)
-        run["git_commit"] = git_commit()
+        run.update(provenance_record(sel, folder.root))
         atomic_write_json(folder.work / f"o3d-{sel.shard.slug}.run.json", run)
         with open(folder.work / "generate.log", "a") as handle:
             handle.write(json.dumps({k: run[k] for k in ("command", "git_commit", "images_rendered", "seconds")}) + "\n")

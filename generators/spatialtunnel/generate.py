@@ -33,21 +33,19 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import shlex
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from spatial_tasks.generators.common import dataset as ds
-from spatial_tasks.generators.common.blender import version_string
+from spatial_tasks.generators.common import provenance
 from spatial_tasks.generators.common.folder import FolderBusyError, OutputFolder
 from spatial_tasks.generators.common.jobs import (
     Shard,
     atomic_write_json,
     atomic_write_text,
     available_cpus,
-    git_commit,
     run_jobs,
     threads_per_worker,
 )
@@ -85,13 +83,11 @@ def check_flags(variant: str, *, grid: int = 16, per_cell: int | None = None, re
     return variants, Shard.parse(shard)
 
 
-def command_line(variant: str, out: Path, grid: int, per_cell: int, resolution: int, samples: int,
-                 seed: int, shard: Shard) -> str:
-    """The generator command that reproduces a run (``--out`` shown by the folder's name only)."""
-    args = ["spatial-tasks", "generate", "spatialtunnel", "--variant", variant, "--out", Path(out).name,
-            "--grid", str(grid), "--per-cell", str(per_cell), "--resolution", str(resolution),
-            "--samples", str(samples), "--seed", str(seed), "--shard", shard.label]
-    return shlex.join(args)  # --workers, --ray and --device change how fast, not what is made
+def image_flags(variant: str, grid: int, per_cell: int, resolution: int, samples: int, seed: int,
+                shard: Shard) -> dict[str, Any]:
+    """The flags that define a run's images (its provenance record and ``--out``'s identity)."""
+    return {"variant": variant, "grid": grid, "per_cell": per_cell, "resolution": resolution, "samples": samples,
+            "seed": seed, "shard": shard.label}
 
 
 # --------------------------------------------------------------------------------- render
@@ -100,18 +96,9 @@ def command_line(variant: str, out: Path, grid: int, per_cell: int, resolution: 
 def _done(json_path: Path, png_path: Path, spec: sampling.ImageSpec, resolution: int, samples: int,
           renderer_version: int) -> bool:
     """Finished with these settings: PNG and JSON present, JSON matching the planned image."""
-    if not (json_path.is_file() and png_path.is_file()):
-        return False
-    try:
-        record = json.loads(json_path.read_text())
-    except (OSError, ValueError):
-        return False
-    settings = record.get("render", {})
-    if (settings.get("resolution"), settings.get("samples"), settings.get("renderer_version")) != (
-            resolution, samples, renderer_version):
-        return False
-    row = record.get("row", {})
-    return all(row.get(k) == v for k, v in json.loads(json.dumps(spec.metadata())).items())
+    return provenance.is_done(json_path, {"render": {"resolution": resolution, "samples": samples,
+                                                     "renderer_version": renderer_version},
+                                          "row": spec.metadata()}, [png_path])
 
 
 def render_variant(variant: str, out: Path, *, grid: int = 16, per_cell: int | None = None,
@@ -153,15 +140,10 @@ def render_variant(variant: str, out: Path, *, grid: int = 16, per_cell: int | N
             problems.append({"image_id": result["image_id"], **qa})
 
     run = {
-        "generator": GENERATOR,
-        "command": command_line(variant, Path(out), grid, per_cell, resolution, samples, seed, shard_obj),
-        "flags": {"variant": variant, "grid": grid, "per_cell": per_cell, "resolution": resolution,
-                  "samples": samples, "seed": seed, "shard": shard_obj.label, "workers": workers,
-                  "threads_per_worker": threads, "backend": "ray" if ray_address else "local", "device": device},
-        "seed": seed,
-        "blender_version": version_string(),
-        "renderer_version": scene.RENDERER_VERSION,
-        "git_commit": git_commit(),
+        **provenance.record("spatialtunnel", image_flags(variant, grid, per_cell, resolution, samples, seed, shard_obj),
+                            Path(out), renderer_version=scene.RENDERER_VERSION, blender=True),
+        "speed": {"workers": workers, "threads_per_worker": threads, "backend": "ray" if ray_address else "local",
+                  "device": device},
         "cpus": available_cpus(),
         "images_in_shard": len(specs),
         "images_rendered": len(todo),
@@ -206,11 +188,8 @@ def build_variant(variant: str, out: Path, *, grid: int = 16, per_cell: int | No
                             MAX_ROWS_PER_FILE)
     total_files = sum(len(files) for files in layout)
     first = sum(len(files) for files in layout[: shard_obj.index - 1])
-    generation = {key: run[key] for key in ("generator", "command", "flags", "seed", "blender_version",
-                                            "renderer_version", "git_commit")}
-    # what defines the images only: the same dataset bytes whatever workers or backend made them
-    generation["flags"] = {k: v for k, v in run["flags"].items()
-                           if k not in ("workers", "threads_per_worker", "backend", "device")}
+    # the provenance only (no timings or worker counts): the same bytes whichever machine made them
+    generation = {key: run.get(key) for key in provenance.KEYS}
     generation["images_total"] = len(full)
     config_dir = Path(out) / config
     config_dir.mkdir(parents=True, exist_ok=True)
@@ -241,19 +220,11 @@ def write_card(out: Path) -> Path:
         files = ds.parquet_files(Path(out) / config, SPLIT)
         if not files:
             continue
-        generations = [g for g in (ds.read_generation(p) for p in files) if g]
-        if not generations:
-            raise ValueError(f"{files[0]} carries no generation record: was it written by this generator?")
-        first = generations[0]
-        configs.append({
-            "name": config, "variant": variant, "path": f"{config}/{SPLIT}-*.parquet", "files": len(files),
-            "rows": ds.count_rows(files), "images_total": first["images_total"],
-            "commands": sorted({g["command"] for g in generations}),
-            "seed": first["seed"], "flags": first["flags"],
-            "blender_versions": sorted({g["blender_version"] for g in generations}),
-            "git_commits": sorted({g["git_commit"] for g in generations}),
-            "renderer_version": first["renderer_version"],
-        })
+        generations = [ds.read_generation(p) for p in files]
+        configs.append({"name": config, "variant": variant, "path": f"{config}/{SPLIT}-*.parquet",
+                        "files": len(files), "rows": ds.count_rows(files),
+                        "images_total": next(g for g in generations if g)["images_total"],
+                        **provenance.summarise(generations)})
     if not configs:
         raise FileNotFoundError(f"no {SPLIT}-*.parquet files under {out}/<config>/")
     total = sum(c["rows"] for c in configs)

@@ -21,7 +21,7 @@ from typing import Any
 
 import datasets
 
-LOCAL_BUILDERS = frozenset({"parquet", "arrow", "json", "csv", "text"})
+LOCAL_BUILDERS = frozenset({"parquet", "arrow", "json", "csv", "text", "pandas"})  # datasets' packaged builders
 _BUILDER_KWARGS = ("data_files", "data_dir")  # what decides which files a builder reads
 
 

@@ -33,13 +33,15 @@ from typing import Any
 import numpy as np
 import torch
 from lmms_eval.api.instance import Instance
-from lmms_eval.models.simple.qwen2_5_vl import Qwen2_5_VL, process_vision_info
 from loguru import logger as eval_logger
 from PIL import Image
 from tqdm import tqdm
 
 from spatial_tasks.common.validate import flag
 from spatial_tasks.common.yesno import YesNoLogits, encode_payload
+from spatial_tasks.harness import lmms_eval_qwen2_5_vl
+
+Qwen2_5_VL, process_vision_info = lmms_eval_qwen2_5_vl()  # the seam with lmms-eval's internals
 
 _VIDEO_SUFFIXES = (".mp4", ".avi", ".mov")
 GROUP_WINDOW = 256  # requests whose visuals are loaded and ordered by image at a time (group_images)

@@ -25,6 +25,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import datasets
@@ -366,95 +367,144 @@ def build_docs(questions: datasets.Dataset, subsets: Mapping[str, datasets.Datas
     can read (``images.check_image``; skip with ``check_images=False``). Errors are SchemaError /
     KeyError naming the file (or split), row and field.
     """
-    if isinstance(subsets, O3DSource) and (source is None or _normalise_key(source) == subsets.key):
-        src = subsets
-        with _REGISTRY_LOCK:
-            _REGISTRY.setdefault(src.key, src)
-    elif isinstance(subsets, O3DSource):
-        src = register_source(source, {name: subsets.subset(name) for name in subsets.loaded()})
-    else:
-        src = register_source(source or _memory_key(subsets), subsets)
+    src = _source_for(subsets, source)
     origin = origin or in_memory("visual_questions")
+    questions_in = _read_questions(questions, origin, src)
+    keep_subsets = None if subset_names is None else set(subset_names)
+    rows = [i for i, (s, m, c) in enumerate(zip(questions_in.q["subset_name"], questions_in.marks,
+                                                 questions_in.q["ques_clarity"]))
+            if (keep_subsets is None or s in keep_subsets) and (marked is None or m == marked)
+            and (clarity is None or float(c) == clarity)]
+    plans = _plans_of_kept(src, questions_in, rows, origin)
+    subset_rows, needed_rows = _resolve_images(src, plans, questions_in, rows, origin)
+    fields = _image_fields(src, plans, needed_rows, check_images)
+    per_q, meta_idx = _question_fields(questions_in, rows, subset_rows, plans, fields)
+    table = _doc_table(src, questions_in, rows, per_q, fields.table.take(pa.array(meta_idx, type=pa.int64())))
+    # An explicit fingerprint: without one, datasets pickles and hashes the whole table (a full copy).
+    h = hashlib.sha1(f"o3d-docs|{getattr(questions, '_fingerprint', id(questions))}|{src.key}|"
+                     f"{sorted(keep_subsets) if keep_subsets is not None else None}|{marked}|{clarity}".encode())
+    for s in sorted(plans):
+        h.update(f"|{s}:{getattr(src.subset(s), '_fingerprint', id(src.subset(s)))}".encode())
+    return datasets.Dataset(table, fingerprint=h.hexdigest()[:16])
 
+
+def _source_for(subsets: Mapping[str, datasets.Dataset], source: str | None) -> O3DSource:
+    """The O3DSource the docs will read their images from (registered, so ``image_for`` finds it)."""
+    if isinstance(subsets, O3DSource) and (source is None or _normalise_key(source) == subsets.key):
+        with _REGISTRY_LOCK:
+            _REGISTRY.setdefault(subsets.key, subsets)
+        return subsets
+    if isinstance(subsets, O3DSource):
+        return register_source(source, {name: subsets.subset(name) for name in subsets.loaded()})
+    return register_source(source or _memory_key(subsets), subsets)
+
+
+@dataclass
+class _Questions:
+    """visual_questions, checked: Arrow columns, the join keys as lists, the parsed markings."""
+    table: pa.Table
+    q: dict[str, list]
+    marks: list[bool]
+    text: pa.ChunkedArray
+
+
+def _read_questions(questions: datasets.Dataset, origin: Origin, src: O3DSource) -> _Questions:
     if len(questions) == 0:
         raise SchemaError(f"{origin.where}: visual_questions has no rows")
     require_columns(questions, QUESTION_KINDS, origin, "O3-D visual_questions", SchemaError)
     # Python lists only for what the join loops over; question text stays in Arrow.
-    q_table = questions.select_columns(list(schema.QUESTION_COLUMNS)).with_format("arrow")[:]
-    q = {c: q_table.column(c).to_pylist() for c in ("subset_name", "image_name", "is_marked", "ques_clarity")}
-    question_arr = q_table.column("question")
-    texts_ok = pc.fill_null(pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(question_arr)), 0),
+    table = questions.select_columns(list(schema.QUESTION_COLUMNS)).with_format("arrow")[:]
+    q = {c: table.column(c).to_pylist() for c in ("subset_name", "image_name", "is_marked", "ques_clarity")}
+    text = table.column("question")
+    texts_ok = pc.fill_null(pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(text)), 0),
                             False).to_numpy(zero_copy_only=False)
-    marks = _question_values(q, texts_ok, origin, src)
-    keep_subsets = None if subset_names is None else set(subset_names)
-    rows = [i for i, (s, m, c) in enumerate(zip(q["subset_name"], marks, q["ques_clarity"]))
-            if (keep_subsets is None or s in keep_subsets) and (marked is None or m == marked)
-            and (clarity is None or float(c) == clarity)]
+    return _Questions(table, q, _question_values(q, texts_ok, origin, src), text)
 
-    # One plan, index and metadata table per subset that kept questions use.
-    plans: dict[str, dict] = {}
+
+def _plans_of_kept(src: O3DSource, qs: _Questions, rows: list[int], origin: Origin) -> dict[str, dict]:
+    """One plan (which image column, markers drawn or stored) per subset the kept questions use."""
     first_row: dict[str, int] = {}
     kinds: dict[str, set[bool]] = {}
     for i in rows:
-        s = q["subset_name"][i]
+        s = qs.q["subset_name"][i]
         first_row.setdefault(s, i)
-        kinds.setdefault(s, set()).add(marks[i])
+        kinds.setdefault(s, set()).add(qs.marks[i])
+    plans = {}
     for s, k in kinds.items():
         try:
             plans[s] = _subset_plan(src, s, False in k, True in k, origin.locate(first_row[s]))
         except KeyError as exc:
             raise KeyError(f"{origin.locate(first_row[s])}, field 'subset_name': {exc.args[0]}") from None
+    return plans
 
-    # Resolve every question to its subset row: O(1) per question through the per-subset dict.
+
+def _resolve_images(src: O3DSource, plans: dict[str, dict], qs: _Questions, rows: list[int],
+                    origin: Origin) -> tuple[list[int], dict[str, set[int]]]:
+    """Each kept question's row in its subset (O(1) through the per-subset index), and the rows
+    each subset must provide."""
     indexes = {s: src.index(s) for s in plans}
     subset_rows: list[int] = []
     needed_rows: dict[str, set[int]] = {s: set() for s in plans}
     for i in rows:
-        s, name = q["subset_name"][i], q["image_name"][i]
+        s, name = qs.q["subset_name"][i], qs.q["image_name"][i]
         row = indexes[s].get(name)
         if row is None:
             raise SchemaError(f"{origin.locate(i)}, field 'image_name': no image {name!r} in subset {s!r} "
                               f"({src.origin(s).where}, {len(indexes[s])} images)")
         subset_rows.append(row)
         needed_rows[s].add(row)
+    return subset_rows, needed_rows
 
-    # Image-level fields, normalised once per referenced image, into a small Arrow table.
-    meta_records: list[dict] = []
-    meta_pos: dict[tuple[str, int], int] = {}
+
+@dataclass
+class _ImageFields:
+    """Image-level fields, normalised once per referenced image (``records``, also as ``table``)."""
+    records: list[dict]
+    position: dict[tuple[str, int], int]
+    table: pa.Table
+
+
+def _image_fields(src: O3DSource, plans: dict[str, dict], needed_rows: dict[str, set[int]],
+                  check_images: bool) -> _ImageFields:
+    records: list[dict] = []
+    position: dict[tuple[str, int], int] = {}
     for s in plans:
         needed = sorted(needed_rows[s])
         cols = plans[s]["columns"]
         meta_cols = [c for c in cols if c not in src._image_columns(s)]
         table = _columns(src.subset(s).select(needed), meta_cols) if needed else {}
         for j, r in enumerate(needed):
-            record = {c: table[c][j] for c in meta_cols}
-            meta_pos[(s, r)] = len(meta_records)
-            meta_records.append(schema.normalise_image_row(s, record, cols, where=src.where(s, r)))
+            position[(s, r)] = len(records)
+            records.append(schema.normalise_image_row(s, {c: table[c][j] for c in meta_cols}, cols,
+                                                      where=src.where(s, r)))
         if check_images:
             src.check_images(s, needed, plans[s]["checked"])
     meta_schema = pa.schema([schema.DOC_FEATURES.arrow_schema.field(f) for f in schema.IMAGE_FIELDS])
-    meta_table = pa.Table.from_pylist(meta_records, schema=meta_schema)
+    return _ImageFields(records, position, pa.Table.from_pylist(records, schema=meta_schema))
 
+
+def _question_fields(qs: _Questions, rows: list[int], subset_rows: list[int], plans: dict[str, dict],
+                     fields: _ImageFields) -> tuple[dict[str, list], list[int]]:
+    """The question-level doc fields of each kept row, and the row of its image's fields."""
     # question_id's k counts the (subset, image, marking) rows over the WHOLE file, so an id is the
     # same whichever task keeps the row (tasks filter by subset, marking and clarity).
     occurrence: list[int] = []
     counts: dict[tuple[str, str, bool], int] = {}
-    for key in zip(q["subset_name"], q["image_name"], marks):
+    for key in zip(qs.q["subset_name"], qs.q["image_name"], qs.marks):
         occurrence.append(counts.get(key, 0))
         counts[key] = occurrence[-1] + 1
     per_q: dict[str, list] = {f: [] for f in schema.QUESTION_FIELDS}
     meta_idx: list[int] = []
     for i, r in zip(rows, subset_rows):
-        s, name, is_marked = q["subset_name"][i], q["image_name"][i], marks[i]
-        ques_clarity = float(q["ques_clarity"][i])
-        m = meta_pos[(s, r)]
-        meta = meta_records[m]
+        s, name, is_marked = qs.q["subset_name"][i], qs.q["image_name"][i], qs.marks[i]
+        ques_clarity = float(qs.q["ques_clarity"][i])
+        m = fields.position[(s, r)]
+        meta = fields.records[m]
         plan = plans[s]
-        k = occurrence[i]
-        asked = schema.question_side(question_arr[i].as_py()) if meta["crop_side"] else None
+        asked = schema.question_side(qs.text[i].as_py()) if meta["crop_side"] else None
         gt = schema.ground_truth_position(meta["odd_position"], meta["crop_side"], meta["crop_depth"], asked)
         meta_idx.append(m)
-        per_q["question_id"].append(schema.question_id(s, name, is_marked, k))
+        per_q["question_id"].append(schema.question_id(s, name, is_marked, occurrence[i]))
         per_q["subset_row"].append(r)
         per_q["image_column"].append(plan["marked"] if is_marked else plan["plain"])
         per_q["draw_markers"].append(is_marked and plan["draw"])
@@ -465,29 +515,26 @@ def build_docs(questions: datasets.Dataset, subsets: Mapping[str, datasets.Datas
         per_q["gt_label"].append(schema.GT_LABEL[gt])
         per_q["scored"].append(gt != "none")
         per_q["question_side"].append(asked)
+    return per_q, meta_idx
 
-    n = len(rows)
+
+def _doc_table(src: O3DSource, qs: _Questions, rows: list[int], per_q: dict[str, list],
+               image_fields: pa.Table) -> pa.Table:
+    """The docs as one Arrow table in ``schema.DOC_FEATURES`` order."""
     take = pa.array(rows, type=pa.int64())
     doc_schema = schema.DOC_FEATURES.arrow_schema
-    meta_taken = meta_table.take(pa.array(meta_idx, type=pa.int64()))
     columns = []
     for field in doc_schema:
         f = field.name
         if f in per_q:
-            columns.append(pa.array(per_q.pop(f), type=field.type))
+            columns.append(pa.array(per_q[f], type=field.type))
         elif f == "source":
-            columns.append(pa.array([src.key] * n, type=field.type))
+            columns.append(pa.array([src.key] * len(rows), type=field.type))
         elif f in ("subset_name", "image_name", "question"):
-            columns.append(q_table.column(f).take(take).combine_chunks().cast(field.type))
+            columns.append(qs.table.column(f).take(take).combine_chunks().cast(field.type))
         else:
-            columns.append(meta_taken.column(f).combine_chunks())
-    table = pa.Table.from_arrays(columns, schema=doc_schema)
-    # An explicit fingerprint: without one, datasets pickles and hashes the whole table (a full copy).
-    h = hashlib.sha1(f"o3d-docs|{getattr(questions, '_fingerprint', id(questions))}|{src.key}|"
-                     f"{sorted(keep_subsets) if keep_subsets is not None else None}|{marked}|{clarity}".encode())
-    for s in sorted(plans):
-        h.update(f"|{s}:{getattr(src.subset(s), '_fingerprint', id(src.subset(s)))}".encode())
-    return datasets.Dataset(table, fingerprint=h.hexdigest()[:16])
+            columns.append(image_fields.column(f).combine_chunks())
+    return pa.Table.from_arrays(columns, schema=doc_schema)
 
 
 def default_source() -> str:

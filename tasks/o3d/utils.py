@@ -1,4 +1,13 @@
-"""Thin lmms-eval hooks: everything lives in spatial_tasks.o3d.tasks (nothing runs here)."""
+"""Thin lmms-eval hooks: nothing runs here. Where O3-D lives:
+
+- hooks the YAMLs name: spatial_tasks/o3d/tasks.py, which gathers task_docs.py (process_docs),
+  model_input.py (doc_to_*), records.py (process_results) and task_metrics.py (agg_*)
+- data enters, checked once: spatial_tasks/o3d/load.py (schema.py the official layout and the doc)
+- prompts: tasks/o3d/prompts/*.jinja; the question space: spatial_tasks/o3d/prompts.py
+- answer parser: spatial_tasks/o3d/parse.py (the authors' evaluator, rule for rule)
+- metrics: spatial_tasks/o3d/metrics.py
+- generator: generators/o3d/ (scene.py, layout.py, sampling.py, generate.py)
+"""
 
 from spatial_tasks.o3d.tasks import (  # noqa: F401
     agg_acc,

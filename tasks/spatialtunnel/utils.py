@@ -1,4 +1,13 @@
-"""Thin lmms-eval hooks: everything lives in spatial_tasks.spatialtunnel.tasks (nothing runs here)."""
+"""Thin lmms-eval hooks: nothing runs here. Where SpatialTunnel lives:
+
+- hooks the YAMLs name: spatial_tasks/spatialtunnel/tasks.py; the re-splits resplit/tasks.py
+- data enters, checked once: spatial_tasks/spatialtunnel/load.py (official tables read from their
+  pixels by pixels.py); the re-splits resplit/docs.py
+- prompts: tasks/spatialtunnel/prompts/question.jinja (the paper's templates: questions.py)
+- answer parser: spatial_tasks/common/yesno.py (yes/no text and first-token logits)
+- metrics: spatial_tasks/spatialtunnel/metrics.py, resplit/metrics.py; probing probe/metrics.py
+- generator: generators/spatialtunnel/ (scene.py, sampling.py, generate.py)
+"""
 
 from spatial_tasks.spatialtunnel.resplit.tasks import agg_acc_all as resplit_agg_acc_all  # noqa: F401,E402
 from spatial_tasks.spatialtunnel.resplit.tasks import agg_acc_amb as resplit_agg_acc_amb  # noqa: F401,E402

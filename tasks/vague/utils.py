@@ -1,4 +1,12 @@
-"""Thin lmms-eval hooks: everything lives in spatial_tasks.vague.tasks (nothing runs here)."""
+"""Thin lmms-eval hooks: nothing runs here. Where VAGUE lives:
+
+- hooks the YAMLs name: spatial_tasks/vague/tasks.py
+- data enters, checked once: spatial_tasks/vague/load.py (the Hub parquet and the GitHub JSON)
+- prompts: tasks/vague/prompts/*.jinja (the authors' exact lines)
+- answer parser: spatial_tasks/common/choice.py, after vague/parse.py's CoT "answer2" split
+- metrics: spatial_tasks/vague/metrics.py
+- generator: generators/vague/ (the paper's construction stages against a chat endpoint)
+"""
 
 from spatial_tasks.vague.tasks import (  # noqa: F401
     PROCESS_RESULTS,

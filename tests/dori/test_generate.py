@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
+from spatial_tasks.generators.common import dataset as ds
 from spatial_tasks.generators.common.publish import upload_list
 from spatial_tasks.generators.dori import generate as gen
 from spatial_tasks.generators.dori import sampling
@@ -175,6 +176,10 @@ def test_generate_end_to_end(tmp_path):
         ("canonical_orientation", "coarse"), ("canonical_orientation", "granular")}
     card = (again / "README.md").read_text()
     assert "config_name: viewer_scene_direction" in card and "config_name: canonical_orientation" in card
+    record = ds.read_generation(again / "viewer_scene_direction" / "test-00000-of-00001.parquet")
+    assert record["flags"] == {"task": "viewer_scene_direction", "seed": 4, "shard": "1/1", "count": 3,
+                               "resolution": 64, "samples": 2}
+    assert record["blender_version"][:2] in ("4.", "5.") and record["command"] in card
     assert sorted(upload_list(again)) == ["README.md", "canonical_orientation/test-00000-of-00001.parquet",
                                           "viewer_scene_direction/test-00000-of-00001.parquet"]
     co = [d for d in docs if d["task"] == "canonical_orientation" and d["granularity"] == "granular"]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import datasets
 from PIL import Image
+from spatial_tasks.generators.common import provenance
 from spatial_tasks.generators.common.jobs import Shard, atomic_write_json
 from spatial_tasks.generators.spatialtunnel import generate as gen
 from spatial_tasks.generators.spatialtunnel import sampling
@@ -44,12 +45,11 @@ def write_fake_renders(out: Path, variant: str, *, grid: int, per_cell: int, see
         atomic_write_json(work / f"{spec.image_id}.json", {
             "row": fake_row(spec, resolution), "qa": {},
             "render": {"resolution": resolution, "samples": 1, "renderer_version": 1, "blender": "fake"}})
-    atomic_write_json(work / f"{shard_obj.slug}.run.json", {
-        "generator": gen.GENERATOR,
-        "command": gen.command_line(variant, Path(out), grid, per_cell, resolution, 1, seed, shard_obj),
-        "flags": {"variant": variant, "grid": grid, "per_cell": per_cell, "resolution": resolution,
-                  "samples": 1, "seed": seed, "shard": shard_obj.label, "workers": 1, "threads_per_worker": 1},
-        "seed": seed, "blender_version": "fake 0.0", "renderer_version": 1, "git_commit": "0" * 40,
+    flags = gen.image_flags(variant, grid, per_cell, resolution, 1, seed, shard_obj)
+    atomic_write_json(work / f"{shard_obj.slug}.run.json", {  # provenance.record without Blender
+        "generator": gen.GENERATOR, "command": provenance.command_line("spatialtunnel", flags, Path(out)),
+        "flags": flags, "seed": seed, "blender_version": "fake 0.0", "renderer_version": 1, "git_commit": "0" * 40,
+        "versions": provenance.package_versions(), "speed": {"workers": 1, "threads_per_worker": 1},
     })
     return specs
 

@@ -22,6 +22,8 @@ from PIL import Image
 
 pytest.importorskip("bpy")
 
+from spatial_tasks.generators.common import dataset as ds
+from spatial_tasks.generators.common import provenance
 from spatial_tasks.generators.o3d import generate as gen
 from spatial_tasks.generators.o3d import layout, scene
 
@@ -304,6 +306,10 @@ def test_the_folder_has_the_release_layout(mini):
     card = (mini / "README.md").read_text()
     for config in ("kb-0cue", "kb-1cue", "kb-2cue", "kb-no-lp", "visual_questions"):
         assert f"config_name: {config}" in card
+    record = ds.read_generation(next((mini / "kb-1cue").glob("train-*.parquet")))
+    assert set(provenance.KEYS) <= set(record) and record["blender_version"][:2] in ("4.", "5.")
+    assert record["flags"]["objects"] == ["cube"] and record["flags"]["resolution"] == RES and "workers" not in record["flags"]
+    assert record["command"] in card and record["git_commit"] in card
     table = pq.read_table(next((mini / "kb-1cue").glob("train-*.parquet")))
     assert set(schema.SUBSET_IMAGE_COLUMNS["kb-1cue"]) | set(schema.SYNTHETIC_METADATA_COLUMNS) <= set(table.column_names)
     rows = table.drop_columns(["image", "depth_map", "targ_seg", "dist_seg", "depth_f32"]).to_pylist()

@@ -15,7 +15,8 @@ import pytest
 
 pytest.importorskip("bpy")
 
-from spatial_tasks.generators.common import blender
+from spatial_tasks.generators.common import blender, provenance
+from spatial_tasks.generators.common import dataset as ds
 from spatial_tasks.generators.spatialtunnel import generate as gen
 from spatial_tasks.generators.spatialtunnel import sampling
 from spatial_tasks.generators.spatialtunnel.scene import OBJECT_PASS_INDEX, TunnelRenderer
@@ -141,6 +142,10 @@ def test_generate_writes_a_loadable_dataset(generated):
     assert sorted(p.name for p in (generated / "phase_variation").iterdir()) == ["test-00000-of-00001.parquet"]
     run = json.loads((generated / "_work" / "phase_variation" / "shard-00001-of-00001.run.json").read_text())
     assert run["seed"] == 5 and run["blender_version"][:2] in ("4.", "5.")
+    record = ds.read_generation(generated / "phase_variation" / "test-00000-of-00001.parquet")
+    assert set(provenance.KEYS) <= set(record) and record["blender_version"] == run["blender_version"]
+    assert record["flags"] == {"variant": "phase", "grid": 2, "per_cell": 1, "resolution": 64, "samples": 2,
+                               "seed": 5, "shard": "1/1"}  # no speed flags: same rows, same bytes
     assert run["images_rendered"] == 4 and run["qa_problems"] == []
     assert not list((generated / "_work" / "phase_variation").glob(".*.tmp"))
 

@@ -196,7 +196,7 @@ def test_build_writes_loadable_parquet_and_card(tmp_path):
         "phase_variation": [{"split": "test", "path": "phase_variation/test-*.parquet"}],
         "size_variation": [{"split": "test", "path": "size_variation/test-*.parquet"}],
     }
-    assert "spatial-tasks generate spatialtunnel --variant phase" in card
+    assert f"spatial-tasks generate spatialtunnel --out {tmp_path.name} --variant phase --grid 3" in card
     assert "fake 0.0" in card and "0" * 40 in card  # Blender version and commit of the run
     assert "arXiv" in card or "2605.30161" in card
     assert "| `pixel1`, `pixel2` |" in card

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from spatial_tasks.models.hidden_states import Qwen2_5_VLHidden, load_hidden_state_model
+from spatial_tasks.spatialtunnel.probe import metrics as probing
 from spatial_tasks.spatialtunnel.probe.data import load_probe_pairs
 from spatial_tasks.spatialtunnel.probe.run import ProbeError, recompute, run_probe
-from spatial_tasks.spatialtunnel.probe import metrics as probing
 
 from .fakes import prompt_rows, write_prompt_parquet
 

@@ -25,6 +25,7 @@ from spatial_tasks.generators.spatialtunnel.resplit_standins import (
 from spatial_tasks import harness
 from spatial_tasks.common.validate import DataError
 from spatial_tasks.spatialtunnel.resplit import metrics as resplit
+from spatial_tasks.spatialtunnel.resplit import tasks as resplit_tasks
 from spatial_tasks.spatialtunnel.resplit.docs import ResplitError, resplit_docs, shortcut_relation
 
 
@@ -38,6 +39,38 @@ def test_the_resplits_letter_readers_take_the_leading_letter(reader, response, l
     """The re-splits read answers with lmms-eval's own readers (so acc_all is lmms-eval's accuracy):
     a letter named later in the reasoning must not override the one that opens the answer."""
     assert reader(response) == letter
+
+
+@pytest.mark.parametrize("response, lmms_eval, ours", [
+    ("B", "B", "B"),
+    ("The answer is (B).", "", "B"),     # lmms-eval reads T: no option, so unparseable
+    ("Answer: C", "A", "C"),            # lmms-eval reads the A of "Answer"
+    ("the lamp", "", "C"),              # T again; ours finds the option's text
+    ("D", "", ""),                      # a letter past the options names nothing
+])
+def test_the_answer_reader_is_the_tasks_choice(response, lmms_eval, ours):
+    options = ["chair", "sofa", "lamp"]
+    for reader, want in (("lmms_eval", lmms_eval), ("spatial_tasks", ours)):
+        for source in ("embspatial", "cv_bench_3d"):
+            doc = {"answer_reader": reader, "resplit_source": source}
+            assert resplit_tasks.read_letter(doc, response, options) == want, (reader, source)
+
+
+def test_custom_task_chooses_the_reader_and_docs_carry_it(tmp_path):
+    from spatial_tasks.catalog import write_custom_task
+    from spatial_tasks.harness import TaskData, load_docs
+
+    path = write_custom_task("spatialtunnel_embspatial_depth_split_sample", None, tmp_path, name="ours",
+                             metadata={"answer_reader": "spatial_tasks"})
+    docs = load_docs(*TaskData.from_yaml(path))
+    assert set(docs["answer_reader"]) == {"spatial_tasks"}
+    with pytest.raises(ValueError, match=r"--metadata colour: .* has no such setting \(it has: answer_reader\)"):
+        write_custom_task("spatialtunnel_embspatial_depth_split_sample", None, tmp_path, name="x",
+                          metadata={"colour": "red"})
+    bad = write_custom_task("spatialtunnel_embspatial_depth_split_sample", None, tmp_path, name="bad",
+                            metadata={"answer_reader": "guess"})
+    with pytest.raises(ValueError, match="answer_reader 'guess' .* must be one of"):
+        load_docs(*TaskData.from_yaml(bad))
 
 
 def test_two_objects_follow_the_papers_rule():

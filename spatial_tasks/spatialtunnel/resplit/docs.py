@@ -206,11 +206,17 @@ def _added(source: str, split: dict, height: int, asks_far: bool, option_rows: l
             "image_height": height, "asks_far": asks_far, "option_rows": [None if r is None else float(r) for r in option_rows]}
 
 
-def resplit_docs(dataset: datasets.Dataset, source: str, origin: Origin | None = None) -> datasets.Dataset:
+ANSWER_READERS = ("lmms_eval", "spatial_tasks")
+
+
+def resplit_docs(dataset: datasets.Dataset, source: str, origin: Origin | None = None,
+                 answer_reader: str = "lmms_eval") -> datasets.Dataset:
     """The depth questions of ``source``, each with its relation (``origin``: where the rows are,
-    for messages)."""
+    for messages) and the ``answer_reader`` that will read its answers (``tasks.read_letter``)."""
     if source not in SOURCES:
         raise ValueError(f"unknown re-split source {source!r}; expected one of {SOURCES}")
+    if answer_reader not in ANSWER_READERS:
+        raise ValueError(f"answer_reader {answer_reader!r} (the task's metadata) must be one of {ANSWER_READERS}")
     origin = origin or in_memory(source)
     rows, added = (embspatial_split if source == "embspatial" else cv_bench_split)(dataset, origin)
     if not rows:
@@ -219,4 +225,4 @@ def resplit_docs(dataset: datasets.Dataset, source: str, origin: Origin | None =
     kept = dataset.select(rows)
     for name in ADDED:
         kept = kept.add_column(name, [a[name] for a in added])
-    return kept
+    return kept.add_column("answer_reader", [answer_reader] * len(kept))

@@ -1,8 +1,13 @@
 """lmms-eval hooks of the re-split tasks (tasks/spatialtunnel/spatialtunnel_*_split.yaml).
 
-Prompts, images and answer reading are lmms-eval's own ``embspatial`` and ``cv_bench`` task
-functions (imported, not re-implemented), so Acc over all depth questions is what lmms-eval's
-task reports on them; each record adds the question's relation (resplit/docs.py).
+Prompts and images are lmms-eval's own ``embspatial`` and ``cv_bench`` task functions (imported,
+not re-implemented). Answers are read by lmms-eval's reader by default (the task's ``metadata:
+answer_reader: lmms_eval``), so Acc over all depth questions is what lmms-eval's task reports on
+them. That reader takes the first character when it is a letter: "The answer is (B)" reads as T
+and "Answer: C" as A. ``answer_reader: spatial_tasks`` uses the project's one multiple-choice reader
+(common/choice.py) instead. With either, a letter that names no option is counted unparseable
+(and scored wrong, as lmms-eval scores it). Each record adds the question's relation
+(resplit/docs.py).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from lmms_eval.tasks.embspatial.utils import (  # noqa: F401
     embspatial_doc_to_visual,
 )
 
+from spatial_tasks.common.choice import LETTERS, SELECTED, read_choice
 from spatial_tasks.harness import (
     DocsHook,
     TaskData,
@@ -30,7 +36,8 @@ METRICS = ("acc_all", "acc_cons", "acc_ctr", "delta", "acc_amb", "n_cons", "n_ct
 
 def _docs(source: str):
     def build(dataset: datasets.Dataset, data: TaskData) -> datasets.Dataset:
-        return docs.resplit_docs(dataset, source, data.origin(dataset))
+        reader = str(data.metadata.get("answer_reader", "lmms_eval"))
+        return docs.resplit_docs(dataset, source, data.origin(dataset), answer_reader=reader)
 
     return build
 
@@ -39,22 +46,34 @@ process_docs_embspatial_depth = DocsHook("spatialtunnel.process_docs_embspatial_
 process_docs_cv_bench_depth = DocsHook("spatialtunnel.process_docs_cv_bench_depth", _docs("cv_bench_3d"))
 
 
+def read_letter(doc: dict, response: str, options: list) -> str:
+    """The option letter an answer gives, by the doc's ``answer_reader`` (module docstring); ""
+    when none, or when the letter names no option."""
+    if doc.get("answer_reader") == "spatial_tasks":
+        choice = read_choice(response, [str(o) for o in options])
+        return LETTERS[choice.index] if choice.outcome == SELECTED else ""
+    reader = embspatial_answer_letter if doc["resplit_source"] == "embspatial" else cv_bench_answer_letter
+    letter = reader(response)
+    return letter if letter and LETTERS.index(letter) < len(options) else ""
+
+
 def _record(doc: dict, question_id: object, gold: str, parsed: str, response: str) -> dict:
     return {"benchmark": metrics.BENCHMARK, "source": doc["resplit_source"], "question_id": str(question_id),
             "relation": doc["depth_split"], "dy": doc["dy"], "image_height": doc["image_height"], "answer": gold,
-            "parsed": parsed or "unparseable", "score": float(parsed == gold), "response": response}
+            "parsed": parsed or "unparseable", "score": float(parsed == gold), "response": response,
+            "answer_reader": doc.get("answer_reader", "lmms_eval")}
 
 
 def process_results_embspatial_depth(doc: dict, results: list[str]) -> dict:
     response = results[0] if results else ""
-    record = _record(doc, doc["question_id"], "ABCDEF"[doc["answer"]], embspatial_answer_letter(response), response)
-    return fan_out(record, METRICS)
+    parsed = read_letter(doc, response, doc["answer_options"])
+    return fan_out(_record(doc, doc["question_id"], LETTERS[doc["answer"]], parsed, response), METRICS)
 
 
 def process_results_cv_bench_depth(doc: dict, results: list[str]) -> dict:
     response = results[0] if results else ""
-    record = _record(doc, doc["idx"], str(doc["answer"]).strip("()"), cv_bench_answer_letter(response), response)
-    return fan_out(record, METRICS)
+    parsed = read_letter(doc, response, doc["choices"])
+    return fan_out(_record(doc, doc["idx"], str(doc["answer"]).strip("()"), parsed, response), METRICS)
 
 
 agg_acc_all = aggregation("acc_all", metrics.accuracy)

@@ -1,0 +1,95 @@
+"""The one lmms-eval seam (spatial_tasks/harness.py): its assumptions about lmms-eval hold, and every
+task's hooks run without lmms-eval -- from a plain script with no task object anywhere -- with docs
+that work in another process (each doc carries what it needs to produce its images)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from spatial_tasks import harness
+from spatial_tasks.paths import tasks_dir
+
+# One task per process_docs hook of every benchmark, on the bundled samples (offline).
+TASKS = [
+    "spatialtunnel/spatialtunnel_sample_phase", "spatialtunnel/spatialtunnel_logit_sample_size",
+    "spatialtunnel/spatialtunnel_embspatial_depth_split_sample", "spatialtunnel/spatialtunnel_cv_bench_3d_split_sample",
+    "o3d/o3d_sample_markers", "o3d/o3d_sample_clarity_low", "o3d/o3d_sample_real", "o3d/o3d_sample_icl_cot",
+    "dori/dori_sample", "vague/vague_sample_vlm",
+]
+
+# Process 1: the task's docs through TaskData.from_yaml + load_docs, the first docs pickled, and
+# what its own doc_to_visual / doc_to_text make of them.
+BUILD = textwrap.dedent("""
+    import hashlib, json, pickle, sys
+    from lmms_eval.utils import load_yaml_config
+    from spatial_tasks.harness import TaskData, load_docs
+
+    path, out = sys.argv[1], sys.argv[2]
+    data, hook = TaskData.from_yaml(path)
+    docs = load_docs(data, hook)
+    config = load_yaml_config(path, mode="full")
+    kwargs = (config.get("lmms_eval_specific_kwargs") or {}).get("default")
+    picked = [docs[k] for k in range(min(3, len(docs)))]
+    pickle.dump(picked, open(out, "wb"))
+    seen = [[hashlib.sha1(image.convert("RGB").tobytes()).hexdigest() for image in config["doc_to_visual"](d)]
+            for d in picked]
+    texts = [config["doc_to_text"](d, kwargs) for d in picked]
+    print(json.dumps({"n": len(docs), "task": data.task, "images": seen, "texts": texts}))
+""")
+
+# Process 2: the pickled docs alone -- no dataset loaded, no hook run, nothing registered.
+USE = textwrap.dedent("""
+    import hashlib, json, pickle, sys
+    from lmms_eval.utils import load_yaml_config
+
+    path, out = sys.argv[1], sys.argv[2]
+    config = load_yaml_config(path, mode="full")
+    kwargs = (config.get("lmms_eval_specific_kwargs") or {}).get("default")
+    picked = pickle.load(open(out, "rb"))
+    seen = [[hashlib.sha1(image.convert("RGB").tobytes()).hexdigest() for image in config["doc_to_visual"](d)]
+            for d in picked]
+    print(json.dumps({"images": seen, "texts": [config["doc_to_text"](d, kwargs) for d in picked]}))
+""")
+
+
+def _run(script: str, *args: str) -> dict:
+    result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_lmms_evals_behaviour_is_what_the_seam_assumes():
+    assert harness.contract_problems() == []
+
+
+def test_a_broken_assumption_is_named(monkeypatch):
+    monkeypatch.setattr(harness, "embspatial_answer_letter", lambda response: "")
+    problems = harness.contract_problems()
+    assert len(problems) == 1 and problems[0].startswith("(7) lmms-eval's embspatial and cv_bench letter readers take")
+
+
+def test_the_supported_lmms_eval_range_is_checked_at_import():
+    from importlib.metadata import version
+
+    assert harness.LMMS_EVAL_VERSION == version("lmms_eval")  # checked when the module was imported
+    for outside in ("0.7.2", "0.8.0", "0.9.1"):
+        with pytest.raises(ImportError, match=rf"supports lmms-eval >=0\.7\.3,<0\.8; found {outside}"):
+            harness.check_version(outside)
+    assert harness.check_version("0.7.9") == "0.7.9"
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_hooks_run_from_a_plain_script_and_docs_work_in_another_process(task, tmp_path):
+    path = str(tasks_dir() / f"{task}.yaml")
+    pickled = str(tmp_path / "docs.pkl")
+    built = _run(BUILD, path, pickled)
+    assert built["n"] > 0 and built["task"] == task.split("/")[1]
+    used = _run(USE, path, pickled)
+    assert used == {"images": built["images"], "texts": built["texts"]}
+    if not task.endswith("_lm"):
+        assert all(images for images in built["images"])  # every doc shows its images
