@@ -3,7 +3,7 @@
 
 A custom task is written safely: its name is a plain identifier, every value goes through a YAML
 emitter (nothing is pasted into the text), the file stays inside ``--out``, an existing file is
-replaced only if custom-task wrote it (or with ``force``), and a local ``--data`` is checked to
+replaced only if custom-task wrote it (or with ``overwrite``, the flag every command uses for this), and a local ``--data`` is checked to
 exist and to hold the config and split the task will read before anything is written.
 """
 
@@ -86,7 +86,7 @@ def parse_prompt_options(items: list[str], flag: str = "--prompt") -> dict[str, 
 
 def write_custom_task(base_task: str, data: str | None, out: Path, name: str | None = None,
                       config: str | None = None, split: str | None = None, prompt: dict[str, str] | None = None,
-                      force: bool = False, metadata: dict[str, str] | None = None) -> Path:
+                      overwrite: bool = False, metadata: dict[str, str] | None = None) -> Path:
     """Write ``<out>/<name>.yaml`` that includes ``base_task`` and points it at ``data`` (a Hub id
     or a local dataset folder, e.g. one written by ``spatial-tasks generate``; None keeps the base
     task's data) with the prompt parameters ``prompt`` changed. Run it with
@@ -112,7 +112,7 @@ def write_custom_task(base_task: str, data: str | None, out: Path, name: str | N
         spec["metadata"] = _metadata_spec(base_task, base_cfg, metadata)
     if data is None and not prompt and not metadata:
         raise ValueError("nothing to change: pass --data, --prompt KEY=VALUE and/or --metadata KEY=VALUE")
-    return _write_yaml(Path(out), name, spec, force)
+    return _write_yaml(Path(out), name, spec, overwrite)
 
 
 def _data_spec(entry: TaskEntry, base_cfg: dict, data: str, config: str | None, split: str | None) -> dict:
@@ -126,9 +126,10 @@ def _data_spec(entry: TaskEntry, base_cfg: dict, data: str, config: str | None, 
         dataset_name = _spatialtunnel_config(base_cfg)
     if benchmark == "spatialtunnel" and config is not None and config.endswith(TABLE_SUFFIXES):
         # one table of the official layout, named as a file (--config phase_variation.parquet)
-        return {"dataset_path": str(local) if local is not None else data, "dataset_name": None,
+        return {"dataset_path": str(local) if local is not None else data.removeprefix(HUB_PREFIX), "dataset_name": None,
                 "test_split": split or "train", "dataset_kwargs": {"data_files": {split or "train": config}}}
     if local is None:
+        data = data.removeprefix(HUB_PREFIX)
         if benchmark == "spatialtunnel" and config is None and data == base_cfg.get("dataset_path"):
             # the official release itself (another revision, say): its tables, as the base task reads them
             kwargs = {k: v for k, v in (base_cfg.get("dataset_kwargs") or {}).items() if k == "revision"}
@@ -142,6 +143,7 @@ def _data_spec(entry: TaskEntry, base_cfg: dict, data: str, config: str | None, 
     if benchmark == "spatialtunnel" and config is None:
         table = _official_table(local, dataset_name)
         if table is not None:  # the official layout: <config>.parquet / .tsv at the top of the folder
+            _check_spatialtunnel_table(table)
             return {"dataset_path": str(local), "dataset_name": None, "test_split": split or "train",
                     "dataset_kwargs": {"data_files": {split or "train": table.name}}}
     chosen = _choose_split(split, local, dataset_name, base_cfg)
@@ -168,6 +170,32 @@ def _official_table(local: Path, config: str | None) -> Path | None:
     return None
 
 
+def _check_spatialtunnel_table(table: Path) -> None:
+    """An official-layout table must be readable, have rows, and have columns the loader recognises
+    (its header only: the rows are checked when the task loads them)."""
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from spatial_tasks.common.origin import in_memory
+    from spatial_tasks.spatialtunnel.load import detect_format
+
+    try:
+        if table.suffix == ".parquet":
+            meta = pq.read_metadata(table)
+            schema, rows = meta.schema.to_arrow_schema(), meta.num_rows
+        else:
+            import pandas as pd
+
+            head = pd.read_csv(table, sep="\t", nrows=2)
+            schema, rows = pa.Schema.from_pandas(head, preserve_index=False), len(head)
+    except Exception as err:  # noqa: BLE001 - any unreadable file is reported with its path
+        raise ValueError(f"--data {table}: cannot read this table ({_first_line(err)})") from None
+    if rows == 0:
+        raise ValueError(f"--data {table}: the table has no rows")
+    detect_format(datasets.Dataset(schema.empty_table()), in_memory(str(table)))
+
+
 # Benchmarks whose tasks read a whole source (every file, config and split) and keep their own questions.
 READ_WHOLE = ("dori", "vague")
 
@@ -184,7 +212,8 @@ def _whole_source_spec(benchmark: str, base_task: str, data: str, base_cfg: dict
     if local is not None:
         _check_whole_source(benchmark, base_task, local)
     test_split = "train" if benchmark == "vague" else str(base_cfg.get("test_split") or "test")
-    return {"dataset_path": str(local) if local is not None else data, "dataset_name": None, "test_split": test_split,
+    return {"dataset_path": str(local) if local is not None else data.removeprefix(HUB_PREFIX), "dataset_name": None,
+            "test_split": test_split,
             "dataset_kwargs": {}}
 
 
@@ -202,7 +231,7 @@ def _check_whole_source(benchmark: str, base_task: str, local: Path) -> None:
     check_folder(local, wanted)
 
 
-def write_seed_tasks(out: Path, seeds: str | Sequence[int], data: str | None = None, force: bool = False,
+def write_seed_tasks(out: Path, seeds: str | Sequence[int], data: str | None = None, overwrite: bool = False,
                      only: str | Sequence[str] | None = None) -> list[Path]:
     """For each seed S: the 14 DORI tasks (or ``only`` those: "compound_rotation" for both
     granularities, "compound_rotation_granular" for one) as ``dori_<task>_<granularity>_sS`` with that
@@ -239,27 +268,73 @@ def write_seed_tasks(out: Path, seeds: str | Sequence[int], data: str | None = N
         for base in chosen:
             task = f"dori_{base}_s{seed}"
             written.append(write_custom_task(f"dori_{base}", data, out, name=task, prompt={"seed": str(seed)},
-                                             force=force))
+                                             overwrite=overwrite))
             names.append(task)
         group = {"group": f"dori_s{seed}", "task": names,
                  "aggregate_metric_list": [{"metric": "acc", "aggregation": "mean", "weight_by_size": False}],
                  "metadata": {"version": 0.1, "seed": seed}}
-        written.append(_write_yaml(Path(out), f"dori_s{seed}", group, force))
+        written.append(_write_yaml(Path(out), f"dori_s{seed}", group, overwrite))
     return written
 
 
+HUB_PREFIX = "hub:"  # --data hub:ORG/NAME: a Hub dataset this machine cannot see (offline), taken as given
+
+
 def _local_folder(data: str) -> Path | None:
-    """The local dataset folder ``data`` names, None for a Hub id, an error for anything else
-    (a missing folder is never silently taken for a Hub repo)."""
+    """The local dataset folder ``data`` names, None for a Hub id, an error for anything else.
+
+    "data/st" and "org/name" look alike, so a missing folder is never silently taken for a Hub
+    repo: ORG/NAME is a Hub dataset when it is in the local Hugging Face cache or the Hub says it
+    exists; ``hub:ORG/NAME`` takes it as given (for a machine that cannot reach the Hub)."""
+    if data.startswith(HUB_PREFIX):
+        repo = data[len(HUB_PREFIX):]
+        if not HUB_ID.match(repo):
+            raise ValueError(f"--data {data}: after hub:, a Hub dataset id ORG/NAME")
+        return None
     path = Path(data).expanduser()
     if path.exists():
         if not path.is_dir():
             raise ValueError(f"--data {data}: a local dataset must be a folder (one config per sub-folder)")
         return path.resolve()
+    if data in _released_datasets():
+        return None  # a release our own tasks read: known to exist
     looks_local = data.startswith((".", "/", "~")) or os.sep + os.sep in data or data.count("/") != 1
     if looks_local or not HUB_ID.match(data) or (path.parent != Path(".") and path.parent.is_dir()):
         raise FileNotFoundError(f"--data {data}: no such dataset folder (a Hub dataset is given as ORG/NAME)")
+    _check_hub_dataset(data)
     return None
+
+
+def _released_datasets() -> set[str]:
+    """The Hub datasets our task YAMLs read (the official releases)."""
+    return {str(_config(e.path).get("dataset_path")) for e in task_catalog() if e.kind == "task"}
+
+
+def _check_hub_dataset(repo: str) -> None:
+    """``repo`` is a Hub dataset: in the local cache, or known to the Hub; else a one-line error
+    (it may be a local folder that does not exist yet)."""
+    from huggingface_hub import constants
+
+    if (Path(constants.HF_HUB_CACHE) / f"datasets--{repo.replace('/', '--')}").is_dir():
+        return
+    from spatial_tasks.harness import hub_unreachable
+
+    where = f"--data {repo}: no such folder here"
+    why = hub_unreachable()
+    if why:
+        raise FileNotFoundError(f"{where}, and no Hub dataset of that name in the local cache (the Hub cannot be "
+                                f"reached: {why}); for a Hub dataset this machine cannot see, write {HUB_PREFIX}{repo}")
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
+
+    try:
+        HfApi().dataset_info(repo, timeout=10)
+    except RepositoryNotFoundError:
+        raise FileNotFoundError(f"{where}, and the Hub has no dataset {repo!r} (or it is private: log in with "
+                                "`hf auth login`)") from None
+    except (HfHubHTTPError, OSError) as err:
+        raise FileNotFoundError(f"{where}, and the Hub could not say whether dataset {repo!r} exists "
+                                f"({type(err).__name__}); for a Hub dataset, write {HUB_PREFIX}{repo}") from None
 
 
 def _prompt_spec(base_task: str, base_cfg: dict, prompt: dict[str, str]) -> dict:
@@ -325,19 +400,27 @@ def _check_o3d_folder(local: Path, base_cfg: dict) -> None:
         configs = set(datasets.get_dataset_config_names(str(local)))
     except Exception as err:  # noqa: BLE001
         raise ValueError(f"--data {local}: not a dataset folder datasets can read ({_first_line(err)})") from None
-    needed = ["visual_questions", *subsets_of_task(getattr(base_cfg.get("process_docs"), "value", ""))]
-    missing = [c for c in needed if c not in configs]
-    if missing:
-        raise ValueError(f"--data {local}: lacks the config(s) {missing} this task reads (it has: {sorted(configs)})")
+    if "visual_questions" not in configs:
+        raise ValueError(f"--data {local}: lacks the config 'visual_questions' (the questions; it has: {sorted(configs)})")
+    wanted = subsets_of_task(getattr(base_cfg.get("process_docs"), "value", ""))
+    present = [c for c in wanted if c in configs]
+    if wanted and not present:
+        raise ValueError(f"--data {local}: holds none of the image subsets {list(wanted)} this task reads "
+                         f"(it has: {sorted(configs)})")
+    absent = [c for c in wanted if c not in configs]
+    if absent:  # a generated folder may hold some cue sets only: the task evaluates those
+        from loguru import logger
+
+        logger.warning(f"--data {local}: the task will evaluate the subsets present {present}; absent: {absent}")
 
 
-def _write_yaml(out: Path, name: str, spec: dict, force: bool) -> Path:
+def _write_yaml(out: Path, name: str, spec: dict, overwrite: bool) -> Path:
     out = output_folder(out)
     path = (out / f"{name}.yaml").resolve()
     if path.parent != out.resolve():  # the name is an identifier; this guards the rule itself
         raise ValueError(f"--name {name!r} would write outside --out {out}")
-    if path.exists() and not force and not path.read_text(encoding="utf-8", errors="replace").startswith(HEADER):
-        raise FileExistsError(f"{path}: already exists and was not written by custom-task; pass --force to replace it")
+    if path.exists() and not overwrite and not path.read_text(encoding="utf-8", errors="replace").startswith(HEADER):
+        raise FileExistsError(f"{path}: already exists and was not written by custom-task; pass --overwrite to replace it")
     text = HEADER + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")

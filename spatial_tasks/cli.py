@@ -20,17 +20,18 @@ from typing import Annotated
 
 import typer
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                  help=__doc__.split("\n")[0])
-generate_app = typer.Typer(no_args_is_help=True, help="Render a synthetic dataset (Blender).")
-rescore_app = typer.Typer(no_args_is_help=True, help="Recompute metrics from saved model outputs.")
+# Help text is plain text: rich markup would eat square brackets ("the [render] extra").
+PLAIN = {"no_args_is_help": True, "rich_markup_mode": None}
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, help=__doc__.split("\n")[0], **PLAIN)
+generate_app = typer.Typer(help="Render a synthetic dataset (Blender).", **PLAIN)
+rescore_app = typer.Typer(help="Recompute metrics from saved model outputs.", **PLAIN)
 app.add_typer(generate_app, name="generate")
 app.add_typer(rescore_app, name="rescore")
-vague_app = typer.Typer(no_args_is_help=True, help="VAGUE tools: person tags.")
+vague_app = typer.Typer(**PLAIN, help="VAGUE tools: person tags.")
 app.add_typer(vague_app, name="vague")
-preview_app = typer.Typer(no_args_is_help=True, help="Look at a generated dataset: contact sheets.")
+preview_app = typer.Typer(**PLAIN, help="Look at a generated dataset: contact sheets.")
 app.add_typer(preview_app, name="preview")
-assets_app = typer.Typer(no_args_is_help=True, help="Fetch offline assets for the generators.")
+assets_app = typer.Typer(**PLAIN, help="Fetch offline assets for the generators.")
 app.add_typer(assets_app, name="assets")
 
 # --ray alone starts a local Ray cluster; --ray ADDRESS joins one. Typer has no option with an
@@ -144,13 +145,13 @@ def custom_task_command(
         help="KEY=VALUE prompt parameter, repeatable (e.g. o3d: answer_instruction='Answer:').")] = None,
     metadata: Annotated[list[str] | None, typer.Option(
         help="KEY=VALUE task setting, repeatable (e.g. re-splits: answer_reader=spatial_tasks; SpatialTunnel: grid=32).")] = None,
-    force: Annotated[bool, typer.Option(help="Replace an existing YAML that custom-task did not write.")] = False,
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing YAML that custom-task did not write.")] = False,
 ) -> None:
     """Write a tiny YAML that runs one of our tasks on other data or with other prompt parameters."""
     from spatial_tasks.catalog import parse_prompt_options, write_custom_task
 
     path = write_custom_task(base_task, data, out, name=name, config=config, split=split,
-                             prompt=parse_prompt_options(prompt or []), force=force,
+                             prompt=parse_prompt_options(prompt or []), overwrite=overwrite,
                              metadata=parse_prompt_options(metadata or [], "--metadata"))
     typer.echo(str(path))
 
@@ -178,7 +179,7 @@ def generate_spatialtunnel(
 
     path = generate(variant, out, grid=grid, per_cell=per_cell, resolution=resolution, samples=samples,
                     seed=seed, shard=shard, workers=workers, overwrite=overwrite, ray_address=ray,
-                    device=check_device(device))
+                    device=check_device(device, here=ray is None))
     typer.echo(str(path))
 
 
@@ -187,14 +188,14 @@ def dori_seeds_command(
     out: Annotated[Path, typer.Option(help="Folder to write the task YAMLs into (pass it to --include_path).")],
     seeds: Annotated[str, typer.Option(help="Comma-separated option-order seeds (the paper's: 42,1998,107983).")] = "42,1998,107983",
     data: Annotated[str | None, typer.Option(help="Hub dataset id or local folder (default: the official release).")] = None,
-    force: Annotated[bool, typer.Option(help="Replace existing YAMLs that custom-task did not write.")] = False,
+    overwrite: Annotated[bool, typer.Option(help="Replace existing YAMLs that custom-task did not write.")] = False,
     only: Annotated[str | None, typer.Option(help="Comma-separated DORI tasks to write (e.g. compound_rotation or "
                                                   "compound_rotation_granular; default: all 14).")] = None,
 ) -> None:
     """Write the 14 DORI tasks once per seed, with a group dori_s<seed> each (the paper's error bars)."""
     from spatial_tasks.catalog import write_seed_tasks
 
-    paths = write_seed_tasks(out, seeds, data, force, only=only)
+    paths = write_seed_tasks(out, seeds, data, overwrite, only=only)
     groups = ",".join(p.stem for p in paths if re.fullmatch(r"dori_s\d+", p.stem))  # one group per seed
     typer.echo(f"{len(paths)} YAMLs in {out}. Run: lmms-eval --include_path {out} --tasks {groups} ... --log_samples, "
                f"then: spatial-tasks rescore dori OUTPUT_PATH")
@@ -226,7 +227,7 @@ def generate_dori(
 
     path = generate(task, out, count=count, resolution=resolution, samples=samples, seed=seed, shard=shard,
                     workers=workers, images=images, source=source, patterns=patterns, overwrite=overwrite,
-                    ray_address=ray, device=check_device(device))
+                    ray_address=ray, device=check_device(device, here=ray is None))
     typer.echo(f"{path}: " + ", ".join(f"{t} {n} questions" for t, n in summary(path).items()))
 
 
@@ -270,9 +271,34 @@ def preview_o3d(
     strength: Annotated[float, typer.Option(help="Cue strength to show.")] = 1.0,
 ) -> None:
     """A contact sheet of one scene: the base view and each cue (the paper's Fig. 2c)."""
+    from spatial_tasks.generators.common.preview import unfinished_note
     from spatial_tasks.generators.o3d.preview import contact_sheet
 
+    note = unfinished_note(folder)
+    if note:
+        typer.echo(f"warning: {note}", err=True)
     typer.echo(str(contact_sheet(folder, out, size=size, position=position, strength=strength)))
+
+
+def _doc_preview(benchmark: str, what: str):
+    def command(
+        folder: Annotated[Path, typer.Argument(help="A dataset folder (generated or downloaded).")],
+        out: Annotated[Path, typer.Option(help="PNG to write.")],
+        count: Annotated[int, typer.Option(help="Questions to show (1-100).")] = 9,
+        size: Annotated[int, typer.Option(help="Panel side in pixels.")] = 200,
+    ) -> None:
+        from spatial_tasks.generators.common.preview import doc_sheet
+
+        typer.echo(str(doc_sheet(benchmark, folder, out, count=count, size=size,
+                                 warn=lambda line: typer.echo(line, err=True))))
+
+    command.__doc__ = f"A contact sheet of the first questions of a {what} folder, as a model sees their images."
+    return command
+
+
+preview_app.command("spatialtunnel")(_doc_preview("spatialtunnel", "SpatialTunnel"))
+preview_app.command("dori")(_doc_preview("dori", "DORI"))
+preview_app.command("vague")(_doc_preview("vague", "VAGUE (GitHub layout)"))
 
 
 @assets_app.command("pybullet")
@@ -299,6 +325,8 @@ def generate_vague(
     api_key_env: Annotated[str, typer.Option(help="Environment variable holding the API key.")] = "OPENAI_API_KEY",
     rpm: Annotated[float, typer.Option(help="At most this many calls per minute.")] = 60,
     max_retries: Annotated[int, typer.Option(help="Retries per call (back-off on 429, 5xx, network errors).")] = 5,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for one reply before it counts as failed "
+                                                "(a hung endpoint costs at most (max-retries + 1) x this).")] = 60,
     seed: Annotated[int, typer.Option(help="Pass 2: seed of the option order.")] = 0,
     overwrite: Annotated[bool, typer.Option(help="Replace a folder made from other scenes.")] = False,
 ) -> None:
@@ -306,7 +334,7 @@ def generate_vague(
     from spatial_tasks.generators.vague.pipeline import generate
 
     typer.echo(str(generate(out, scenes=scenes, images=images, subset=subset, labels=labels, model=model,
-                            base_url=base_url, api_key_env=api_key_env, rpm=rpm, max_retries=max_retries, seed=seed,
+                            base_url=base_url, api_key_env=api_key_env, rpm=rpm, max_retries=max_retries, timeout=timeout, seed=seed,
                             overwrite=overwrite)))
 
 
@@ -424,13 +452,21 @@ def vague_tag_persons(
 
 
 @app.command("prompts")
-def prompts_command(benchmark: Annotated[str, typer.Argument(help="o3d")]) -> None:
-    """Print a benchmark's prompt space as JSON lines ({"prompt", "tags"})."""
-    _one_of("BENCHMARK", benchmark, ("o3d",))
-    from spatial_tasks.o3d.prompts import prompt_space
+def prompts_command(benchmark: Annotated[str, typer.Argument(help="o3d, dori, spatialtunnel or vague")]) -> None:
+    """Print a benchmark's prompts as JSON lines: O3-D's whole prompt space ({"prompt", "tags"}); for
+    the others, what a model is shown for each kind of question of the bundled samples ({"task",
+    "id", "prompt"}, rendered by lmms-eval's task objects, offline)."""
+    _one_of("BENCHMARK", benchmark, ("o3d", "dori", "spatialtunnel", "vague"))
+    if benchmark == "o3d":
+        from spatial_tasks.o3d.prompts import prompt_space
 
-    for prompt in prompt_space():
-        typer.echo(json.dumps({"prompt": prompt.text, "tags": prompt.tags.as_dict()}, ensure_ascii=False))
+        for prompt in prompt_space():
+            typer.echo(json.dumps({"prompt": prompt.text, "tags": prompt.tags.as_dict()}, ensure_ascii=False))
+        return
+    from spatial_tasks.task_prompts import sample_prompts
+
+    for line in sample_prompts(benchmark):
+        typer.echo(json.dumps(line, ensure_ascii=False))
 
 
 @app.command("report")
@@ -519,11 +555,11 @@ def _usage_errors() -> tuple[type[BaseException], ...]:
 
 
 def _expected() -> tuple[type[BaseException], ...]:
-    """Errors a user can cause (bad input, a busy folder, a failed run): shown as they are."""
-    from spatial_tasks.common.samples import RunFailed
-    from spatial_tasks.generators.common.folder import FolderBusyError
+    """Errors a user can cause (bad input, a setting, a busy folder, a failed run, a missing GPU):
+    shown as they are. Anything else is a bug."""
+    from spatial_tasks.common.errors import UserError
 
-    return (ValueError, LookupError, OSError, EOFError, ImportError, UnicodeError, RunFailed, FolderBusyError)
+    return (UserError, ValueError, LookupError, OSError, EOFError, ImportError, UnicodeError)
 
 
 def describe(err: BaseException) -> str:
@@ -535,9 +571,11 @@ def describe(err: BaseException) -> str:
         text = f"{err.filename}: {reason}"
     elif isinstance(err, KeyError) and len(err.args) == 1 and isinstance(err.args[0], str):
         text = err.args[0]
+    elif isinstance(err, RecursionError):  # deeply nested input that a reader did not catch itself
+        text = "the input is nested too deeply to read (RecursionError); check the file you passed"
     else:
         text = str(err) or type(err).__name__
-    if not isinstance(err, _expected()):
+    if not isinstance(err, (*_expected(), RecursionError)):
         text = f"internal error ({type(err).__name__}: {text}); rerun with --debug and report the traceback"
     text = " ".join(text.split())
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"

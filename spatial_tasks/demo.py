@@ -50,10 +50,10 @@ INTRO = [
     "- SpatialTunnel `rule=always_yes` → v = 0.5: the four questions per image are polarity balanced.",
     "- SpatialTunnel `rule=vertical` (\"higher in the image ⇒ farther\", the shortcut the tunnel breaks) → "
     "v_cons = 1, v_ctr = 0, Δ = +1: the consistent/counter split is computed from the real pixel positions.",
-    "- SpatialTunnel `rule=size` (\"larger ⇒ nearer\") → v(s1=.1) = 1, v(s1=.3) = 0: the size sweep is scored right.",
+    "- SpatialTunnel `rule=size` (\"larger ⇒ nearer\") → v_s010 = 1, v_s030 = 0: the size sweep is scored right.",
     "- O3-D `rule=depth_oracle` (ground-truth depth maps and masks, the median rule of the paper's depth "
     "baseline) → accuracy 1: ground truth, masks, markers and the paper's answer parser agree.",
-    "- O3-D `rule=always_near` → bias_NF = −1 (and acc_N = 1, acc_F = 0): the sign of Eq. 1.",
+    "- O3-D `rule=always_near` → bias_nf = −1 (and acc_near = 1, acc_far = 0): the sign of Eq. 1.",
     "- DORI `rule=oracle` (the recorded ground truth, written as letter + option text + a reason) → accuracy and "
     "soft accuracy 1 on every task: options, the seeded order, parsing and scoring agree.",
     "- VAGUE `rule=oracle` → accuracy 1 in every MCQ setting (the Socratic two-stage one included), BLEU-1 and "

@@ -56,6 +56,7 @@ from importlib import metadata as _metadata
 from pathlib import Path
 from typing import Any
 
+from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.origin import LOCAL_BUILDERS
 from spatial_tasks.common.validate import DataError
 from spatial_tasks.paths import tasks_dir
@@ -100,8 +101,9 @@ class TaskData:
 
     ``path`` / ``name`` / ``split`` / ``kwargs`` are lmms-eval's dataset_path, dataset_name,
     test_split and dataset_kwargs (data_files already absolute); ``prompt_kwargs`` the task's
-    lmms_eval_specific_kwargs (its "default" entry); ``override`` names the environment variable
-    that replaced the YAML's dataset_path, if one did.
+    lmms_eval_specific_kwargs (its "default" entry); ``metrics`` the names in its metric_list (so a
+    hook can check a metric's settings before any answer is generated); ``override`` names the
+    environment variable that replaced the YAML's dataset_path, if one did.
     """
 
     task: str
@@ -111,6 +113,7 @@ class TaskData:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     prompt_kwargs: Mapping[str, Any] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    metrics: tuple[str, ...] = ()
     override: str | None = None
 
     @property
@@ -161,7 +164,8 @@ class TaskData:
         return cls(task=str(config.task), path=str(config.dataset_path), name=config.dataset_name,
                    split=str(config.test_split), kwargs=dict(config.dataset_kwargs or {}),
                    prompt_kwargs=dict(specific) if isinstance(specific, Mapping) else {},
-                   metadata=dict(config.metadata) if isinstance(config.metadata, Mapping) else {})
+                   metadata=dict(config.metadata) if isinstance(config.metadata, Mapping) else {},
+                   metrics=_metric_names(config.metric_list))
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> tuple[TaskData, DocsHook]:
@@ -175,11 +179,15 @@ class TaskData:
                    name=config.get("dataset_name"), split=str(config.get("test_split")),
                    kwargs=dict(config.get("dataset_kwargs") or {}),
                    prompt_kwargs=dict(specific.get("default") or {}) if isinstance(specific, Mapping) else {},
-                   metadata=dict(config.get("metadata") or {}))
+                   metadata=dict(config.get("metadata") or {}), metrics=_metric_names(config.get("metric_list")))
         hook = config.get("process_docs")
         if not isinstance(hook, DocsHook):
             raise DataError(f"{path}: process_docs is not a spatial-tasks hook ({hook!r})")
         return hook.resolve(data), hook
+
+
+def _metric_names(metric_list: object) -> tuple[str, ...]:
+    return tuple(str(m["metric"]) for m in metric_list or () if isinstance(m, Mapping) and "metric" in m)
 
 
 LMMS_ONLY_KWARGS = frozenset({"load_from_disk", "From_YouTube", "video", "builder_script", "force_download",
@@ -252,7 +260,7 @@ def failure_line(data: TaskData, error: BaseException) -> str:
     reason = " ".join(str(error).split()) or type(error).__name__
     if len(reason) > 900:
         reason = reason[:899] + "…"
-    if isinstance(error, DataError):
+    if isinstance(error, UserError):  # bad data or a bad setting: its message says what and where
         return f"spatial-tasks: task {data.task}: {reason}"
     hint = (f"point ${data.override} at a local copy" if data.override else
             "check the path, or run `spatial-tasks inspect " + data.path + "` to see what it holds")
@@ -270,23 +278,34 @@ class HubUnreachable(ConnectionError):
 def check_hub_reachable(data: TaskData) -> None:
     """Fail at once when ``data`` is on the Hub and the Hub's host does not resolve (no proxy set):
     huggingface_hub would otherwise retry for ~30 s before datasets gives up."""
+    if data.is_local_builder or data.local_folder is not None or Path(data.path).expanduser().exists():
+        return
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return
+    why = hub_unreachable()
+    if why:
+        raise HubUnreachable(f"Couldn't reach {data.path!r} on the Hub: {why}")
+
+
+def hub_unreachable() -> str | None:
+    """Why the Hub cannot be reached (HF_HUB_OFFLINE set, or its host does not resolve and no proxy
+    is set), or None when it may be: a cheap check before anything that would retry for a minute."""
     import socket
     from urllib.parse import urlparse
 
-    if data.is_local_builder or data.local_folder is not None or Path(data.path).expanduser().exists():
-        return
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes") or any(
-            os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
-                                        "all_proxy")):
-        return
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return "HF_HUB_OFFLINE is set"
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
+                                       "all_proxy")):
+        return None
     from huggingface_hub import constants
 
     host = urlparse(constants.ENDPOINT).hostname or "huggingface.co"
     try:
         socket.getaddrinfo(host, 443)
     except OSError as err:
-        raise HubUnreachable(f"Couldn't reach {data.path!r} on the Hub: {host} does not resolve "
-                             f"({getattr(err, 'strerror', None) or err})") from None
+        return f"{host} does not resolve ({getattr(err, 'strerror', None) or err})"
+    return None
 
 
 # ------------------------------------------------------------------------------------------
@@ -442,15 +461,32 @@ def unwrap(items: Iterable[Any]) -> list:
 
 
 def aggregation(name: str, function: MetricFunction) -> Callable[[list], PooledValue]:
-    """An lmms-eval aggregation for metric ``name``: ``function`` of the records, pooled-able."""
+    """An lmms-eval aggregation for metric ``name``: ``function`` of the records, pooled-able.
+
+    A metric that fails here must not take the run with it: lmms-eval computes every aggregation
+    before it writes results or samples, so an exception would discard the whole run. The
+    failure is logged as one line and the metric is NaN ("n/a"); ``spatial-tasks rescore``
+    recomputes it from the samples once the cause is fixed."""
 
     def agg(items: list) -> PooledValue:
         records = unwrap(items)
-        return PooledValue(function(records), records, name, function)
+        return PooledValue(_computed(name, function, records), records, name, function)
 
     agg.__name__ = agg.__qualname__ = f"agg_{name}"
     agg.__doc__ = function.__doc__
     return agg
+
+
+def _computed(name: str, function: MetricFunction, records: list) -> float | None:
+    from loguru import logger as log
+
+    try:
+        return function(records)
+    except Exception as err:  # noqa: BLE001 - any failure: keep the run, report n/a (see aggregation)
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        log.error(f"metric {name}: could not be computed ({type(err).__name__}: {first[:300]}); reporting n/a. "
+                  "The samples are kept: fix the cause and run `spatial-tasks rescore` on them")
+        return None
 
 
 def pool_subtasks(values: list, sizes: list, weight_by_size: bool = True) -> float:
@@ -469,7 +505,8 @@ def pool_subtasks(values: list, sizes: list, weight_by_size: bool = True) -> flo
         return math.nan
     records = [r for v in pooled for r in v.records]
     function = pooled[0].function
-    return PooledValue(function(records), records, names.pop(), function)
+    name = names.pop()
+    return PooledValue(_computed(name, function, records), records, name, function)
 
 
 # ------------------------------------------------------------------------------------------
@@ -581,9 +618,9 @@ def contract_problems() -> list[str]:
           lambda: "self.config.process_docs(self.dataset[split])" in inspect.getsource(_unpatched_download()))
     check("(3) ConfigurableTask.download is a tenacity retry wrapper (retry_with exists)",
           lambda: hasattr(_unpatched_download(), "retry_with"))
-    check("(2) TaskConfig has the dataset / prompt / metadata fields TaskData reads",
+    check("(2) TaskConfig has the dataset / prompt / metadata / metric_list fields TaskData reads",
           lambda: {"dataset_path", "dataset_name", "dataset_kwargs", "test_split", "process_docs",
-                   "lmms_eval_specific_kwargs", "metadata"} <= set(
+                   "lmms_eval_specific_kwargs", "metadata", "metric_list"} <= set(
               __import__("lmms_eval.api.task", fromlist=["TaskConfig"]).TaskConfig.__dataclass_fields__))
     check("(2) lmms-eval resolves a task's lmms_eval_specific_kwargs before download (task.lmms_eval_specific_kwargs)",
           lambda: "self.lmms_eval_specific_kwargs" in inspect.getsource(configurable_task()._prepare_model_specific_config))

@@ -6,14 +6,18 @@ contributes a ``<benchmark>_figures(entries, out)`` function returning its files
 (tables with a legend under each); runs are grouped per benchmark by the ``benchmark`` field of
 the logged records.
 
-Writing into a folder that holds an earlier report replaces it: the files a report writes are
-listed in ``.spatial-tasks-report.json`` there, and the next report deletes them first (nothing
-else in the folder is touched).
+Writing into a folder that holds an earlier report replaces it, but only once the new one is
+complete: it is drawn in a hidden staging folder inside ``out``, and only then are the files the
+earlier report listed in ``.spatial-tasks-report.json`` deleted and the new ones moved in (nothing
+else in the folder is touched). A report that fails leaves the earlier one as it was.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,7 +83,27 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
                 by_benchmark[benchmark].append((run, task, samples))
     if not by_benchmark and not probes:
         raise FileNotFoundError(f"{root}: no logged samples of our benchmarks; run lmms-eval with --log_samples")
+    staging = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
+    try:
+        staged = _draw(root, runs, by_benchmark, makers, intro, probes, staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     remove_previous_report(out)
+    written = []
+    for path in staged:
+        os.replace(path, out / path.name)
+        written.append(out / path.name)
+    shutil.rmtree(staging, ignore_errors=True)
+    manifest = out / MANIFEST
+    manifest.with_name(MANIFEST + ".tmp").write_text(json.dumps([p.name for p in written], indent=1), encoding="utf-8")
+    os.replace(manifest.with_name(MANIFEST + ".tmp"), manifest)
+    return written
+
+
+def _draw(root: Path | None, runs: list, by_benchmark: dict, makers: dict, intro: Sequence[str],
+          probes: Sequence[Path], out: Path) -> list[Path]:
+    """Every figure and report.md, drawn into ``out`` (the staging folder); the files written."""
     written: list[Path] = []
     source = (f"Source: `{root}` ({len(runs)} lmms-eval run(s)). Every figure is recomputed from the logged "
               "samples with the functions of the live run.") if root is not None else (
@@ -101,6 +125,4 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
         sections += [f"![{p.stem}]({p.name})" for p in files] + [""]
     index = out / "report.md"
     index.write_text("\n".join(sections), encoding="utf-8")
-    written.append(index)
-    (out / MANIFEST).write_text(json.dumps([p.name for p in written], indent=1), encoding="utf-8")
-    return written
+    return [*written, index]

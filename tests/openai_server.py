@@ -38,6 +38,14 @@ class StubHTTPError(Exception):
         self.status, self.message = status, message
 
 
+class RawReply:
+    """Return from a responder to send this body as is (an HTML page, ``{}``, a chat completion
+    without choices): how a misconfigured endpoint answers."""
+
+    def __init__(self, body: str, content_type: str = "application/json", status: int = 200) -> None:
+        self.body, self.content_type, self.status = body, content_type, status
+
+
 def prompt_text(body: dict) -> str:
     """All text the request's messages carry, in order, joined by newlines."""
     texts: list[str] = []
@@ -208,6 +216,14 @@ class OpenAIStubServer:
                     text = server.responder(body)
                 except StubHTTPError as err:  # a scripted failure: rate limit, server error
                     self._error(err.status, err.message)
+                    return
+                if isinstance(text, RawReply):
+                    data = text.body.encode()
+                    self.send_response(text.status)
+                    self.send_header("Content-Type", text.content_type)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
                     return
                 prompt_tokens = len(prompt_text(body).split()) + len(image_urls(body))
                 completion_tokens = len(text.split())

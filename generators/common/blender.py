@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from spatial_tasks.common.errors import UserError
+
 INSTALL_HINT = (
     "Blender's Python module is needed to render: pip install 'spatial-tasks[render]' "
     "(bpy 5.2 on Python 3.13, bpy 4.5 on Python 3.11)"
@@ -181,13 +183,23 @@ DEVICES = ("auto", "cpu", "cuda", "optix", "hip", "metal", "oneapi")
 _AUTO_ORDER = ("OPTIX", "CUDA", "HIP", "METAL", "ONEAPI")  # fastest first where several exist
 
 
-class DeviceError(RuntimeError):
+class DeviceError(UserError, RuntimeError):
     """The requested render device does not exist on this machine."""
 
 
-def check_device(device: str) -> str:
+def check_device(device: str, *, here: bool = False) -> str:
+    """``device`` is one of DEVICES; ``here``: a GPU backend named explicitly must exist on this
+    machine (checked before any work starts; a Ray run renders elsewhere, so it passes False)."""
     if device not in DEVICES:
         raise ValueError(f"--device must be one of {list(DEVICES)}, got {device!r}")
+    if here and device not in ("cpu", "auto"):
+        try:
+            found = gpu_devices(device.upper())
+        except ImportError:
+            return device  # no bpy: the render command says so itself
+        if not found:
+            raise DeviceError(f"--device {device}: Cycles finds no {device.upper()} GPU on this machine "
+                              f"(use --device auto to fall back to the CPU, or --device cpu)")
     return device
 
 

@@ -23,13 +23,15 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from spatial_tasks.common.errors import UserError
+
 from .jobs import atomic_write_json
 
 LOCK_NAME = ".spatial-tasks.lock"
 MANIFEST_NAME = "dataset.json"
 
 
-class FolderBusyError(RuntimeError):
+class FolderBusyError(UserError, RuntimeError):
     """Another generator process holds the folder."""
 
 

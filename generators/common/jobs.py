@@ -44,6 +44,29 @@ log = logging.getLogger(__name__)
 # ------------------------------------------------------------------------------ sharding
 
 
+# What a generator flag may be: far beyond any real run, far below what would hang or exhaust the
+# machine (a 100,000 px render, a billion shards). One table for every generator.
+FLAG_RANGES: dict[str, tuple[int, int]] = {
+    "--resolution": (16, 8192),      # common.images.MAX_IMAGE_PIXELS is 8192 x 8192
+    "--samples": (1, 65536),
+    "--workers": (1, 1024),
+    "--seed": (0, 2**63 - 1),
+    "--grid": (2, 360),
+    "--per-cell": (1, 100_000),
+    "--count": (1, 10_000_000),
+    "--patterns": (0, 100_000),
+}
+MAX_SHARDS = 100_000
+
+
+def check_flag(flag: str, value: object) -> int:
+    """``value`` when it is a whole number in ``FLAG_RANGES[flag]``; else an error naming the flag."""
+    low, high = FLAG_RANGES[flag]
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ValueError(f"{flag} must be a whole number from {low:,} to {high:,}, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Shard:
     """Shard K of N (1-based): the jobs at positions i with i % N == K - 1."""
@@ -60,6 +83,8 @@ class Shard:
             raise ValueError(f"{flag} must look like K/N (e.g. 1/4), got {text!r}") from None
         if n < 1 or not 1 <= k <= n:
             raise ValueError(f"{flag} {text!r} out of range: need 1 <= K <= N")
+        if n > MAX_SHARDS:
+            raise ValueError(f"{flag} {text!r}: at most {MAX_SHARDS:,} shards")
         return cls(k, n)
 
     def contains(self, position: int) -> bool:
@@ -278,9 +303,40 @@ def ray_connect(address: str) -> bool:
         raise ImportError("--ray needs Ray: pip install 'spatial-tasks[cluster]'") from None
     if ray.is_initialized():
         return False
-    ray.init(address=None if address == "local" else address, log_to_driver=False, include_dashboard=False,
-             configure_logging=False)
+    if address != "local":
+        if address != "auto":
+            check_reachable(address)
+        # Ray waits ~1 s per attempt for the cluster's GCS; bound it (RAY_gcs_server_port_wait_time_s,
+        # Ray's own knob: set it higher for a head that is restarting from RocksDB)
+        os.environ.setdefault("RAY_gcs_server_port_wait_time_s", str(int(RAY_CONNECT_TIMEOUT)))
+    try:
+        ray.init(address=None if address == "local" else address, log_to_driver=False, include_dashboard=False,
+                 configure_logging=False)
+    except ConnectionError as err:
+        raise ConnectionError(f"--ray {address}: no Ray cluster answered ({str(err).splitlines()[0][:200]}); is the "
+                              "head node running (ray start --head) and the address its GCS address?") from None
     return True
+
+
+RAY_CONNECT_TIMEOUT = 10.0  # seconds
+
+
+def check_reachable(address: str, timeout: float = 5.0) -> None:
+    """An error naming ``--ray ADDRESS`` unless something accepts connections there within
+    ``timeout`` seconds (HOST:PORT, or ray://HOST:PORT)."""
+    import socket
+
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--ray {address!r}: expected HOST:PORT (e.g. 10.0.0.5:6379), ray://HOST:PORT, auto, "
+                         "or --ray alone for a local cluster")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as err:
+        raise ConnectionError(f"--ray {address}: nothing answers at {host}:{port} within {timeout:g} s "
+                              f"({getattr(err, 'strerror', None) or type(err).__name__}); is the head node running "
+                              "(ray start --head)?") from None
 
 
 def write_job_files(work_dir: Path, files: dict[str, bytes]) -> None:
@@ -313,15 +369,22 @@ def _run_on_ray(jobs: Sequence[Any], factory: Callable[..., Callable[[Any], Any]
 
 
 class _progress:
-    """A rich progress bar (``advance()`` per finished job); silent when disabled."""
+    """Progress of finished jobs (``advance()`` per job), on stderr: a rich bar on a terminal; plain
+    periodic lines (count, rate, ETA) when stderr is a file or pipe, where a bar would show nothing
+    until the end; silent when disabled."""
+
+    PLAIN_EVERY_S = 30.0  # seconds between plain lines (SPATIAL_TASKS_PROGRESS_EVERY overrides)
 
     def __init__(self, total: int, description: str, enabled: bool) -> None:
         self.total, self.description, self.enabled = total, description, enabled
         self._progress = None
+        self._plain: PlainProgress | None = None
 
     def __enter__(self) -> Callable[[], None]:
         if not self.enabled:
             return lambda: None
+        import sys
+
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -332,9 +395,13 @@ class _progress:
             TimeRemainingColumn,
         )
 
-        # stderr: Blender's own chatter on stdout is silenced around renders
+        console = Console(stderr=True)  # stderr: Blender's own chatter on stdout is silenced around renders
+        if not console.is_terminal:
+            every = float(os.environ.get("SPATIAL_TASKS_PROGRESS_EVERY") or self.PLAIN_EVERY_S)
+            self._plain = PlainProgress(self.total, self.description, every, sys.stderr)
+            return self._plain.advance
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                  TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True))
+                                  TimeElapsedColumn(), TimeRemainingColumn(), console=console)
         self._progress.start()
         task = self._progress.add_task(self.description, total=self.total)
         return lambda: self._progress.advance(task)
@@ -342,3 +409,39 @@ class _progress:
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
             self._progress.stop()
+        if self._plain is not None:
+            self._plain.finish(interrupted=exc[0] is not None)
+
+
+class PlainProgress:
+    """One line per ``every`` seconds -- "DESC: 120/3072 (3.9%), 2.10/s, ETA 0:23:25" -- plus the
+    first job and the last: progress a log file or ``| tee`` can show."""
+
+    def __init__(self, total: int, description: str, every: float, stream) -> None:
+        import time
+
+        self.total, self.description, self.every, self.stream = total, description, every, stream
+        self.done, self._clock = 0, time.monotonic
+        self.started = self._last = self._clock()
+        self._line("started")
+
+    def advance(self) -> None:
+        self.done += 1
+        now = self._clock()
+        if self.done == 1 or self.done == self.total or now - self._last >= self.every:
+            self._last = now
+            self._line()
+
+    def finish(self, interrupted: bool = False) -> None:
+        if interrupted:
+            self._line("stopped (finished jobs are kept; rerun the command to resume)")
+
+    def _line(self, note: str | None = None) -> None:
+        import datetime
+
+        elapsed = self._clock() - self.started
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        eta = datetime.timedelta(seconds=round((self.total - self.done) / rate)) if rate > 0 else "?"
+        share = f" ({100 * self.done / self.total:.1f}%)" if self.total else ""
+        text = note if note else f"{rate:.2f}/s, ETA {eta}"
+        print(f"{self.description}: {self.done}/{self.total}{share}, {text}", file=self.stream, flush=True)

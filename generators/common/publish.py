@@ -25,12 +25,14 @@ from pathlib import Path
 
 import yaml
 
+from spatial_tasks.common.errors import UserError
+
 log = logging.getLogger(__name__)
 
 CARD = "README.md"
 
 
-class PublishError(ValueError):
+class PublishError(UserError, ValueError):
     """An upload that cannot go ahead; the message says what to do."""
 
 

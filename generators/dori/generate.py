@@ -45,6 +45,7 @@ from spatial_tasks.generators.common.jobs import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
+    check_flag,
     run_jobs,
     threads_per_worker,
 )
@@ -63,16 +64,18 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
 
 
 def check_flags(task: str, *, count: int = 200, resolution: int = 256, samples: int = 16, seed: int = 0,
-                shard: str = "1/1", workers: int = 1, images: Path | None = None) -> list[str]:
+                shard: str = "1/1", workers: int = 1, images: Path | None = None,
+                patterns: int | None = None) -> list[str]:
     """The tasks to make, after checking every flag (errors name the flag)."""
     tasks = list(sampling.RENDERED_TASKS) if task == "all" else [task]
     for name in tasks:
         if name not in sampling.TASKS:
             raise ValueError(f"--task {name!r}: choose one of {[*sampling.TASKS, 'all']}")
-    for flag, value, low in (("--count", count, 1), ("--resolution", resolution, 16), ("--samples", samples, 1),
-                             ("--workers", workers, 1), ("--seed", seed, 0)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise ValueError(f"{flag} must be an integer >= {low}, got {value!r}")
+    for flag, value in (("--count", count), ("--resolution", resolution), ("--samples", samples),
+                        ("--workers", workers), ("--seed", seed)):
+        check_flag(flag, value)
+    if patterns is not None:
+        check_flag("--patterns", patterns)
     Shard.parse(shard)
     if "canonical_orientation" in tasks:
         if images is None:
@@ -286,7 +289,7 @@ def generate(task: str, out: Path, *, count: int = 200, resolution: int = 256, s
     """Make ``task`` ("all" = the four rendered tasks) in ``out``; resumable (see the module docstring).
     ``ray_address``: render on Ray (jobs.run_jobs); ``device``: Cycles' device."""
     tasks = check_flags(task, count=count, resolution=resolution, samples=samples, seed=seed, shard=shard,
-                        workers=workers, images=images)
+                        workers=workers, images=images, patterns=patterns)
     with OutputFolder(Path(out), WORK_DIR) as folder:
         for name in tasks:
             identity = {"generator": GENERATOR, "task": name, "seed": seed, "shards": Shard.parse(shard).count}

@@ -235,8 +235,8 @@ def _manifest(path: Path) -> dict[str, dict]:
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as err:
-        raise ValueError(f"{path}: not JSON ({err})") from None
+    except (ValueError, RecursionError) as err:
+        raise ValueError(f"{path}: not a readable JSON manifest ({type(err).__name__}: {str(err)[:120]})") from None
     assets = data.get("assets") if isinstance(data, dict) else None
     if not isinstance(assets, dict):
         raise ValueError(f"{path}: no 'assets' mapping (Kubric's manifest format)")

@@ -50,6 +50,7 @@ from spatial_tasks.generators.common.jobs import (
     atomic_write_json,
     atomic_write_text,
     available_cpus,
+    check_flag,
     run_jobs,
     threads_per_worker,
 )
@@ -112,10 +113,8 @@ def select(*, cues: str = "none,all-single", objects: str | None = None, envs: s
            resolution: int = 1024, samples: int = 16, shard: str = "1/1", workers: int = 1,
            assets_dir: Path | None = None, device: str = "cpu") -> Selection:
     """Check every flag (errors name the flag) and list the run's images."""
-    for flag, value, low in (("--resolution", resolution, 16), ("--samples", samples, 1), ("--workers", workers, 1),
-                             ("--seed", seed, 0)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise ValueError(f"{flag} must be an integer >= {low}, got {value!r}")
+    for flag, value in (("--resolution", resolution), ("--samples", samples), ("--workers", workers), ("--seed", seed)):
+        check_flag(flag, value)
     check_device(device)
     shard_obj = Shard.parse(shard)
     cue_sets = sampling.parse_cues(cues)
@@ -182,7 +181,9 @@ def render(sel: Selection, out: Path, *, workers: int = 1, threads: int | None =
            "seconds_by_stage": timings, "invisible_objects": invisible, "threads_per_worker": threads,
            "backend": "ray" if ray_address else "local", "cpus": available_cpus()}
     if invisible:
-        log.warning("%d image(s) with an object out of sight: %s", len(invisible), invisible[:3])
+        shown = ", ".join(f"{i['image_id']} ({'+'.join(i['objects'])})" for i in invisible[:3])
+        log.warning("%d of %d rendered image(s) have an object out of sight (e.g. %s); all are listed under "
+                    "invisible_objects in _work/o3d-<shard>.run.json", len(invisible), len(jobs), shown)
     return run
 
 
@@ -320,6 +321,7 @@ def generate(out: Path, *, cues: str = "none,all-single", objects: str | None = 
     sel = select(cues=cues, objects=objects, envs=envs, positions=positions, strengths=strengths, no_lp=no_lp,
                  seed=seed, resolution=resolution, samples=samples, shard=shard, workers=workers,
                  assets_dir=assets_dir, device=device)
+    check_device(device, here=ray_address is None)
     with OutputFolder(Path(out), WORK_DIR) as folder:
         for config in sel.specs:
             folder.claim(config, sel.identity(config), ds.parquet_files(folder.root / config, SPLIT), overwrite)

@@ -311,8 +311,8 @@ class O3DRenderer:
         timings["write"] = time.perf_counter() - t3
         timings["cpu"] = time.process_time() - cpu0
         problems = [name for name, facts in measured.items() if facts["pixels"] == 0]
-        if problems:
-            log.warning("%s: not visible in the image: %s", image_id, problems)
+        if problems:  # summarised once per run by generate.render (a warning per image floods the terminal)
+            log.debug("%s: not visible in the image: %s", image_id, problems)
         return {"image_id": image_id, "timings": timings, "invisible": problems}
 
 

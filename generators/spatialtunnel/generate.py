@@ -46,6 +46,7 @@ from spatial_tasks.generators.common.jobs import (
     atomic_write_json,
     atomic_write_text,
     available_cpus,
+    check_flag,
     run_jobs,
     threads_per_worker,
 )
@@ -74,12 +75,11 @@ def check_flags(variant: str, *, grid: int = 16, per_cell: int | None = None, re
     else:
         sampling.check_variant(variant)
         variants = [variant]
-    for flag, value, low in (("--grid", grid, 2), ("--resolution", resolution, 16), ("--samples", samples, 1),
-                             ("--workers", workers, 1), ("--seed", seed, 0)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise ValueError(f"{flag} must be an integer >= {low}, got {value!r}")
-    if per_cell is not None and (not isinstance(per_cell, int) or per_cell < 1):
-        raise ValueError(f"--per-cell must be an integer >= 1, got {per_cell!r}")
+    for flag, value in (("--grid", grid), ("--resolution", resolution), ("--samples", samples),
+                        ("--workers", workers), ("--seed", seed)):
+        check_flag(flag, value)
+    if per_cell is not None:
+        check_flag("--per-cell", per_cell)
     return variants, Shard.parse(shard)
 
 

@@ -46,7 +46,9 @@ from spatial_tasks.generators.common import dataset as ds
 from spatial_tasks.generators.common.folder import OutputFolder
 from spatial_tasks.generators.common.jobs import atomic_write_json, atomic_write_text
 
+from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.images import open_image
+from spatial_tasks.common.validate import safe_name, safe_relative_path
 from spatial_tasks.vague.load import item_to_doc, listener_of
 from spatial_tasks.vague.person_tags import draw_person_tags
 from spatial_tasks.vague.schema import IMAGE_SUFFIX, LETTERS, SUBSETS
@@ -74,7 +76,7 @@ LABEL_CONFIG = """<View>
 """
 
 
-class PipelineError(ValueError):
+class PipelineError(UserError, ValueError):
     """Bad input, a bad answer or a failed call; the message names the scene and the stage."""
 
 
@@ -88,6 +90,16 @@ class Scene(BaseModel):
     image: str | None = None  # the frame's file under --images (default: <image_name>.jpg)
     ram_entity: list[str] = Field(min_length=1)
     person_bbox: list[list[float]] = Field(min_length=1)
+
+    @field_validator("image_name")
+    @classmethod
+    def _name(cls, value):  # it names files under --out: nothing may leave that folder
+        return safe_name(value, "image_name")
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, value):
+        return value if value is None else safe_relative_path(value, "image")
 
     @field_validator("person_bbox")
     @classmethod
@@ -147,7 +159,7 @@ WITH_IMAGE = ("direct", "wrong_entity")
 def read_scenes(path: Path) -> list[Scene]:
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, RecursionError) as err:
         raise PipelineError(f"--scenes {path}: not a readable JSON file ({type(err).__name__})") from None
     if not isinstance(raw, list) or not raw:
         raise PipelineError(f"--scenes {path}: expected a non-empty JSON list of scenes")
@@ -191,7 +203,7 @@ class Client:
     errors) paced to ``rpm``."""
 
     def __init__(self, model: str, base_url: str, api_key: str, *, rpm: float = 60, max_retries: int = 5,
-                 timeout: float = 120.0, temperature: float = 0.0) -> None:
+                 timeout: float = 60.0, temperature: float = 0.0) -> None:
         from openai import OpenAI
 
         self.model, self.temperature = model, temperature
@@ -203,25 +215,49 @@ class Client:
         if image is not None:
             url = "data:image/jpeg;base64," + base64.b64encode(image).decode("ascii")
             content.insert(0, {"type": "image_url", "image_url": {"url": url}})
-        from openai import APIError
+        from openai import OpenAIError  # APIError, timeouts and connection errors alike
 
         self._pacer.wait()
         try:
             response = self._client.chat.completions.create(model=self.model, temperature=self.temperature,
                                                             messages=[{"role": "user", "content": content}])
-        except APIError as err:  # after the client's own retries
-            raise PipelineError(f"the API call failed ({type(err).__name__}: {str(err)[:160]})") from None
-        return {"text": response.choices[0].message.content or "", "model": response.model,
-                "usage": response.usage.model_dump() if response.usage else None}
+        except OpenAIError as err:  # after the client's own retries (timeouts included)
+            raise PipelineError(f"the API call failed ({type(err).__name__}: {' '.join(str(err).split())[:160]})") from None
+        except ValueError as err:  # a body that claims to be JSON and is not (the client parses it itself)
+            raise PipelineError(f"the endpoint's reply is not JSON ({' '.join(str(err).split())[:120]}); check "
+                                "--base-url") from None
+        return reply_of(response)
+
+
+def reply_of(response: Any) -> dict:
+    """{text, model, usage} of a chat completion; an endpoint that answered something else (an
+    HTML page, ``{}``, no choices, a non-text message) is a PipelineError saying so."""
+    try:
+        choices = response.choices
+        if not choices:
+            raise PipelineError("the endpoint's reply has no choices; check --base-url and --model")
+        text = choices[0].message.content
+        if text is not None and not isinstance(text, str):
+            raise PipelineError(f"the endpoint's reply holds no text message ({type(text).__name__})")
+        usage = response.usage.model_dump() if getattr(response, "usage", None) else None
+        return {"text": text or "", "model": str(getattr(response, "model", "") or ""), "usage": usage}
+    except (AttributeError, TypeError, IndexError, KeyError):
+        raise PipelineError(f"the endpoint did not answer with a chat completion (got {str(response)[:120]!r}); "
+                            "check --base-url") from None
+
+
+MAX_OBJECT_STARTS = 64
 
 
 def first_json_object(text: str) -> Any:
     """The first JSON object in a reply (models wrap JSON in prose or code fences)."""
     decoder = json.JSONDecoder()
-    for match in re.finditer(r"\{", text):
+    for attempt, match in enumerate(re.finditer(r"\{", text)):
+        if attempt == MAX_OBJECT_STARTS:  # a real reply holds its object near the start; this bounds the work
+            break
         try:
             value, _ = decoder.raw_decode(text[match.start():])
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON from here, or nested beyond any real answer
             continue
         if isinstance(value, dict):
             return value
@@ -230,6 +266,31 @@ def first_json_object(text: str) -> Any:
 
 def _render(stage: str, **fields: Any) -> str:
     return ds.render_template(PROMPTS / f"{stage}.jinja", **fields).strip()
+
+
+def _read_json(path: Path, what: str) -> dict:
+    """A JSON object this pipeline wrote; anything else is a PipelineError naming the file."""
+    try:
+        value = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as err:
+        raise PipelineError(f"{path}: {what} cannot be read ({type(err).__name__}); rerun pass 1 with the same "
+                            "command to rebuild it") from None
+    if not isinstance(value, dict):
+        raise PipelineError(f"{path}: {what} is not a JSON object; rerun pass 1 with the same command")
+    return value
+
+
+def _stored(path: Path) -> dict | None:
+    """A stored stage record, or None when there is none. One that cannot be read (it was
+    written atomically, so something else damaged it) is named in a warning and asked again."""
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as err:
+        log.warning("%s: a damaged stored reply (%s); asking again", path, type(err).__name__)
+        return None
+    return record if isinstance(record, dict) else None
 
 
 class Stages:
@@ -250,10 +311,9 @@ class Stages:
     def ask(self, scene: Scene, stage: str, prompt: str) -> BaseModel:
         record_path = self.work / scene.image_name / f"{stage}.json"
         digest = hashlib.sha256(prompt.encode()).hexdigest()
-        if record_path.is_file():  # resume: a stored answer to this very prompt is reused
-            record = json.loads(record_path.read_text(encoding="utf-8"))
-            if record.get("prompt_sha256") == digest and record.get("parsed") is not None:
-                return ANSWERS[stage].model_validate(record["parsed"])
+        record = _stored(record_path)
+        if record is not None and record.get("prompt_sha256") == digest and record.get("parsed") is not None:
+            return ANSWERS[stage].model_validate(record["parsed"])  # resume: a stored answer to this very prompt
         image = self._image(scene) if stage in WITH_IMAGE else None
         problem = None
         for attempt in range(1, self.attempts + 1):
@@ -351,22 +411,31 @@ def read_labels(path: Path) -> dict[str, dict]:
     JSON export (the first annotation of each task)."""
     try:
         exported = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, RecursionError) as err:
         raise PipelineError(f"--labels {path}: not a readable Label Studio JSON export ({type(err).__name__})") from None
     if not isinstance(exported, list):
         raise PipelineError(f"--labels {path}: expected a JSON list of tasks (Label Studio's JSON export)")
     out = {}
     for k, task in enumerate(exported):
-        name = (task.get("data") or {}).get("image_name") if isinstance(task, dict) else None
-        annotations = task.get("annotations") if isinstance(task, dict) else None
+        where = f"--labels {path}, task {k}"
+        if not isinstance(task, dict):
+            raise PipelineError(f"{where}: a task is a JSON object, got {type(task).__name__}")
+        data = task.get("data") or {}
+        name = data.get("image_name") if isinstance(data, dict) else None
+        annotations = task.get("annotations")
         if not name or not annotations:
             continue  # not annotated: not kept
+        if not isinstance(annotations, list) or not isinstance(annotations[0], dict) \
+                or not isinstance(annotations[0].get("result", []), list):
+            raise PipelineError(f"{where} ({name!r}): 'annotations' must be a list of objects with a 'result' list")
         values: dict[str, Any] = {}
         for result in annotations[0].get("result", []):
+            if not isinstance(result, dict) or not isinstance(result.get("value", {}), dict):
+                raise PipelineError(f"{where} ({name!r}): an annotation result is not an object with a 'value' object")
             value = result.get("value", {})
             if result.get("type") == "rating":
                 values[result.get("from_name")] = value.get("rating")
-            elif result.get("type") == "choices" and value.get("choices"):
+            elif result.get("type") == "choices" and isinstance(value.get("choices"), list) and value["choices"]:
                 values[result.get("from_name")] = value["choices"][0]
         try:
             label = {"direct_rating": int(values["direct_rating"]), "indirect_choice": int(values["indirect_choice"]),
@@ -412,13 +481,13 @@ def build_dataset(out: Path, labels_path: Path, seed: int = 0) -> Path:
         state_path = folder.work / "pass1.json"
         if not state_path.is_file():
             raise PipelineError(f"{folder.root}: pass 1 has not run here (no {state_path}); run with --scenes first")
-        state = json.loads(state_path.read_text())
+        state = _read_json(state_path, "pass 1's record")
         labels = read_labels(labels_path)
         items, skipped = [], 0
         images = Path(state["images"])
         (folder.root / "images").mkdir(exist_ok=True)
         for path in sorted((folder.work / "candidates").glob("*.json")):
-            result = json.loads(path.read_text())
+            result = _read_json(path, "a pass-1 candidate")
             name = result["scene"]["image_name"]
             if name not in labels or not kept(labels[name]):
                 skipped += 1
@@ -454,8 +523,8 @@ def api_key(env: str) -> str:
 
 def generate(out: Path, *, scenes: Path | None = None, images: Path | None = None, subset: str = "vcr",
              labels: Path | None = None, model: str = "gpt-4o", base_url: str = "https://api.openai.com/v1",
-             api_key_env: str = "OPENAI_API_KEY", rpm: float = 60, max_retries: int = 5, seed: int = 0,
-             overwrite: bool = False) -> Path:
+             api_key_env: str = "OPENAI_API_KEY", rpm: float = 60, max_retries: int = 5, timeout: float = 60,
+             seed: int = 0, overwrite: bool = False) -> Path:
     """Pass 1 with ``scenes`` + ``images``, pass 2 with ``labels`` (see the module docstring)."""
     if (scenes is None) == (labels is None):
         raise PipelineError("give either --scenes and --images (pass 1: ask the model) or --labels (pass 2: build "
@@ -464,8 +533,11 @@ def generate(out: Path, *, scenes: Path | None = None, images: Path | None = Non
         return build_dataset(out, labels, seed)
     if images is None or not Path(images).is_dir():
         raise PipelineError(f"--images {images}: the folder of frames is needed with --scenes")
-    if rpm <= 0 or max_retries < 0:
-        raise PipelineError("--rpm must be > 0 and --max-retries >= 0")
-    client = Client(model, base_url, api_key(api_key_env), rpm=rpm, max_retries=max_retries)
+    for flag, value, low, high in (("--rpm", rpm, 1e-6, 1e6), ("--timeout", timeout, 1, 3600)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise PipelineError(f"{flag} must be a number from {low:g} to {high:g}, got {value!r}")
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or not 0 <= max_retries <= 20:
+        raise PipelineError(f"--max-retries must be a whole number from 0 to 20, got {max_retries!r}")
+    client = Client(model, base_url, api_key(api_key_env), rpm=rpm, max_retries=max_retries, timeout=timeout)
     return generate_candidates(scenes, images, out, subset, client, overwrite=overwrite)
 

@@ -1,6 +1,7 @@
 """Jinja prompt templates under tasks/<benchmark>/prompts/, rendered with StrictUndefined.
 
-A missing field is an error naming the template and the field, never an empty string.
+A missing field is an error naming the template and the field, never an empty string; a field
+that is None is an error too, never the word "None" in a prompt.
 """
 
 from __future__ import annotations
@@ -9,11 +10,23 @@ import functools
 
 import jinja2
 
+from spatial_tasks.common.errors import UserError
 from spatial_tasks.paths import benchmark_tasks_dir
 
 
-class PromptError(ValueError):
+class PromptError(UserError, ValueError):
     pass
+
+
+class _NonePrinted(Exception):
+    pass
+
+
+def _refuse_none(value: object) -> object:
+    """Jinja's ``finalize``: every printed expression passes here."""
+    if value is None:
+        raise _NonePrinted
+    return value
 
 
 @functools.cache
@@ -23,6 +36,7 @@ def _environment(benchmark: str) -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=False,
         autoescape=False,
+        finalize=_refuse_none,
     )
 
 
@@ -34,4 +48,8 @@ def render(benchmark: str, template: str, **fields: object) -> str:
         raise PromptError(f"prompt template {benchmark}/prompts/{template}: {err.message}") from err
     except jinja2.TemplateNotFound as err:
         raise PromptError(f"no prompt template {benchmark}/prompts/{err.name}") from err
+    except _NonePrinted:
+        empty = sorted(name for name, value in fields.items() if value is None)
+        raise PromptError(f"prompt template {benchmark}/prompts/{template}: a field it prints is None "
+                          f"({', '.join(empty) or 'an item of a list or mapping field'}); give it a value") from None
     return text.rstrip("\n")

@@ -6,16 +6,18 @@ import gzip
 import json
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spatial_tasks.common.errors import UserError
 
-class SamplesError(ValueError):
+
+class SamplesError(UserError, ValueError):
     pass
 
 
-class RunFailed(RuntimeError):
+class RunFailed(UserError, RuntimeError):
     """An lmms-eval run that did not produce results for every task it was given."""
 
 
@@ -57,6 +59,12 @@ def iter_json_lines(path: Path, error: type[ValueError] = SamplesError) -> Itera
 def iter_samples(path: Path) -> Iterator[dict]:
     """Logged samples from one JSONL file; a bad line, or a doc logged twice, raises naming the
     file and line(s)."""
+    for _, sample in numbered_samples(path):
+        yield sample
+
+
+def numbered_samples(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line number, logged sample) of one JSONL file, checked as ``iter_samples`` checks them."""
     seen: dict[object, int] = {}
     for number, sample in iter_json_lines(path):
         if "doc_id" not in sample or "filtered_resps" not in sample:
@@ -67,7 +75,7 @@ def iter_samples(path: Path) -> Iterator[dict]:
             raise SamplesError(f"{path}:{number}: doc_id {doc_id!r} is logged twice (also on line {seen[key]}); "
                                "a samples file holds one entry per doc -- were two runs concatenated?")
         seen[key] = number
-        yield sample
+        yield number, sample
 
 
 def first_response(sample: dict) -> str:
@@ -86,6 +94,50 @@ def logged_record(sample: dict, metric: str, benchmark: str) -> dict | None:
         if isinstance(candidate, dict) and candidate.get("benchmark") == benchmark:
             return candidate
     return None
+
+
+def rescore_file(path: Path, keys: Sequence[str], benchmark: str,
+                 score: Callable[[dict, dict], dict]) -> list[dict]:
+    """``score(record, sample)`` for every logged sample of one samples file of ``benchmark``.
+
+    Nothing is dropped: a file whose first sample carries a record of ``benchmark`` (under one of
+    ``keys``, or as its doc) is ours, and then every sample must carry one; a sample without it, or
+    whose record cannot be re-scored (a missing field, a value out of range), is a SamplesError
+    naming the file, the line and the field. A file of another benchmark gives []."""
+    out: list[dict] = []
+    ours: bool | None = None
+    for number, sample in numbered_samples(path):
+        record = next((c for c in (*(sample.get(k) for k in keys), sample.get("doc"))
+                       if isinstance(c, dict) and c.get("benchmark") == benchmark), None)
+        if ours is None:
+            ours = record is not None
+        if not ours:
+            continue
+        if record is None:
+            raise SamplesError(f"{path}:{number}: no {benchmark} record under {' or '.join(repr(k) for k in keys)} "
+                               "(the other samples have one); every sample is counted, so the file cannot be "
+                               "rescored as it is")
+        try:
+            out.append(score(record, sample))
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
+            raise SamplesError(f"{path}:{number}: the logged {benchmark} record cannot be re-scored: "
+                               f"{record_problem(err)}") from None
+    return out
+
+
+def record_problem(err: BaseException) -> str:
+    """What is wrong with a logged record, in words (a pydantic error names its field)."""
+    errors = getattr(err, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+            field_name = ".".join(str(p) for p in first.get("loc", ())) or "the record"
+            return f"field {field_name!r}: {first.get('msg')} (got {str(first.get('input'))[:80]!r})"
+        except (IndexError, KeyError, TypeError):
+            pass
+    if isinstance(err, KeyError):
+        return f"field {err.args[0]!r} is missing"
+    return f"{type(err).__name__}: {str(err)[:200]}"
 
 
 def task_of_samples_file(path: Path) -> str:

@@ -8,10 +8,12 @@ ValueError) whose message names the file (or split), the row and the field.
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Callable, Mapping, Sequence
 
 import datasets
 
+from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.origin import Origin
 
 # What a column may hold, by the kind the loader asks for (datasets feature dtypes).
@@ -24,7 +26,7 @@ _KINDS: dict[str, frozenset[str]] = {
 }
 
 
-class DataError(ValueError):
+class DataError(UserError, ValueError):
     """Bad input data; the message is one line naming the file, row and field."""
 
 
@@ -120,8 +122,16 @@ def check_unique(values: Sequence[object], origin: Origin, field: str, error: ty
         seen[value] = row
 
 
+_REPR = reprlib.Repr(maxlevel=3, maxlist=8, maxtuple=8, maxdict=6, maxstring=80, maxother=80)
+
+
 def short(value: object, limit: int = 80) -> str:
-    text = repr(value)
+    """A value as messages show it: at most ``limit`` characters, nesting cut at three levels (a
+    value nested 100,000 deep, or whose repr fails, still prints)."""
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # noqa: BLE001 - a message must never fail on the value it names
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -135,3 +145,63 @@ def flag(value: object, name: str) -> bool:
     if text in ("0", "false", "no"):
         return False
     raise ValueError(f"{name} must be true or false, not {value!r}")
+
+
+def safe_name(name: object, what: str) -> str:
+    """``name`` when it can be one file or folder name inside an output folder: text, not empty,
+    no path separator, not ``.`` or ``..``, no control characters. Every generator and command
+    that turns a name from its input into a path checks it here, so nothing is written outside
+    the folder it was given."""
+    text = name if isinstance(name, str) else None
+    if not text or text in (".", "..") or any(c in text for c in "/\\") or any(ord(c) < 32 for c in text):
+        raise DataError(f"{what} {short(name)}: not usable as a file name (no '/', '\\', '..', control characters "
+                        "or empty names)")
+    return text
+
+
+def safe_relative_path(path: object, what: str) -> str:
+    """``path`` when it names a file INSIDE a given folder: relative, no ``..`` part, no control
+    characters (subfolders are allowed)."""
+    text = path if isinstance(path, str) else None
+    parts = text.replace("\\", "/").split("/") if text else []
+    if (not text or text.startswith(("/", "\\", "~")) or ":" in parts[0] or ".." in parts
+            or any(ord(c) < 32 for c in text)):
+        raise DataError(f"{what} {short(path)}: must be a path inside the folder (relative, no '..')")
+    return text
+
+
+def parquet_columns(path, error: type[DataError] = SourceError) -> list[str]:
+    """The column names of a parquet file, read from its footer; an empty, truncated or foreign
+    file is ``error`` naming the file."""
+    import pyarrow.parquet as pq
+
+    try:
+        return list(pq.read_schema(path).names)
+    except Exception as err:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise error(f"{path}: not a readable parquet file ({first[:160]})") from None
+
+
+def reads_docs(benchmark: str, fields: Sequence[str]) -> Callable:
+    """Decorator for an lmms-eval doc hook (doc_to_text, doc_to_visual, process_results ...): its
+    first argument must be a canonical doc of ``benchmark`` -- one its loader made (the task's
+    process_docs) -- else a DataError naming the missing fields, not a KeyError mid-run."""
+    import functools
+
+    needed = tuple(fields)
+
+    def decorate(hook: Callable) -> Callable:
+        @functools.wraps(hook)
+        def checked(doc, *args, **kwargs):
+            if not isinstance(doc, Mapping):
+                raise DataError(f"{benchmark} {hook.__name__}: a doc is a mapping of fields, got {type(doc).__name__}")
+            missing = [f for f in needed if f not in doc]
+            if missing:
+                raise DataError(f"{benchmark} {hook.__name__}: the doc lacks field(s) {missing[:8]}; docs come from "
+                                f"the task's process_docs (the {benchmark} loader) -- keep it in a task that "
+                                "includes ours")
+            return hook(doc, *args, **kwargs)
+
+        return checked
+
+    return decorate

@@ -221,12 +221,12 @@ def _check_boxes(boxes: object, task: str, bad) -> list[dict]:
     if isinstance(boxes, str):
         try:
             boxes = json.loads(boxes)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise bad("boxes", f"{short(boxes)} is not a JSON box list") from None
     if isinstance(boxes, (list, tuple)) and any(isinstance(b, str) for b in boxes):
         try:  # datasets' Json feature stores mixed-shape JSON values element by element, as text
             boxes = [json.loads(b) if isinstance(b, str) else b for b in boxes]
-        except ValueError:
+        except (ValueError, RecursionError):
             raise bad("boxes", f"{short(boxes)} is not a list of boxes") from None
     if isinstance(boxes, Mapping) and "label" not in boxes:
         boxes = [{"label": str(k), "box": v} for k, v in boxes.items()]
@@ -276,7 +276,7 @@ def _has_images(dataset: datasets.Dataset, column: str) -> list[bool]:
 def _json_cell(value: Mapping[str, Any], field: str, bad) -> Any:
     try:
         return json.loads(value[field])
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         raise bad(field, f"{short(value[field])} is not JSON text") from None
 
 
@@ -383,7 +383,7 @@ def _options_of(get: Mapping[str, Any], letter_cols: Sequence[str], bad) -> list
         if text.startswith("["):
             try:
                 options = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise bad("options", f"{short(text)} is not a JSON list") from None
         else:  # "A. first B. second" or one option per line
             parts = re.split(r"(?:^|\n|\s)\(?[A-P][\).:]\s+", "\n" + text)

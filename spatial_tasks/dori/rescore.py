@@ -12,19 +12,19 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from spatial_tasks.common.samples import SamplesError, find_runs, first_response, iter_samples, logged_record
+from spatial_tasks.common.samples import SamplesError, find_runs, first_response, rescore_file
 from spatial_tasks.dori import metrics
 from spatial_tasks.dori.schema import BENCHMARK, GRANULARITIES
-from spatial_tasks.dori.tasks import score
+from spatial_tasks.dori.tasks import LoggedQuestion, score
 
 
 def records_from_samples(path: Path) -> list[dict]:
-    out = []
-    for sample in iter_samples(path):
-        record = logged_record(sample, "acc", BENCHMARK)
-        if record is not None:
-            out.append(score(record, record.get("response", first_response(sample))))
-    return out
+    """Every logged answer of one samples file, checked (``tasks.LoggedQuestion``) and re-scored."""
+    def rescored(record: dict, sample: dict) -> dict:
+        LoggedQuestion.model_validate(record)
+        return score(record, record.get("response", first_response(sample)))
+
+    return rescore_file(path, ("acc",), BENCHMARK, rescored)
 
 
 def summary(records: list[dict]) -> dict:
@@ -75,9 +75,15 @@ def over_seeds(runs: dict[str, list[dict]], ddof: int = 0) -> dict:
     " seed=S" or " [stamp]" suffix removed) that used k different seeds. ``runs`` hold one seed
     each (``split_by_seed``)."""
     by_model: dict[str, dict] = defaultdict(dict)
+    first_label: dict[tuple[str, object], str] = {}
     for label, records in runs.items():
         model = re.sub(r"( seed=\S+| \[[^\]]*\])+$", "", label)
-        by_model[model][records[0].get("seed")] = summary(records)
+        seed = records[0].get("seed")
+        if (model, seed) in first_label:  # two runs of one seed: averaging them as two seeds would be wrong
+            raise SamplesError(f"{model}: two runs with option-order seed {seed} ({first_label[model, seed]!r} and "
+                               f"{label!r}); a seed summary needs one run per seed -- rescore them apart")
+        first_label[model, seed] = label
+        by_model[model][seed] = summary(records)
     out = {}
     for model, per_seed in by_model.items():
         if len(per_seed) < 2:
@@ -94,9 +100,9 @@ def rescore(paths: list[Path], ddof: int = 0) -> dict:
     if ddof not in (0, 1):
         raise ValueError(f"--ddof must be 0 (numpy's default, the paper's formula) or 1 (the sample std), not {ddof}")
     runs: dict[str, list[dict]] = {}
-    for path in paths:
+    for path in paths:  # one folder per seed, as `spatial-tasks dori-seeds` runs may be saved
         for label, records in records_by_run(path).items():
-            runs[label if label not in runs else f"{label} ({path})"] = records
+            runs[label if label not in runs else f"{label} [{path}]"] = records
     if not runs:
         raise SamplesError(f"{', '.join(map(str, paths))}: no DORI samples found (expected lmms-eval --log_samples "
                            "output: <stamp>_samples_dori_*.jsonl)")

@@ -13,15 +13,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Literal
 
 import datasets
 from PIL import Image, ImageDraw
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from spatial_tasks.common import images, prompts
 from spatial_tasks.common.choice import DECLINED, LETTERS, SELECTED, is_cannot_determine, read_choice
+from spatial_tasks.common.validate import reads_docs
 from spatial_tasks.dori import load, metrics, soft
-from spatial_tasks.dori.schema import BENCHMARK, GRANULARITIES, TASKS, TWO_IMAGE_TASKS, TWO_OBJECT_TASKS
+from spatial_tasks.dori.schema import (
+    BENCHMARK,
+    GRANULARITIES,
+    TASKS,
+    TWO_IMAGE_TASKS,
+    TWO_OBJECT_TASKS,
+)
 from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out, pool_subtasks  # noqa: F401
+
+# Every doc hook reads a doc our loader made (a clear error otherwise, not a KeyError mid-run).
+_canonical_doc = reads_docs(BENCHMARK, ("question_id", "task", "granularity", "options", "answer_index"))
 
 DEFAULT_PROMPT_KWARGS = {
     "pre_prompt": "",
@@ -103,6 +115,7 @@ def draw_boxes(image: Image.Image, boxes: list[dict]) -> Image.Image:
 DRAW_BOXES = ("auto", "always", "never")
 
 
+@_canonical_doc
 def doc_to_visual(doc: Mapping, lmms_eval_specific_kwargs: Mapping | None = None) -> list[Image.Image]:
     """The question's image(s); the boxes are drawn on the first when the source image has none
     (``draw_boxes``: "auto" trusts the source -- the official images show them, our renders do
@@ -141,6 +154,7 @@ def _object_lines(doc: Mapping) -> list[str]:
     return lines
 
 
+@_canonical_doc
 def doc_to_text(doc: Mapping, lmms_eval_specific_kwargs: Mapping | None = None) -> str:
     kwargs = {**DEFAULT_PROMPT_KWARGS, **(lmms_eval_specific_kwargs or {})}
     return prompts.render(BENCHMARK, f"{doc['task']}.jinja", granularity=doc["granularity"],
@@ -149,6 +163,7 @@ def doc_to_text(doc: Mapping, lmms_eval_specific_kwargs: Mapping | None = None) 
                           answer_format=kwargs["answer_format"])
 
 
+@_canonical_doc
 def doc_to_target(doc: Mapping) -> str:
     position = answer_position(doc)
     return f"{LETTERS[position]}. {doc['options'][doc['answer_index']]}"
@@ -160,6 +175,36 @@ def doc_to_target(doc: Mapping) -> str:
 # re-parses saved responses without the dataset.
 _RECORD_FIELDS = ("benchmark", "question_id", "task", "granularity", "seed", "source", "category", "broad_classes",
                   "natural", "n_options", "options", "shown_order", "option_values", "answer_index")
+
+
+class LoggedQuestion(BaseModel):
+    """What re-scoring reads of a logged record (``_RECORD_FIELDS``), checked by ``spatial-tasks
+    rescore dori``: an edited or foreign record is an error naming its field, never a score."""
+
+    model_config = ConfigDict(extra="allow")
+    question_id: str
+    task: str
+    granularity: Literal["coarse", "granular"]
+    options: list[str] = Field(min_length=2)
+    shown_order: list[int]
+    answer_index: int = Field(ge=0)
+    option_values: str | None = None
+    seed: int | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.task not in TASKS:
+            raise ValueError(f"task {self.task!r} is not one of DORI's {list(TASKS)}")
+        n = len(self.options)
+        if sorted(self.shown_order) != list(range(n)):
+            raise ValueError(f"shown_order {self.shown_order} is not an order of the {n} options")
+        if self.answer_index >= n:
+            raise ValueError(f"answer_index {self.answer_index} is not one of the {n} options")
+        if self.option_values is not None:
+            values = json.loads(self.option_values)
+            if not isinstance(values, list) or len(values) != n:
+                raise ValueError(f"option_values holds no value per option ({n})")
+        return self
 
 
 def score(doc: Mapping, response: object) -> dict:
@@ -198,14 +243,17 @@ COARSE_METRICS = ("acc", "unparseable", "declined", "refused")
 GRANULAR_METRICS = ("acc", "soft", "unparseable", "declined", "refused")
 
 
+@_canonical_doc
 def process_results_coarse(doc, results):
     return fan_out(score(doc, results[0] if results else ""), COARSE_METRICS)
 
 
+@_canonical_doc
 def process_results_granular(doc, results):
     return fan_out(score(doc, results[0] if results else ""), GRANULAR_METRICS)
 
 
+@_canonical_doc
 def process_results_any(doc, results):
     """dori_sample mixes both granularities: every metric (soft = acc on coarse questions)."""
     return fan_out(score(doc, results[0] if results else ""), GRANULAR_METRICS)

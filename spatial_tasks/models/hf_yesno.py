@@ -37,6 +37,7 @@ from loguru import logger as eval_logger
 from PIL import Image
 from tqdm import tqdm
 
+from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.validate import flag
 from spatial_tasks.common.yesno import YesNoLogits, encode_payload
 from spatial_tasks.harness import lmms_eval_qwen2_5_vl
@@ -47,7 +48,7 @@ _VIDEO_SUFFIXES = (".mp4", ".avi", ".mov")
 GROUP_WINDOW = 256  # requests whose visuals are loaded and ordered by image at a time (group_images)
 
 
-class YesNoTokenError(ValueError):
+class YesNoTokenError(UserError, ValueError):
     """An answer word is not a single token of the model's tokenizer."""
 
 

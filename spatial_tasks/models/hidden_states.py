@@ -26,13 +26,41 @@ import numpy as np
 import torch
 from PIL import Image
 
+from spatial_tasks.common.errors import UserError
+
+
+class TorchDeviceError(UserError, RuntimeError):
+    """The requested torch device does not exist on this machine."""
+
+
+def check_torch_device(device: str) -> torch.device:
+    """``device`` ("cpu", "cuda", "cuda:1", "mps") as a torch.device that exists here; a
+    TorchDeviceError saying what exists otherwise (before any model is loaded)."""
+    try:
+        chosen = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise TorchDeviceError(f"--device {device!r}: not a torch device (cpu, cuda, cuda:N, mps)") from None
+    if chosen.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise TorchDeviceError(f"--device {device}: torch sees no CUDA GPU on this machine "
+                                   f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'none'}); "
+                                   "use --device cpu")
+        if chosen.index is not None and chosen.index >= count:
+            raise TorchDeviceError(f"--device {device}: this machine has {count} CUDA GPU(s) (cuda:0..cuda:{count - 1})")
+    elif chosen.type == "mps" and not torch.backends.mps.is_available():
+        raise TorchDeviceError(f"--device {device}: Apple MPS is not available here; use --device cpu")
+    elif chosen.type not in ("cpu", "cuda", "mps"):
+        raise TorchDeviceError(f"--device {device}: choose cpu, cuda, cuda:N or mps")
+    return chosen
+
 
 class HiddenStateModel(ABC):
     """One loaded VLM that returns last-token hidden states for batches of (question, image)."""
 
     def __init__(self, pretrained: str, device: str = "cpu", dtype: str = "bfloat16") -> None:
         self.pretrained = pretrained
-        self.device = torch.device(device)
+        self.device = check_torch_device(device)
         self.dtype = getattr(torch, dtype)
         self._load()
 

@@ -185,13 +185,24 @@ class O3DSource(Mapping):
         """The decoded PIL image in one cell (strict decode; not converted)."""
         return images.open_image(self.encoded(name, row, column, image_name), self.where(name, row, column))
 
-    def check_images(self, name: str, rows: Iterable[int], columns: Iterable[str]) -> int:
-        """``images.check_image`` on the given cells of subset ``name``; returns how many."""
+    def check_images(self, name: str, rows: Iterable[int], columns: Iterable[str], reference: str | None = None) -> int:
+        """``images.check_image`` on the given cells of subset ``name``; returns how many. With a
+        ``reference`` column, the masks and depth map of each row (``AUXILIARY_IMAGE_COLUMNS``) must
+        have its size: markers and depth are read pixel for pixel against that image."""
+        columns = list(columns)
         cells = [(row, column) for row in sorted(set(rows)) for column in columns
                  if (name, row, column) not in self._checked]
+        sizes: dict[tuple[int, str], tuple[int, int]] = {}
         for row, column in images.progress(cells, f"O3-D {name}: checking images"):
-            images.check_image(self.encoded(name, row, column), self.where(name, row, column))
+            _, sizes[row, column] = images.check_image(self.encoded(name, row, column), self.where(name, row, column))
             self._checked.add((name, row, column))
+        if reference is not None:
+            for (row, column), size in sorted(sizes.items()):
+                want = sizes.get((row, reference))
+                if column in AUXILIARY_IMAGE_COLUMNS and want is not None and size != want:
+                    raise SchemaError(f"{self.where(name, row, column)}: {size[0]} x {size[1]} px, but its image "
+                                      f"{reference!r} is {want[0]} x {want[1]} px (a {column} must match it pixel "
+                                      "for pixel)")
         return len(cells)
 
 
@@ -320,7 +331,10 @@ def _subset_plan(src: O3DSource, name: str, need_plain: bool, need_marked: bool,
             plan["draw"] = True
     image_cols = src._image_columns(name)
     shown = {plan["plain"], plan["marked"]} - {None}
-    plan["checked"] = sorted(c for c in shown | set(AUXILIARY_IMAGE_COLUMNS) if c in image_cols)
+    # the image the masks and depth map describe: the augmented photo where there is one, else the render
+    plan["size_reference"] = next((c for c in ("augmented_image", "image") if c in image_cols), None)
+    plan["checked"] = sorted(c for c in shown | {plan["size_reference"], *AUXILIARY_IMAGE_COLUMNS}
+                             if c in image_cols)
     return plan
 
 
@@ -478,7 +492,7 @@ def _image_fields(src: O3DSource, plans: dict[str, dict], needed_rows: dict[str,
             records.append(schema.normalise_image_row(s, {c: table[c][j] for c in meta_cols}, cols,
                                                       where=src.where(s, r)))
         if check_images:
-            src.check_images(s, needed, plans[s]["checked"])
+            src.check_images(s, needed, plans[s]["checked"], plans[s]["size_reference"])
     meta_schema = pa.schema([schema.DOC_FEATURES.arrow_schema.field(f) for f in schema.IMAGE_FIELDS])
     return _ImageFields(records, position, pa.Table.from_pylist(records, schema=meta_schema))
 

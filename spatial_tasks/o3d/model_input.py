@@ -13,10 +13,14 @@ import datasets
 from PIL import Image
 
 from spatial_tasks.common import prompts as templates
+from spatial_tasks.common.validate import reads_docs
 from spatial_tasks.o3d import load
 from spatial_tasks.o3d.demonstrations import demonstration_answer, demonstration_doc
 from spatial_tasks.o3d.prompts import with_answer_instruction
 from spatial_tasks.o3d.schema import BENCHMARK
+
+# Every doc hook reads a doc our loader made (a clear error otherwise, not a KeyError mid-run).
+_canonical_doc = reads_docs(BENCHMARK, ("question_id", "subset_name", "question", "gt_label"))
 
 PROMPT_TEMPLATE = "prompt.jinja"
 ICL_TEMPLATE = "icl_cot.jinja"
@@ -37,25 +41,30 @@ def _shown_question(doc: Mapping[str, Any], kwargs: Mapping) -> str:
         raise ValueError(f"o3d question {doc['question_id']!r}: {err}") from None
 
 
+@_canonical_doc
 def doc_to_visual(doc: Mapping[str, Any]) -> list[Image.Image]:
     """The one image of the question (marked questions on synthetic images: markers drawn from masks)."""
     return [load.image_for(doc)]
 
 
+@_canonical_doc
 def doc_to_text(doc: Mapping[str, Any], lmms_eval_specific_kwargs: Mapping | None = None) -> str:
     kwargs = _prompt_kwargs(lmms_eval_specific_kwargs)
     return templates.render(BENCHMARK, PROMPT_TEMPLATE, **{**kwargs, "question": _shown_question(doc, kwargs)})
 
 
+@_canonical_doc
 def doc_to_target(doc: Mapping[str, Any]) -> str:
     return doc["gt_label"]
 
 
+@_canonical_doc
 def doc_to_visual_icl(doc: Mapping[str, Any]) -> list[Image.Image]:
     """The demonstrations' images (in prompt order), then the query's: ``<image 1>`` ... ``<image 3>``."""
     return [*(load.image_for(demonstration_doc(doc, d)) for d in doc["icl_demos"]), load.image_for(doc)]
 
 
+@_canonical_doc
 def doc_to_text_icl(doc: Mapping[str, Any], lmms_eval_specific_kwargs: Mapping | None = None) -> str:
     """Demonstrations then the query, each image referred to by an ``<image N>`` placeholder at its
     place (N indexes ``doc_to_visual_icl``). Models that interleave at such placeholders (lmms-eval's
@@ -83,6 +92,7 @@ def interleave(text: str, visuals: Sequence[Any]) -> list[dict]:
     return parts
 
 
+@_canonical_doc
 def doc_to_messages_icl(doc: Mapping[str, Any], lmms_eval_specific_kwargs: Mapping | None = None) -> list[dict]:
     """Chat models (lmms-eval's default for qwen2_5_vl and openai): one user turn with every image
     interleaved at its place among the demonstrations' texts and the query."""

@@ -105,8 +105,8 @@ def plot_near_far_bias(biases: Mapping[str, float | None], path: str | Path, *, 
     (near), +1 = always "farther". ``n`` (model -> rows) is added to the model names."""
     rows = {(f"{m} (n={n[m]})" if n and m in n else m): {"bias": b} for m, b in biases.items()}
     return grouped_hbars(rows, ["bias"], path, title=title or "O3-D near–far bias (Eq. 1)",
-                         xlabel="bias_NF = Acc_F − Acc_N   (−1: always \"closer\" · 0: none · +1: always \"farther\")",
-                         xlim=(-1.0, 1.0), reference=0.0, key_labels={"bias": "bias_NF"}, signed=True,
+                         xlabel="bias_nf = acc_far − acc_near   (−1: always \"closer\" · 0: none · +1: always \"farther\")",
+                         xlim=(-1.0, 1.0), reference=0.0, key_labels={"bias": "bias_nf"}, signed=True,
                          notes=["n/a: no near and far rows, or no parseable answer."])
 
 

@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from spatial_tasks.common.validate import reads_docs
 from spatial_tasks.harness import fan_out
 from spatial_tasks.o3d.parse import is_correct, parse_answer
 from spatial_tasks.o3d.prompts import parse_prompt
-from spatial_tasks.o3d.schema import BENCHMARK
+from spatial_tasks.o3d.schema import BENCHMARK, CLARITY_LEVELS, CUE_CODES
 from spatial_tasks.o3d.task_metrics import (
     BASIC_METRICS,
     ICL_METRICS,
@@ -17,6 +20,9 @@ from spatial_tasks.o3d.task_metrics import (
     MARKERS_METRICS,
     REAL_METRICS,
 )
+
+# Every doc hook reads a doc our loader made (a clear error otherwise, not a KeyError mid-run).
+_canonical_doc = reads_docs(BENCHMARK, ("question_id", "subset_name", "question", "gt_label"))
 
 RECORD_FIELDS = (
     "benchmark", "question_id", "subset_name", "image_name", "image_family", "in_paper", "synthetic",
@@ -57,6 +63,33 @@ def record(doc: Mapping[str, Any], response: str, *, icl: bool = False) -> dict:
     }
 
 
+class LoggedRecord(BaseModel):
+    """What re-scoring and the metrics read of a logged record (``RECORD_FIELDS``), checked by
+    ``spatial-tasks rescore o3d``: an edited or foreign record is an error, never a score."""
+
+    model_config = ConfigDict(extra="allow")
+    question_id: str
+    subset_name: str
+    question: str = Field(min_length=1)
+    response: str | None = None
+    gt_position: Literal["near", "far", "none"]
+    cues: list[str]
+    cue_strength: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    ques_clarity: float
+    is_marked: bool
+    is_real: bool
+    icl: bool = False
+
+    @model_validator(mode="after")
+    def _values(self):
+        unknown = [c for c in self.cues if c not in CUE_CODES]
+        if unknown:
+            raise ValueError(f"cues {unknown} are not O3-D cue codes {list(CUE_CODES)}")
+        if float(self.ques_clarity) not in CLARITY_LEVELS:
+            raise ValueError(f"ques_clarity {self.ques_clarity} is not one of {sorted(CLARITY_LEVELS)}")
+        return self
+
+
 def rescored(rec: Mapping[str, Any]) -> dict:
     """A logged record re-parsed from its own response and question (what rescoring does)."""
     label = parse_answer(rec.get("response"), rec.get("question"))
@@ -70,21 +103,26 @@ def _first(results: Sequence[Any]) -> str:
     return first if isinstance(first, str) else ("" if first is None else str(first))
 
 
+@_canonical_doc
 def process_results_basic(doc, results):
     return fan_out(record(doc, _first(results)), BASIC_METRICS)
 
 
+@_canonical_doc
 def process_results_language(doc, results):
     return fan_out(record(doc, _first(results)), LANGUAGE_METRICS)
 
 
+@_canonical_doc
 def process_results_markers(doc, results):
     return fan_out(record(doc, _first(results)), MARKERS_METRICS)
 
 
+@_canonical_doc
 def process_results_real(doc, results):
     return fan_out(record(doc, _first(results)), REAL_METRICS)
 
 
+@_canonical_doc
 def process_results_icl(doc, results):
     return fan_out(record(doc, _first(results), icl=True), ICL_METRICS)

@@ -8,7 +8,7 @@ figures agree with the results table) and pooled over the run's O3-D tasks:
   triangle; in the upper triangle a depth baseline's, when one is among the runs
   (``spatial_baseline`` with ``rule=depth_model`` preferred, else ``rule=depth_oracle``), as
   the paper shows DepthAnythingV2 there;
-* ``o3d_near_far_bias.png``: bias_NF = Acc_F - Acc_N (Eq. 1) per run;
+* ``o3d_near_far_bias.png``: bias_nf = acc_far - acc_near (Eq. 1) per run;
 * ``o3d_sdgm.png``: SDGM vision vs language (Eq. 2) per run.
 """
 
@@ -79,17 +79,17 @@ def o3d_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
                 for label, s in summaries.items()}))
 
     task_cols = ("acc", "acc_near", "acc_far", "bias_nf", "sdgm_vision", "sdgm_language", "consistency", "unparseable")
-    lines = ["| run | task | n | acc | acc_N | acc_F | bias_NF | SDGM_V | SDGM_L | C | unparseable |",
+    lines = ["| run | task | n | " + " | ".join(task_cols) + " |",
              "|---|---|---:|" + "---:|" * len(task_cols)]
     for label, per_task in tasks.items():
         for task, m in sorted(per_task.items()):
             lines.append(f"| {label} | {task} | {m.get('n_scored')} | " + " | ".join(
                 number(m.get(k), signed=k == "bias_nf") for k in task_cols) + " |")
     cols = ("HP", "OC", "RS", "TG", "SA", "LS", "FO", "FS", "sim0", "sim1", "sim2", "real0", "real1", "real2")
-    pooled = ("bias_nf", "sdgm_vision", "sdgm_language", "language_consistency", "unparseable_share")
+    pooled = ("bias_nf", "sdgm_vision", "sdgm_language", "consistency", "unparseable")
     lines += ["", "Pooled over each run's O3-D tasks: Table 12's cells (accuracy), and bias and SDGMs over the "
               "paper's SDGM population (synthetic, regular strength, no ICL, clarity ≥ 3):", "",
-              "| run | " + " | ".join(cols) + " | bias_NF | SDGM_V | SDGM_L | C | unparseable |",
+              "| run | " + " | ".join((*cols, *pooled)) + " |",
               "|---|" + "---:|" * (len(cols) + len(pooled))]
     for label, s in summaries.items():
         lines.append(f"| {label} | " + " | ".join(number(s.get(c)) for c in cols) + " | " + " | ".join(
@@ -99,10 +99,13 @@ def o3d_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
 
 LEGEND = [
     "- **n**: questions scored (images without an odd object are not scored). **acc**: accuracy; an unparseable "
-    "answer counts as wrong. **acc_N / acc_F**: accuracy when the target is nearer / farther than the others.",
-    "- **bias_NF** = acc_F − acc_N (Eq. 1): −1 = always answers \"closer\", +1 = always \"farther\", 0 = neither.",
-    "- **SDGM_V / SDGM_L** (Eq. 2): standard deviation of acc_N over the cue groups (vision influence) / over the "
-    "question groups (language influence), the paper's population std; **C** = 1 − SDGM_L (language consistency).",
+    "answer counts as wrong. **acc_near / acc_far**: accuracy when the target is nearer / farther than the others "
+    "(the paper's Acc_N / Acc_F). Column names are the metric names of lmms-eval's table and of `rescore`.",
+    "- **bias_nf** = acc_far − acc_near (the paper's bias_NF, Eq. 1): −1 = always answers \"closer\", +1 = always "
+    "\"farther\", 0 = neither.",
+    "- **sdgm_vision / sdgm_language** (the paper's SDGM_V / SDGM_L, Eq. 2): standard deviation of acc_near over the "
+    "cue groups (vision influence) / over the question groups (language influence), the paper's population std; "
+    "**consistency** = 1 − sdgm_language (the paper's C, language consistency).",
     "- Cue columns (Table 12, single-cue images, all strengths): **HP** height in the plane, **OC** occlusion, "
     "**RS** relative size, **TG** texture gradient, **SA** aerial perspective, **LS** light and shadow, **FO** focus, "
     "**FS** familiar size.",

@@ -43,6 +43,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
+from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.samples import iter_json_lines
 from spatial_tasks.common.stats import is_defined, share
 from spatial_tasks.o3d import metrics
@@ -99,7 +100,7 @@ PAPER_TABLE12: dict[str, dict[str, float]] = {
 REPRODUCIBLE_COLUMNS = (*CUE_COLUMNS, "sim0", "sim1", "real0", "real1", "real2")
 
 
-class ReleasedFormatError(ValueError):
+class ReleasedFormatError(UserError, ValueError):
     pass
 
 
@@ -287,11 +288,11 @@ def summarise_model(records: list[dict], ddof: int = 0) -> dict:
     out["acc_near"], out["acc_far"] = bias["acc_near"], bias["acc_far"]
     out["sdgm_vision"] = vision["sdgm"]
     out["sdgm_language"] = language["sdgm"]
-    out["language_consistency"] = 1 - language["sdgm"]
+    out["consistency"] = 1 - language["sdgm"]  # C: the lmms-eval metric name
     out["modified_sdgm"] = metrics.modified_sdgm_all(population, ddof, population=False)
     groups = metrics.cue_group_accuracy(population, population=False)
     out["cue_group_accuracy"] = {g: a["acc"] for g, a in groups.items()}
-    out["unparseable_share"] = share(records, lambda r: r["label"] == UNPARSEABLE)
+    out["unparseable"] = share(records, lambda r: r["label"] == UNPARSEABLE)
     n["bias_nf"] = {"near": bias["n_near"], "far": bias["n_far"]}
     n["sdgm_vision"] = {"groups": vision["n_groups"], "rows": vision["n"]}
     n["sdgm_language"] = {"groups": language["n_groups"], "rows": language["n"]}
@@ -305,7 +306,7 @@ def rescore_released(path: str | Path, ddof: int = 0) -> dict:
     """Table 12 (and the bias / SDGM figures) per model from a released-outputs file.
 
     Returns ``{"models": {model: {"HP": acc, ..., "FS", "sim0", "sim1", "sim2", "real0", "real1",
-    "real2", "bias_nf", "sdgm_vision", "sdgm_language", "unparseable_share", "n": {...}, ...}},
+    "real2", "bias_nf", "sdgm_vision", "sdgm_language", "consistency", "unparseable", "n": {...}, ...}},
     ...}``; a cell without rows is NaN with n 0. ``ddof``: 0 = the paper's population standard
     deviation, 1 = the authors' pandas sample standard deviation.
     """
@@ -355,23 +356,22 @@ def records_from_samples_file(path: Path) -> tuple[list[dict], tuple[str, ...]]:
     The record is logged under the task's first metric; the other metric keys hold a pointer
     string (``tasks.RecordRef``); both mark a key as one of the task's metrics.
     """
-    from spatial_tasks.common.samples import iter_samples
+    from spatial_tasks.common.samples import rescore_file
     from spatial_tasks.harness import is_record_ref
-    from spatial_tasks.o3d.tasks import BENCHMARK, rescored
+    from spatial_tasks.o3d.records import LoggedRecord, rescored
+    from spatial_tasks.o3d.schema import BENCHMARK
 
-    records: list[dict] = []
     names: dict[str, None] = {}
-    for sample in iter_samples(path):
-        rec = None
+
+    def rescore_one(record: dict, sample: dict) -> dict:
         for key, value in sample.items():
-            if isinstance(value, dict) and value.get("benchmark") == BENCHMARK:
-                rec = rec or value
+            if (isinstance(value, dict) and value.get("benchmark") == BENCHMARK) or is_record_ref(value):
                 names.setdefault(key)
-            elif is_record_ref(value):
-                names.setdefault(key)
-        if rec is not None:
-            records.append(rescored(rec))
-    return records, tuple(names)
+        LoggedRecord.model_validate(record)
+        return rescored(record)
+
+    keys = ("acc",)  # every O3-D task logs its record under its first metric, acc
+    return rescore_file(path, keys, BENCHMARK, rescore_one), tuple(names)
 
 
 def task_metrics(records: list[dict], names: tuple[str, ...]) -> dict:

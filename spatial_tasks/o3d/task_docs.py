@@ -88,6 +88,10 @@ def build_task_docs(questions: datasets.Dataset, data: TaskData, *, subsets: Seq
         level = "" if clarity is None else f" at clarity {clarity:g}"
         raise schema.SchemaError(f"{origin.where}: no {kind} questions{level} about the subsets {list(subsets)}; "
                                  "this task has nothing to evaluate on this data")
+    asked = set(docs.unique("subset_name"))
+    if asked != set(subsets):  # e.g. a generated folder with some cue sets only
+        log.info(f"{origin.where}: evaluating the subsets {sorted(asked)}; no questions about "
+                 f"{sorted(set(subsets) - asked)}")
     return _fill_missing_strengths(docs)
 
 

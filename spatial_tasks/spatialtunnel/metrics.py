@@ -85,14 +85,16 @@ def cell_grid(records: Iterable[dict]) -> list[list[float]]:
     return [[mean(sums.get((i, j), ())) for j in range(grid)] for i in range(grid)]
 
 
-def cell_relations(records: Iterable[dict]) -> list[list[str | None]]:
-    """Per-cell two-way relation (for drawing which cells are consistent or counter)."""
+def cell_relations(records: Iterable[dict], two_way: bool = True) -> list[list[str | None]]:
+    """Per-cell relation, for drawing: two-way (consistent | counter, the split of v_cons / v_ctr)
+    or three-way (adds ambiguous, the pairs of v_amb)."""
+    key = "relation_two_way" if two_way else "relation"
     grid, rel = 0, {}
     for r in records:
         if r.get("theta1_index") is None or r.get("theta2_index") is None:
             continue
         grid = max(grid, int(r["grid"]))
-        rel[(int(r["theta1_index"]), int(r["theta2_index"]))] = r["relation_two_way"]
+        rel[(int(r["theta1_index"]), int(r["theta2_index"]))] = r[key]
     return [[rel.get((i, j)) for j in range(grid)] for i in range(grid)]
 
 

@@ -13,9 +13,10 @@ import numpy as np  # noqa: E402
 from matplotlib.patches import Patch, Rectangle  # noqa: E402
 
 
-def heatmap(grid: list[list[float]], relations: list[list[str | None]] | None, title: str,
-            path: Path) -> Path:
-    """Per-cell v over (theta1, theta2); counter cells are hatched and outlined in black."""
+def heatmap(grid: list[list[float]], relations: list[list[str | None]] | None,
+            three_way: list[list[str | None]] | None, title: str, path: Path) -> Path:
+    """Per-cell v over (theta1, theta2); counter cells (two-way: v_ctr) are hatched and outlined in
+    black, ambiguous cells (three-way: v_amb, also in v_cons or v_ctr) outlined with dots."""
     values = np.array([[np.nan if v is None else v for v in row] for row in grid], dtype=float)
     n = values.shape[0]
     fig, ax = plt.subplots(figsize=(6.4, 5.6), dpi=120)
@@ -26,6 +27,10 @@ def heatmap(grid: list[list[float]], relations: list[list[str | None]] | None, t
                 if relations[i][j] == "counter":
                     ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///",
                                            edgecolor="black", linewidth=0.6))
+    ambiguous = [(i, j) for i, row in enumerate(three_way or []) for j, r in enumerate(row) if r == "ambiguous"]
+    for i, j in ambiguous:
+        ax.add_patch(Rectangle((j - 0.42, i - 0.42), 0.84, 0.84, fill=False, linestyle=(0, (1.5, 1.5)), edgecolor="#00b7ff",
+                               linewidth=2.4))
     ticks = list(range(n))
     labels = [f"{360 * k / n:.0f}°" for k in ticks]
     step = max(1, n // 8)
@@ -36,9 +41,13 @@ def heatmap(grid: list[list[float]], relations: list[list[str | None]] | None, t
     ax.set_title("\n".join(textwrap.fill(line, 64) for line in title.splitlines()), fontsize=9.5)
     bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     bar.set_label("v (mean correctness over the 4 questions)")
-    ax.legend(handles=[Patch(facecolor="white", edgecolor="black", hatch="///", label="counter cell"),
-                       Patch(facecolor="white", edgecolor="grey", label="consistent cell")],
-              loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, fontsize=8, frameon=False)
+    handles = [Patch(facecolor="white", edgecolor="black", hatch="///", label="counter cell (v_ctr)"),
+               Patch(facecolor="white", edgecolor="grey", label="consistent cell (v_cons)")]
+    if ambiguous:
+        handles.append(Patch(facecolor="white", edgecolor="#00b7ff", linestyle=(0, (1.5, 1.5)), linewidth=2.0,
+                             label="ambiguous (v_amb; also in v_cons or v_ctr)"))
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=len(handles), fontsize=7.5,
+              frameon=False)
     fig.tight_layout()
     fig.savefig(path, bbox_inches="tight")
     plt.close(fig)

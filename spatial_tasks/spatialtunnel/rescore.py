@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spatial_tasks.common.samples import SamplesError, find_runs, first_response, iter_samples, logged_record
+from spatial_tasks.common.samples import SamplesError, find_runs, first_response, rescore_file
 from spatial_tasks.common.yesno import is_payload
 from spatial_tasks.spatialtunnel import metrics
-from spatial_tasks.spatialtunnel.tasks import exact_match_record, logit_record
+from spatial_tasks.spatialtunnel.tasks import LoggedQuestion, exact_match_record, logit_record
 
 BENCHMARK = "spatialtunnel"
 PROTOCOLS = ("auto", "exact", "logit")
@@ -28,11 +28,11 @@ def records_from_samples(path: Path, protocol: str = "auto") -> list[dict]:
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"--protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
-    pairs = []
-    for sample in iter_samples(path):
-        record = logged_record(sample, "v", BENCHMARK)
-        if record is not None:
-            pairs.append((record, record.get("response", first_response(sample))))
+    def checked(record: dict, sample: dict) -> tuple[dict, str]:
+        LoggedQuestion.model_validate(record)
+        return record, record.get("response", first_response(sample))
+
+    pairs = rescore_file(path, ("v",), BENCHMARK, checked)
     scorers = {"logit": logit_record, "exact": exact_match_record}
     fallback = "logit" if pairs and all(is_payload(r) for _, r in pairs) else "exact"
     out = []

@@ -8,21 +8,48 @@ Two protocols share docs and metrics:
 
 from __future__ import annotations
 
+from typing import Literal
+
 import datasets
 from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field
 
 from spatial_tasks.common import images, prompts
+from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.validate import reads_docs
 from spatial_tasks.common.yesno import UNPARSEABLE, decode_payload, is_payload, parse_yes_no
 from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out, pool_subtasks  # noqa: F401
 from spatial_tasks.spatialtunnel import load, metrics
+
+# Every doc hook reads a doc our loader made (a clear error otherwise, not a KeyError mid-run).
+_canonical_doc = reads_docs("spatialtunnel", ("question_id", "question", "answer", "image"))
 
 DEFAULT_PROMPT_KWARGS = {"pre_prompt": "", "answer_suffix": " Answer with yes or no."}
 _RECORD_FIELDS = ("benchmark", "question_id", "image_id", "variant", "template_id", "answer", "relation",
                   "relation_two_way", "theta1_index", "theta2_index", "grid", "size1_nominal")
 
 
-class LogitsMissingError(RuntimeError):
+class LogitsMissingError(UserError, RuntimeError):
     pass
+
+
+class LoggedQuestion(BaseModel):
+    """What re-scoring reads of a logged record (``_RECORD_FIELDS`` + response), checked by
+    ``spatial-tasks rescore`` so that an edited or foreign record is an error, never a score."""
+
+    model_config = ConfigDict(extra="allow")
+    question_id: str
+    variant: Literal["phase", "size"]
+    template_id: int = Field(ge=1, le=4)
+    answer: Literal["Yes", "No"]
+    relation: Literal["consistent", "counter", "ambiguous", "unknown"]
+    relation_two_way: Literal["consistent", "counter", "unknown"]
+    grid: int | None = Field(default=None, ge=2)
+    theta1_index: int | None = Field(default=None, ge=0)
+    theta2_index: int | None = Field(default=None, ge=0)
+    size1_nominal: float | None = Field(default=None, allow_inf_nan=False)
+    protocol: Literal["exact", "logit"] | None = None
+    response: str | None = None
 
 
 def _docs(variant: str):
@@ -40,15 +67,18 @@ process_docs_phase = DocsHook("spatialtunnel.process_docs_phase", _docs("phase")
 process_docs_size = DocsHook("spatialtunnel.process_docs_size", _docs("size"))
 
 
+@_canonical_doc
 def doc_to_visual(doc: dict) -> list[Image.Image]:
     return [images.open_ref(doc["image"])]
 
 
+@_canonical_doc
 def doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> str:
     kwargs = {**DEFAULT_PROMPT_KWARGS, **(lmms_eval_specific_kwargs or {})}
     return prompts.render("spatialtunnel", "question.jinja", question=doc["question"], **kwargs)
 
 
+@_canonical_doc
 def doc_to_target(doc: dict) -> str:
     return doc["answer"]
 
@@ -89,18 +119,22 @@ PHASE_METRICS = ("v", "v_cons", "v_ctr", "delta", "v_amb", "unparseable")
 SIZE_METRICS = ("v", "v_cons", "v_ctr", "delta", "v_s010", "v_s030", "delta_s", "unparseable")
 
 
+@_canonical_doc
 def process_results_phase(doc, results):
     return fan_out(exact_match_record(doc, results), PHASE_METRICS)
 
 
+@_canonical_doc
 def process_results_size(doc, results):
     return fan_out(exact_match_record(doc, results), SIZE_METRICS)
 
 
+@_canonical_doc
 def process_results_logit_phase(doc, results):
     return fan_out(logit_record(doc, results), PHASE_METRICS)
 
 
+@_canonical_doc
 def process_results_logit_size(doc, results):
     return fan_out(logit_record(doc, results), SIZE_METRICS)
 

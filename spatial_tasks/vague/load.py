@@ -40,6 +40,7 @@ from spatial_tasks.common.validate import (
     SourceError,
     columns,
     is_finite_number,
+    parquet_columns,
     short,
 )
 from spatial_tasks.vague.schema import (
@@ -359,14 +360,13 @@ def check_folder(root: Path, subset: str | None = None) -> str:
     """Which layout a local folder holds ("hub" or "items"), checked without reading images: the
     Hub layout's parquet has the release's columns and a train split; the GitHub layout has item
     files (of ``subset``, when given). Else a one-line SourceError saying what is there."""
-    import pyarrow.parquet as pq
 
     root = Path(root)
     if not root.is_dir():
         raise SourceError(f"{root}: not a folder")
     tables = sorted(root.rglob("*.parquet"))
     if tables:
-        names = pq.read_schema(tables[0]).names
+        names = parquet_columns(tables[0])
         missing = [c for c in TABLE_COLUMNS if c not in names]
         if missing:
             raise SourceError(f"{tables[0]}: not the VAGUE release's layout: missing column(s) {missing}; found "

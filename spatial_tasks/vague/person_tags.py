@@ -69,7 +69,7 @@ def read_boxes(boxes: str) -> list:
     text = Path(boxes).read_text(encoding="utf-8") if Path(boxes).is_file() else boxes
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise ValueError(f"--boxes: neither JSON nor a JSON file: {boxes[:80]!r}") from None
     if isinstance(value, dict):
         value = (value.get("meta") or {}).get("person_bbox", value.get("person_bbox"))

@@ -6,22 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from spatial_tasks.common.choice import DECLINED, REFUSED, UNPARSEABLE, outcome_share
-from spatial_tasks.common.samples import SamplesError, find_runs, first_response, iter_samples, logged_record
+from spatial_tasks.common.samples import SamplesError, find_runs, first_response, rescore_file
 from spatial_tasks.vague import metrics
 from spatial_tasks.vague.schema import BENCHMARK, WRONG_TYPES
-from spatial_tasks.vague.tasks import score_freeform, score_mcq
+from spatial_tasks.vague.tasks import LoggedItem, score_freeform, score_mcq
 
 
 def records_from_samples(path: Path) -> list[dict]:
-    out = []
-    for sample in iter_samples(path):
-        record = logged_record(sample, "acc", BENCHMARK) or logged_record(sample, "bleu1", BENCHMARK)
-        if record is None:
-            continue
-        response = record.get("response", first_response(sample))
-        scorer = score_freeform if record.get("kind") == "freeform" else score_mcq
-        out.append(scorer(record, response, record["setting"]))
-    return out
+    """Every logged answer of one samples file, checked (``tasks.LoggedItem``) and re-scored."""
+    def rescored(record: dict, sample: dict) -> dict:
+        LoggedItem.model_validate(record)
+        scorer = score_freeform if record["kind"] == "freeform" else score_mcq
+        return scorer(record, record.get("response", first_response(sample)), record["setting"])
+
+    return rescore_file(path, ("acc", "bleu1"), BENCHMARK, rescored)
 
 
 def summary(records: list[dict]) -> dict:

@@ -19,17 +19,25 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from functools import lru_cache
+from typing import Literal
 
 import datasets
 from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from spatial_tasks.common import images, prompts
 from spatial_tasks.common.choice import DECLINED, REFUSED, SELECTED, UNPARSEABLE, outcome_share, read_choice
+from spatial_tasks.common.validate import reads_docs
 from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out
 from spatial_tasks.vague import load, metrics
 from spatial_tasks.vague.parse import final_part
 from spatial_tasks.vague.person_tags import draw_person_tags
-from spatial_tasks.vague.schema import BENCHMARK, FAKE_SCENE, NONEXISTENT, SURFACE
+from spatial_tasks.vague.schema import BENCHMARK, FAKE_SCENE, MCQ_SETTINGS, NONEXISTENT, SURFACE
+
+# Every doc hook reads a doc our loader made (a clear error otherwise, not a KeyError mid-run).
+_canonical_doc = reads_docs(BENCHMARK, ("item_id", "subset", "indirect", "letters", "option_texts", "answer"))
+
+FREEFORM_SETTINGS = ("freeform", "freeform_cot")
 
 CAPTION_PROMPT = "Describe the provided image in 2~3 sentences."  # the authors' CAP_PROMPT
 DEFAULT_PROMPT_KWARGS = {"pre_prompt": "", "post_prompt": "", "caption_prompt": CAPTION_PROMPT}
@@ -65,7 +73,10 @@ def _folder_docs(folder: str) -> tuple[dict, ...]:
 
 def docs_for(dataset: datasets.Dataset | None, data: TaskData, subset: str | None) -> datasets.Dataset:
     """The docs of one subset (None: both): the table lmms-eval loaded, or the GitHub-layout
-    folder ``data`` names. 16 tasks read one release, so the docs are built once per process."""
+    folder ``data`` names. 16 tasks read one release, so the docs are built once per process.
+    A task that scores BERTScore checks its settings here, before any answer is generated."""
+    if "bertscore_f1" in data.metrics:
+        metrics.bertscore_backbone()
     if dataset is None:
         docs = _folder_docs(str(data.local_folder))
         where = str(data.local_folder)
@@ -98,10 +109,12 @@ def image(doc: Mapping) -> Image.Image:
     return shown
 
 
+@_canonical_doc
 def doc_to_visual(doc: Mapping) -> list[Image.Image]:
     return [image(doc)]
 
 
+@_canonical_doc
 def doc_to_visual_none(doc: Mapping) -> list:
     """LM and SM_gpt settings: text only."""
     return []
@@ -137,26 +150,32 @@ def freeform_prompt(doc: Mapping, setting: str, kwargs: Mapping | None = None) -
     return _wrap(text, _kwargs(kwargs))
 
 
+@_canonical_doc
 def doc_to_text_vlm(doc, lmms_eval_specific_kwargs=None):
     return mcq_prompt(doc, "vlm", kwargs=lmms_eval_specific_kwargs)
 
 
+@_canonical_doc
 def doc_to_text_lm(doc, lmms_eval_specific_kwargs=None):
     return mcq_prompt(doc, "lm", kwargs=lmms_eval_specific_kwargs)
 
 
+@_canonical_doc
 def doc_to_text_sm_gpt(doc, lmms_eval_specific_kwargs=None):
     return mcq_prompt(doc, "sm_gpt", kwargs=lmms_eval_specific_kwargs)
 
 
+@_canonical_doc
 def doc_to_text_vlm_cot(doc, lmms_eval_specific_kwargs=None):
     return mcq_prompt(doc, "vlm_cot", kwargs=lmms_eval_specific_kwargs)
 
 
+@_canonical_doc
 def doc_to_text_freeform(doc, lmms_eval_specific_kwargs=None):
     return freeform_prompt(doc, "freeform", lmms_eval_specific_kwargs)
 
 
+@_canonical_doc
 def doc_to_text_freeform_cot(doc, lmms_eval_specific_kwargs=None):
     return freeform_prompt(doc, "freeform_cot", lmms_eval_specific_kwargs)
 
@@ -174,19 +193,23 @@ def _socratic(setting: str, doc, kwargs, previous_output, round_idx):
     return None, None, True, [*outputs, json.dumps({"caption": caption, "answer": answer})], None
 
 
+@_canonical_doc
 def doc_to_text_sm(doc, lmms_eval_specific_kwargs=None, previous_output=None, round_idx=None, previous_round_info=None):
     return _socratic("sm", doc, lmms_eval_specific_kwargs, previous_output, round_idx)
 
 
+@_canonical_doc
 def doc_to_text_sm_cot(doc, lmms_eval_specific_kwargs=None, previous_output=None, round_idx=None,
                        previous_round_info=None):
     return _socratic("sm_cot", doc, lmms_eval_specific_kwargs, previous_output, round_idx)
 
 
+@_canonical_doc
 def doc_to_target(doc: Mapping) -> str:
     return doc["answer"]
 
 
+@_canonical_doc
 def doc_to_target_freeform(doc: Mapping) -> str:
     return doc["correct_intention"]
 
@@ -201,12 +224,39 @@ def socratic_parts(response: str) -> tuple[str | None, str]:
     """(caption, answer) of a Socratic response; (None, response) for any other text."""
     try:
         payload = json.loads(response)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # model output: never raises
         return None, response
     if isinstance(payload, dict) and isinstance(payload.get("answer"), str):
         caption = payload.get("caption")
         return (caption if isinstance(caption, str) else None), payload["answer"]
     return None, response
+
+
+class LoggedItem(BaseModel):
+    """What re-scoring reads of a logged record, checked by ``spatial-tasks rescore vague``."""
+
+    model_config = ConfigDict(extra="allow")
+    item_id: str | int
+    setting: str
+    kind: Literal["mcq", "freeform"]
+    letters: list[str] = Field(min_length=2)
+    option_texts: list[str]
+    option_types: list[str]
+    answer: str
+    correct_intention: str
+    response: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.setting not in (*MCQ_SETTINGS, *FREEFORM_SETTINGS):
+            raise ValueError(f"setting {self.setting!r} is not one of {[*MCQ_SETTINGS, *FREEFORM_SETTINGS]}")
+        if not len(self.letters) == len(self.option_texts) == len(self.option_types):
+            raise ValueError("letters, option_texts and option_types differ in length")
+        if self.answer not in self.letters:
+            raise ValueError(f"answer {self.answer!r} is not one of the letters {self.letters}")
+        if (self.kind == "freeform") != self.setting.startswith("freeform"):
+            raise ValueError(f"kind {self.kind!r} does not match setting {self.setting!r}")
+        return self
 
 
 def score_mcq(doc: Mapping, response: object, setting: str) -> dict:

@@ -199,7 +199,7 @@ def test_cli_flag_errors_are_one_line(tmp_path):
     from pathlib import Path
 
     exe = str(Path(sys.executable).with_name("spatial-tasks"))
-    for args, words in ((["--count", "0"], "--count must be an integer >= 1"),
+    for args, words in ((["--count", "0"], "--count must be a whole number from 1 to 10,000,000"),
                         (["--task", "canonical_orientation"], "pass --images FOLDER"),
                         (["--task", "spin"], "--task 'spin'")):
         done = subprocess.run([exe, "generate", "dori", "--out", str(tmp_path / "x"), *args], capture_output=True,

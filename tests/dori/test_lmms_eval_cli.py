@@ -151,3 +151,31 @@ def test_a_release_without_a_task_fails_loudly(tmp_path):
                         env={load.SOURCE_ENV: str(data)})
     assert run.results is None
     assert "no canonical_orientation coarse questions" in run.output
+
+
+def test_seeds_saved_in_separate_folders_are_summarised_and_a_seed_twice_is_refused(tmp_path):
+    """`rescore dori s42/ s1998/`: one folder per seed (the help's promise) gives the seed summary;
+    two runs of one seed are never averaged as two seeds."""
+    from spatial_tasks.common.samples import SamplesError
+    from spatial_tasks.dori.rescore import rescore
+    from spatial_tasks.dori.tasks import score
+
+    def write(folder: Path, seed: int) -> Path:
+        run = folder / "spatial_baseline"
+        run.mkdir(parents=True)
+        config = {"config": {"model": "spatial_baseline", "model_args": "rule=always_a"}}
+        (run / "20260101_000000_results.json").write_text(json.dumps(config))
+        with open(run / "20260101_000000_samples_dori_sample.jsonl", "w") as fh:
+            for k, doc in enumerate(sample_docs(seed)):
+                fh.write(json.dumps({"doc_id": k, "filtered_resps": [["A"]], "acc": score(doc, "A")}) + "\n")
+        return folder
+
+    first, second, again = write(tmp_path / "s42", 42), write(tmp_path / "s1998", 1998), write(tmp_path / "again", 42)
+    result = rescore([first, second])
+    assert list(result["runs"]) == ["spatial_baseline(rule=always_a)", f"spatial_baseline(rule=always_a) [{second}]"]
+    (model,) = result["seeds"]
+    assert result["seeds"][model]["seeds"] == [42, 1998]
+    per_run = [run["avg_coarse"] for run in result["runs"].values()]
+    assert result["seeds"][model]["avg_coarse"]["mean"] == pytest.approx(sum(per_run) / 2)
+    with pytest.raises(SamplesError, match="two runs with option-order seed 42"):
+        rescore([first, again])

@@ -49,6 +49,17 @@ def test_every_official_layout_maps_onto_the_same_docs(layouts, layout):
             assert None not in values, (doc["task"], doc["options"])
 
 
+def test_folders_above_the_source_never_label_questions(tmp_path):
+    """Parent folders named like a granularity or a task (coarse_runs/single_cell_runs) change
+    nothing: the kind comes from the data and the file's path inside the source."""
+    plain = official_layouts.write("per_task_folders", tmp_path / "plain")
+    tricky = official_layouts.write("per_task_folders", tmp_path / "coarse_runs" / "single_cell_runs" / "copy")
+    kinds = lambda root: sorted((d["question_id"].split(":")[-1], d["task"], d["granularity"])
+                                for d in load.load_source(str(root)))
+    assert kinds(tricky) == kinds(plain)
+    assert {g for _, _, g in kinds(tricky)} == {"coarse", "granular"}
+
+
 def test_the_seed_changes_the_shown_order_but_nothing_else(layouts):
     a = load.load_source(str(layouts["one_table"]), seed=42)
     b = load.load_source(str(layouts["one_table"]), seed=1998)

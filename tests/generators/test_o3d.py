@@ -200,7 +200,7 @@ def test_light_focus_haze_and_stripes_parameters():
     (["--strengths", "0"], "--strengths '0'"),
     (["--device", "tpu"], "--device must be one of"),
     (["--shard", "3/2"], "--shard"),
-    (["--resolution", "8"], "--resolution must be an integer >= 16"),
+    (["--resolution", "8"], "--resolution must be a whole number from 16 to 8,192"),
     (["--cues", "OC", "--no-lp"], "add HP"),
     (["--assets", "/nonexistent/assets"], "not a folder"),
 ])

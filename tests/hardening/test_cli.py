@@ -47,8 +47,16 @@ def files(tmp_path) -> dict[str, Path]:
     paths["bad_row"].write_text(json.dumps({**released[0], "gt_position": "maybe"}) + "\n")
     paths["dup"] = tmp_path / "run" / "20260101_120000_samples_spatialtunnel_sample_phase.jsonl"
     paths["dup"].parent.mkdir()
-    sample = {"doc_id": 3, "filtered_resps": [["Yes"]], "v": {"benchmark": "spatialtunnel"}}
+    record = {"benchmark": "spatialtunnel", "question_id": "img-q1", "variant": "phase", "template_id": 1,
+              "answer": "No", "relation": "counter", "relation_two_way": "counter"}
+    sample = {"doc_id": 3, "filtered_resps": [["Yes"]], "v": record}
     paths["dup"].write_text(json.dumps(sample) + "\n" + json.dumps(sample) + "\n")
+    paths["maybe"] = tmp_path / "maybe" / "20260101_120000_samples_spatialtunnel_sample_phase.jsonl"
+    paths["maybe"].parent.mkdir()
+    paths["maybe"].write_text(json.dumps({**sample, "v": {**record, "answer": "Maybe"}}) + "\n")
+    paths["no_record"] = tmp_path / "norec" / "20260101_120000_samples_spatialtunnel_sample_phase.jsonl"
+    paths["no_record"].parent.mkdir()
+    paths["no_record"].write_text(json.dumps(sample) + "\n" + json.dumps({**sample, "doc_id": 4, "v": "?"}) + "\n")
     paths["a_file"] = tmp_path / "plain.txt"
     paths["a_file"].write_text("x")
     paths["empty_dir"] = tmp_path / "empty"
@@ -69,7 +77,8 @@ CASES = [
     ("bad ddof", ["rescore", "o3d", "{a_file}", "--ddof", "3"], 2, r"^error: --ddof must be 0"),
     ("bad protocol", ["rescore", "spatialtunnel", "{a_file}", "--protocol", "banana"], 2,
      r"^error: --protocol must be one of auto, exact, logit"),
-    ("unknown benchmark", ["prompts", "vague"], 2, r"^error: BENCHMARK must be one of o3d, not 'vague'$"),
+    ("unknown benchmark", ["prompts", "nope"], 2,
+     r"^error: BENCHMARK must be one of o3d, dori, spatialtunnel, vague, not 'nope'$"),
     ("missing file", ["rescore", "o3d", "/nonexistent-folder"], 2, r"^error: /nonexistent-folder: no such file or folder$"),
     ("missing folder", ["rescore", "spatialtunnel", "/nonexistent-folder"], 2,
      r"^error: /nonexistent-folder: no such file or folder$"),
@@ -87,6 +96,10 @@ CASES = [
     ("a bad field", ["rescore", "o3d", "{bad_row}"], 2,
      r"^error: .*bad_row\.jsonl:1: field 'gt_position' must be near, far or none, got 'maybe'$"),
     ("a doc logged twice", ["rescore", "spatialtunnel", "{dup}"], 2, r"^error: .*phase\.jsonl:2: doc_id 3 is logged twice"),
+    ("a record answer that is no answer", ["rescore", "spatialtunnel", "{maybe}"], 2,
+     r"^error: .*phase\.jsonl:1: the logged spatialtunnel record cannot be re-scored: field 'answer': "),
+    ("a sample without its record", ["rescore", "spatialtunnel", "{no_record}"], 2,
+     r"^error: .*phase\.jsonl:2: no spatialtunnel record under 'v'"),
     ("permission denied", ["report", "{empty_dir}", "--out", "/sys/spatial-tasks-report"], 2,
      r"^error: /sys/spatial-tasks-report: permission denied$"),
     ("output is a file", ["report", "{empty_dir}", "--out", "{a_file}"], 2, r"^error: --out .*plain\.txt: is a file, expected a folder$"),
@@ -95,6 +108,28 @@ CASES = [
      r"^error: /nonexistent: no such dataset folder$"),
     ("publish a bad repo id", ["publish", "{empty_dir}", "--repo", "nope"], 2, r"^error: --repo must be ORG/NAME .*got 'nope'$"),
     ("demo onto a file", ["demo", "--out", "{a_file}"], 2, r"^error: --out .*plain\.txt: is a file, expected a folder$"),
+    # flags that would run for ever or exhaust memory: refused at once (issue 20)
+    ("a shard count past the limit", ["generate", "spatialtunnel", "--out", "{empty_dir}/st", "--shard",
+                                      "1/1000000000000"], 2, r"^error: --shard '1/1000000000000': at most 100,000 shards$"),
+    ("a resolution past the limit", ["generate", "spatialtunnel", "--out", "{empty_dir}/st", "--resolution", "100000"],
+     2, r"^error: --resolution must be a whole number from 16 to 8,192, got 100000$"),
+    ("an O3-D resolution past the limit", ["generate", "o3d", "--out", "{empty_dir}/o", "--resolution", "100000"],
+     2, r"^error: --resolution must be a whole number from 16 to 8,192, got 100000$"),
+    ("a DORI count past the limit", ["generate", "dori", "--out", "{empty_dir}/d", "--count", "100000000000"],
+     2, r"^error: --count must be a whole number from 1 to 10,000,000, got 100000000000$"),
+    ("probe layers past any model", ["probe", "--model", "{empty_dir}", "--data", "{a_file}", "--layers",
+                                     "0-1000000000", "--out", "{empty_dir}/p"], 2,
+     r"^error: --layers '0-1000000000': '0-1000000000' goes past layer 1023 \(no model has that many\)$"),
+    ("--rpm nan", ["generate", "vague", "--out", "{empty_dir}/v", "--scenes", "{a_file}", "--images", "{empty_dir}",
+                   "--rpm", "nan"], 2, r"^error: --rpm must be a number from 1e-06 to 1e\+06, got nan$"),
+    ("--timeout 0", ["generate", "vague", "--out", "{empty_dir}/v", "--scenes", "{a_file}", "--images", "{empty_dir}",
+                     "--timeout", "0"], 2, r"^error: --timeout must be a number from 1 to 3600, got 0"),
+    # publish --dry-run refuses what the real run refuses
+    ("publish to ../x", ["publish", "{empty_dir}", "--repo", "../x", "--dry-run"], 2, r"^error: --repo '\.\./x' is not"),
+    ("publish to a/b/c", ["publish", "{empty_dir}", "--repo", "a/b/c", "--dry-run"], 2, r"^error: --repo must be ORG/NAME"),
+    ("publish to ''", ["publish", "{empty_dir}", "--repo", "", "--dry-run"], 2, r"^error: --repo must be ORG/NAME"),
+    ("publish to an id with a newline", ["publish", "{empty_dir}", "--repo", "a/b\nc", "--dry-run"], 2,
+     r"^error: --repo .*(not a valid|must be ORG/NAME)"),
 ]
 
 

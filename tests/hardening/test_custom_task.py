@@ -39,7 +39,7 @@ BAD = [
     ("nothing to change", {"data": None}, ValueError, r"nothing to change"),
     ("--split without --data", {"data": None, "split": "test"}, ValueError, r"--config and --split need --data"),
     ("an O3-D folder without visual_questions", {"base_task": "o3d_markers", "data": "{st}"}, ValueError,
-     r"lacks the config\(s\) \['visual_questions', 'kb-0cue', 'kb-1cue', 'kb-2cue'\]"),
+     r"lacks the config 'visual_questions' \(the questions"),
 ]
 
 
@@ -78,7 +78,7 @@ def test_a_yaml_custom_task_did_not_write_is_kept(st_data, tmp_path):
     with pytest.raises(FileExistsError, match=r"mine\.yaml: already exists and was not written by custom-task"):
         write_custom_task("spatialtunnel_phase", str(st_data), out, name="mine")
     assert (out / "mine.yaml").read_text() == "task: mine\n"
-    write_custom_task("spatialtunnel_phase", str(st_data), out, name="mine", force=True)
+    write_custom_task("spatialtunnel_phase", str(st_data), out, name="mine", overwrite=True)
     write_custom_task("spatialtunnel_phase", str(st_data), out, name="mine")  # ours now: replaced freely
 
 
@@ -86,7 +86,7 @@ def test_a_local_folder_and_a_hub_id(st_data, tmp_path):
     local = yaml.safe_load(write_custom_task("spatialtunnel_phase", str(st_data), tmp_path / "t").read_text())
     assert (local["dataset_path"], local["dataset_name"], local["test_split"]) == (
         str(st_data.resolve()), "phase_variation", "test")
-    hub = yaml.safe_load(write_custom_task("spatialtunnel_phase", "someone/tunnel", tmp_path / "h").read_text())
+    hub = yaml.safe_load(write_custom_task("spatialtunnel_phase", "hub:someone/tunnel", tmp_path / "h").read_text())
     assert (hub["dataset_path"], hub["dataset_name"]) == ("someone/tunnel", "phase_variation")  # what publish writes
 
 
@@ -96,10 +96,22 @@ def test_hub_ids_in_the_official_spatialtunnel_layout(tmp_path):
     assert official["dataset_kwargs"] == {"revision": "96f48f3e6ab8738e87a151e7c8fc29954fa10fd6",
                                           "data_files": {"train": "size_variation.parquet"}}
     assert official["dataset_name"] is None and official["test_split"] == "train"
-    mirror = yaml.safe_load(write_custom_task("spatialtunnel_phase", "someone/mirror", tmp_path / "m",
+    mirror = yaml.safe_load(write_custom_task("spatialtunnel_phase", "hub:someone/mirror", tmp_path / "m",
                                               config="phase_variation.parquet").read_text())
     assert (mirror["dataset_path"], mirror["dataset_name"], mirror["dataset_kwargs"]) == (
         "someone/mirror", None, {"data_files": {"train": "phase_variation.parquet"}})
+
+
+def test_a_local_looking_path_that_does_not_exist_is_refused(tmp_path, monkeypatch):
+    """data/st (not made yet) looks like ORG/NAME: it must not become a Hub id; nothing is written."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    (tmp_path / "data").mkdir()
+    with pytest.raises(FileNotFoundError, match="data/st: no such dataset folder"):
+        write_custom_task("spatialtunnel_phase", "data/st", tmp_path / "t")
+    with pytest.raises(FileNotFoundError, match="hub:someone/st"):
+        write_custom_task("spatialtunnel_phase", "someone/st", tmp_path / "t")
+    assert not (tmp_path / "t").exists()
 
 
 def test_the_kosmos2_prompt_for_o3d(tmp_path):
@@ -120,3 +132,41 @@ def test_prompt_options(items, parsed):
 def test_bad_prompt_options(item):
     with pytest.raises(ValueError, match="expected KEY=VALUE"):
         parse_prompt_options([item])
+
+
+def test_an_official_table_must_be_readable_and_recognised(tmp_path):
+    """The official layout's <config>.parquet/.tsv is read far enough to know the task can read it:
+    an empty table, unknown columns or a damaged file are refused before the YAML is written."""
+    import datasets
+    from spatialtunnel.fakes import write_official_tsv
+
+    ok = tmp_path / "ok"
+    ok.mkdir()
+    write_official_tsv(ok / "phase_variation.tsv")
+    assert write_custom_task("spatialtunnel_phase", str(ok), tmp_path / "t1").is_file()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    datasets.Dataset.from_dict({"index": [], "image": [], "question": [], "answer": []}).to_parquet(
+        str(empty / "phase_variation.parquet"))
+    with pytest.raises(ValueError, match=r"phase_variation.parquet: the table has no rows"):
+        write_custom_task("spatialtunnel_phase", str(empty), tmp_path / "t2")
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    datasets.Dataset.from_dict({"picture": ["x"], "label": ["y"]}).to_parquet(str(odd / "phase_variation.parquet"))
+    with pytest.raises(ValueError, match=r"phase_variation.parquet.*not a SpatialTunnel dataset in a known format"):
+        write_custom_task("spatialtunnel_phase", str(odd), tmp_path / "t3")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "phase_variation.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(ValueError, match=r"phase_variation.parquet: cannot read this table"):
+        write_custom_task("spatialtunnel_phase", str(broken), tmp_path / "t4")
+    assert not any((tmp_path / t).exists() for t in ("t2", "t3", "t4"))
+
+
+def test_a_dori_folder_must_hold_the_task_questions(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match=r"empty"):
+        write_custom_task("dori_canonical_orientation_coarse", str(tmp_path / "empty"), tmp_path / "t")
+    with pytest.raises(ValueError, match=r"no view_parallelism_coarse questions \(it has: "):
+        write_custom_task("dori_view_parallelism_coarse", str(tasks_dir() / "dori" / "sample"), tmp_path / "t")
+    assert not (tmp_path / "t").exists()

@@ -120,6 +120,11 @@ CASES = [
      rf"{KB1}, row 2, column 'targ_seg': damaged or truncated PNG image"),
     ("decompression bomb as a mask", set_image("kb-1cue", "dist_seg", 3, bad.png_with_header(90_000, 90_000)),
      rf"{KB1}, row 3, column 'dist_seg': image of 90000 x 90000 px is larger than the limit"),
+    ("mask of another size than its image", set_image("kb-1cue", "targ_seg", 4, bad.png((37, 21))),
+     rf"{KB1}, row 4, column 'targ_seg': 37 x 21 px, but its image '(augmented_image|image)' is 128 x 96 px "
+     r"\(a targ_seg must match it pixel for pixel\)"),
+    ("depth map of another size than its image", set_image("kb-0cue", "depth_map", 0, bad.png((64, 48))),
+     rf"kb-0cue/{PARQUET}, row 0, column 'depth_map': 64 x 48 px, but its image"),
     ("unreadable marked photo", set_image("real-012cue-cropped", "marked_image", 1, bad.GARBAGE),
      rf"real-012cue-cropped/{PARQUET}, row 1, column 'marked_image': not a readable image"),
     ("truncated JPEG photo", set_image("real-mcue", "image", 0, bad.truncated_jpeg()),

@@ -20,6 +20,7 @@ from spatial_tasks.harness import TaskData, load_docs
 from spatial_tasks.paths import tasks_dir
 from spatial_tasks.report import MANIFEST, write_report
 from spatial_tasks.spatialtunnel import tasks
+from spatial_tasks.spatialtunnel.probe.run import ProbeError
 from spatial_tasks.spatialtunnel.rescore import rescore
 
 TASK = "spatialtunnel_sample_phase"
@@ -97,6 +98,18 @@ def test_run_labels_are_short_and_keep_what_tells_runs_apart(results, label):
                          "x")) <= 48
 
 
+def test_a_report_that_fails_leaves_the_earlier_one_whole(docs, tmp_path):
+    root = tmp_path / "out"
+    write_run(root / "a", "20260101_000001", "a_model", "", docs, truth)
+    out = tmp_path / "report"
+    first = write_report(root, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    with pytest.raises(ProbeError, match="no_such_probe: no probe.json here"):
+        write_report(root, out, probes=[tmp_path / "no_such_probe"])
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no staging folder left either
+    assert (out / "report.md") in first
+
+
 def test_the_report_replaces_itself_and_reads_right(docs, tmp_path):
     root = tmp_path / "out"
     write_run(root / "a", "20260101_000001", "a_model", "", docs, truth)
@@ -113,10 +126,14 @@ def test_the_report_replaces_itself_and_reads_right(docs, tmp_path):
     assert "-0.000" not in report and "+0.000" not in report
     row = next(line for line in report.splitlines() if line.startswith("| b_model"))
     cells = [c.strip() for c in row.strip("|").split("|")]
+    header = next(line for line in report.splitlines() if line.startswith("| run | task | protocol"))
+    # the columns are the metric names of lmms-eval and rescore (one name per concept)
+    assert [c.strip() for c in header.strip("|").split("|")][4:] == [
+        "v", "v_cons", "v_ctr", "delta", "v_amb", "v_s010", "v_s030", "delta_s", "unparseable"]
     assert cells[3:5] == [str(len(docs)), "0.000"]  # n scored, v: unparseable answers are wrong
     assert cells[7] == "n/a"  # Δ of nothing readable: undefined, not a neutral 0.000
     assert cells[-1] == "1.000"  # unparseable share
-    for term in ("**v**", "**v_cons / v_ctr**", "**Δ**", "Δ_s**", "**unparseable**", "**n/a**"):
+    for term in ("**v**", "**v_cons / v_ctr**", "**delta**", "**v_amb**", "**v_s010 / v_s030 / delta_s**", "**unparseable**", "**n/a**"):
         assert term in report
     # a run removed from the folder disappears from the next report too
     for file in (root / "b").iterdir():

@@ -62,9 +62,9 @@ def test_released_row_counts_and_extras(released):
     models = released["models"]
     assert models["VILA1.5-3b"]["n"]["sdgm_vision"]["groups"] == 36
     assert models["InternVL2_5-4B"]["n"]["sdgm_vision"]["groups"] == 9  # no kb-2cue rows released
-    assert round(models["InternVL2_5-4B"]["unparseable_share"], 3) == 0.004
-    assert round(models["paligemma2-3b-mix-224"]["unparseable_share"], 3) == 0.019
-    assert models["blip2-flan-t5-xl"]["unparseable_share"] == 0
+    assert round(models["InternVL2_5-4B"]["unparseable"], 3) == 0.004
+    assert round(models["paligemma2-3b-mix-224"]["unparseable"], 3) == 0.019
+    assert models["blip2-flan-t5-xl"]["unparseable"] == 0
     json.dumps(released)  # JSON-ready
 
 
@@ -153,7 +153,7 @@ def test_strength_parity_and_cells(tmp_path):
     assert (out["real0"], out["n"]["real0"]) == (0.0, 1)  # unparseable counts wrong
     assert isnan(out["OC"]) and out["n"]["OC"] == 0  # absent rows -> NaN (null in --json), n 0
     assert isnan(out["sim2"]) and out["n"]["sim2"] == 0
-    assert out["unparseable_share"] == pytest.approx(1 / 7)
+    assert out["unparseable"] == pytest.approx(1 / 7)
     strengths = [r["cue_strength"] for r in records_from_released(tmp_path / "r.jsonl")[:4]]
     assert strengths == [1.0, 2.0, 1.0, 2.0]
 

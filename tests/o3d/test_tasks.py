@@ -458,7 +458,7 @@ def test_custom_task_yaml_for_o3d(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="official layout"):
         write_custom_task("o3d_markers", str(tmp_path / "empty"), tmp_path / "x")
-    hub = yaml.safe_load(write_custom_task("o3d_real", "me/o3d", tmp_path / "hub").read_text())
+    hub = yaml.safe_load(write_custom_task("o3d_real", "hub:me/o3d", tmp_path / "hub").read_text())
     assert (hub["dataset_path"], hub["test_split"]) == ("me/o3d", "train")
 
 
@@ -493,3 +493,28 @@ def test_spatial_tasks_list_shows_the_o3d_tasks_with_their_source():
     assert entries["o3d_sample_icl_cot"].source == "bundled sample (offline)"
     assert entries["o3d"].kind == "group" and "o3d_markers" in entries["o3d"].source
     assert len(entries) == 14  # 6 tasks + 6 sample tasks + 2 groups
+
+
+def test_a_folder_with_some_subsets_evaluates_those(tmp_path):
+    """A generated folder with only the 1-cue subset: custom-task accepts it and says which subsets
+    are absent; the task evaluates the questions about the subset present."""
+    from loguru import logger
+
+    from spatial_tasks.catalog import write_custom_task
+
+    built = fixture.build_fixture(tmp_path / "O3-D", seed=0, counts={"kb-1cue": 6})
+    said: list[str] = []
+    sink = logger.add(lambda m: said.append(str(m)), level="INFO")
+    try:
+        spec = write_custom_task("o3d_markers", str(built), tmp_path / "tasks")
+        qs = datasets.load_dataset("parquet", data_files={"train": str(built / "visual_questions" /
+                                                                        fixture.PARQUET_NAME)},
+                                   split="train", cache_dir=str(tmp_path / "cache0"))
+        docs = T.process_docs_markers(qs, folder_data(built, tmp_path / "cache1"))
+    finally:
+        logger.remove(sink)
+    assert spec.is_file() and set(docs["subset_name"]) == {"kb-1cue"} and len(docs) > 0
+    assert any("subsets present ['kb-1cue']; absent: ['kb-0cue', 'kb-2cue']" in m for m in said)
+    assert any("evaluating the subsets ['kb-1cue']; no questions about ['kb-0cue', 'kb-2cue']" in m for m in said)
+    with pytest.raises(ValueError, match=r"holds none of the image subsets"):
+        write_custom_task("o3d_real", str(built), tmp_path / "tasks")

@@ -181,3 +181,26 @@ def test_missing_model_folder_is_named(tmp_path):
 
     with pytest.raises(FileNotFoundError, match=f"--model {tmp_path}/nothing: no such folder"):
         model_family(str(tmp_path / "nothing"))
+
+
+def test_a_truncated_deltas_file_is_named(tiny_model, pairs, tmp_path):
+    run_probe(lambda: tiny_model, pairs, tmp_path / "out", model_name="tiny", batch_size=5)
+    deltas = tmp_path / "out" / "deltas.npy"
+    deltas.write_bytes(deltas.read_bytes()[: deltas.stat().st_size // 2])
+    with pytest.raises(ProbeError, match=r"deltas\.npy: cannot read it .*damaged or truncated: rerun the probe with "
+                                         r"--overwrite"):
+        recompute(tmp_path / "out")
+
+
+def test_a_missing_gpu_is_one_line_before_the_model_loads(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA GPU")
+    data = write_prompt_parquet(tmp_path / "cp.parquet", prompt_rows(2))
+    run = subprocess.run([str(__import__("pathlib").Path(sys.executable).with_name("spatial-tasks")), "probe",
+                          "--model", str(tmp_path / "no_model"), "--data", str(data), "--device", "cuda",
+                          "--out", str(tmp_path / "p")], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and run.stderr.strip().splitlines() == [
+        "error: --device cuda: torch sees no CUDA GPU on this machine "
+        f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'none'}); use --device cpu"]

@@ -179,3 +179,18 @@ def test_bad_inputs(tmp_path, scenes):
                            str(scenes_path), "--images", str(frames), "--api-key-env", "NO_SUCH_KEY_VAR"],
                           capture_output=True, text=True)
     assert done.returncode == 2 and "NO_SUCH_KEY_VAR" in done.stderr
+
+
+def test_a_damaged_stored_reply_is_named_and_asked_again(openai_server, scenes, tmp_path, caplog):
+    openai_server.responder = scripted
+    scenes_path, frames = scenes
+    out = tmp_path / "out"
+    pipeline.generate_candidates(scenes_path, frames, out, "vcr", _client(openai_server))
+    stored = out / "_work" / "responses" / "scene1" / "fake_scene.json"
+    stored.write_text(stored.read_text()[:40])  # cut short by something outside the pipeline
+    openai_server.clear()
+    with caplog.at_level("WARNING"):
+        pipeline.generate_candidates(scenes_path, frames, out, "vcr", _client(openai_server))
+    assert len(openai_server.requests) == 1  # only the damaged reply is asked again
+    assert any(str(stored) in r.getMessage() and "a damaged stored reply" in r.getMessage() for r in caplog.records)
+    assert json.loads(stored.read_text())["parsed"]["fake"]

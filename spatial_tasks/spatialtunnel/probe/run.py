@@ -33,6 +33,7 @@ import numpy as np
 from tqdm import tqdm
 
 from spatial_tasks.common import images
+from spatial_tasks.common.errors import UserError
 from spatial_tasks.paths import output_folder
 from spatial_tasks.spatialtunnel.probe import metrics as probing
 from spatial_tasks.spatialtunnel.probe.data import TEMPLATES, ProbeData, ProbePair
@@ -45,7 +46,7 @@ METRICS_CSV = "metrics.csv"
 FILES = (META, DELTAS, PAIRS, METRICS, METRICS_CSV)
 
 
-class ProbeError(RuntimeError):
+class ProbeError(UserError, RuntimeError):
     """A probe folder that cannot be resumed or read; the message says which file and why."""
 
 
@@ -90,7 +91,7 @@ def _read_meta(out: Path) -> dict | None:
         return None
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:
         raise ProbeError(f"{path}: not valid JSON ({err}); remove the folder or use --overwrite") from None
 
 
@@ -109,9 +110,12 @@ def done_rows(out: Path) -> dict[int, dict]:
         try:
             record = json.loads(line)
             records[int(record["row"])] = record
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             raise ProbeError(f"{path}, line {number}: not a pair record; remove the folder or use --overwrite") from None
     return records
+
+
+MAX_LAYERS = 1024
 
 
 def parse_layers(text: str | None) -> list[int] | None:
@@ -127,6 +131,8 @@ def parse_layers(text: str | None) -> list[int] | None:
             raise ValueError(f"--layers {text!r}: {part.strip()!r} is not a layer index or a range such as 20-28") from None
         if first < 0 or last < first:
             raise ValueError(f"--layers {text!r}: {part.strip()!r} is not an increasing range of indices >= 0")
+        if last >= MAX_LAYERS:  # checked against the model once it is loaded; this bounds the set first
+            raise ValueError(f"--layers {text!r}: {part.strip()!r} goes past layer {MAX_LAYERS - 1} (no model has that many)")
         layers.update(range(first, last + 1))
     return sorted(layers)
 
@@ -208,7 +214,11 @@ def _open_deltas(out: Path, meta: dict, mode: str = "r") -> np.ndarray:
     path = out / DELTAS
     if not path.is_file():
         raise ProbeError(f"{path}: missing (the folder has {META} but no deltas); use --overwrite")
-    deltas = np.load(path, mmap_mode=mode)
+    try:  # a truncated file cannot be memory-mapped (ValueError "mmap length ..."), a damaged header neither
+        deltas = np.load(path, mmap_mode=mode)
+    except (ValueError, OSError, EOFError) as err:
+        raise ProbeError(f"{path}: cannot read it ({' '.join(str(err).split())[:120]}); the file is damaged or "
+                         "truncated: rerun the probe with --overwrite") from None
     expected = (len(_layers(meta)), meta["pairs"], meta["hidden_size"])
     if deltas.shape != tuple(expected):
         raise ProbeError(f"{path}: shape {deltas.shape}, expected {tuple(expected)} from {META}")
@@ -287,10 +297,11 @@ def probe(out: Path, *, model: str | None = None, data: str | None = None, per_c
     """``spatial-tasks probe``: probe ``model`` on the pairs of ``data`` into ``out`` (resuming a
     run there), or without both recompute the metrics and figures of ``out``. ``echo`` gets a
     line about the pairs read (and each skipped row) before the model runs."""
-    from spatial_tasks.models.hidden_states import load_hidden_state_model
+    from spatial_tasks.models.hidden_states import check_torch_device, load_hidden_state_model
     from spatial_tasks.spatialtunnel.probe.data import load_probe_pairs
 
     chosen = parse_layers(layers)
+    check_torch_device(device)
     if model is None and data is None:
         return recompute(out, layer)
     if model is None or data is None:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from spatial_tasks.common.formatting import number
 from spatial_tasks.common.plots import grouped_hbars
-from spatial_tasks.common.samples import iter_samples, logged_record
+from spatial_tasks.common.samples import rescore_file
 from spatial_tasks.spatialtunnel.resplit import metrics
+from spatial_tasks.spatialtunnel.resplit.tasks import LoggedAnswer
 
 NAMES = {"embspatial": "EmbSpatial-Bench", "cv_bench_3d": "CV-Bench-3D"}
 LEGEND = [
@@ -23,7 +24,11 @@ LEGEND = [
 
 
 def records_from_samples(path: Path) -> list[dict]:
-    return [r for r in (logged_record(s, "acc_all", metrics.BENCHMARK) for s in iter_samples(path)) if r]
+    def checked(record: dict, sample: dict) -> dict:
+        LoggedAnswer.model_validate(record)
+        return record
+
+    return rescore_file(path, ("acc_all",), metrics.BENCHMARK, checked)
 
 
 def resplit_figures(entries, out: Path) -> tuple[list[Path], list[str]]:

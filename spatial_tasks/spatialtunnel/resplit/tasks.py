@@ -12,6 +12,8 @@ and "Answer: C" as A. ``answer_reader: spatial_tasks`` uses the project's one mu
 
 from __future__ import annotations
 
+from typing import Literal
+
 import datasets
 from lmms_eval.tasks.cv_bench.utils import cv_bench_doc_to_text, cv_bench_doc_to_visual  # noqa: F401
 from lmms_eval.tasks.embspatial.utils import (  # noqa: F401
@@ -19,6 +21,7 @@ from lmms_eval.tasks.embspatial.utils import (  # noqa: F401
     embspatial_doc_to_text,
     embspatial_doc_to_visual,
 )
+from pydantic import BaseModel, ConfigDict, Field
 
 from spatial_tasks.common.choice import LETTERS, SELECTED, read_choice
 from spatial_tasks.harness import (
@@ -44,6 +47,16 @@ def _docs(source: str):
 
 process_docs_embspatial_depth = DocsHook("spatialtunnel.process_docs_embspatial_depth", _docs("embspatial"))
 process_docs_cv_bench_depth = DocsHook("spatialtunnel.process_docs_cv_bench_depth", _docs("cv_bench_3d"))
+
+
+class LoggedAnswer(BaseModel):
+    """What the re-split figures read of a logged record (``_record``), checked when it is read back."""
+
+    model_config = ConfigDict(extra="allow")
+    question_id: str
+    relation: Literal["consistent", "counter", "ambiguous", "unknown"]
+    score: float = Field(ge=0, le=1)
+    parsed: str
 
 
 def read_letter(doc: dict, response: str, options: list) -> str:

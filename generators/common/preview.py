@@ -1,0 +1,104 @@
+"""A contact sheet of a dataset folder as a model sees it: the first questions' images (after the
+task's own drawing: DORI's boxes, VAGUE's person tags), each titled with its id -- for checking a
+generated or downloaded folder by eye.
+
+    spatial-tasks preview spatialtunnel|dori|vague DIR --out sheet.png [--count 9] [--size 200]
+
+A folder whose generation run was interrupted is previewed as far as it goes, and says so.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+from spatial_tasks.common.errors import UserError
+
+
+def _spatialtunnel_docs(folder: Path) -> list[tuple[dict, Callable]]:
+    import datasets
+
+    from spatial_tasks.spatialtunnel import load, tasks
+    from spatial_tasks.spatialtunnel.schema import CONFIG_FOR_VARIANT
+
+    out = []
+    for variant in ("phase", "size"):
+        config = folder / CONFIG_FOR_VARIANT[variant]
+        files = sorted(config.glob("test-*.parquet"))
+        if files:
+            split = datasets.load_dataset("parquet", data_files={"test": [str(f) for f in files]}, split="test")
+            out += [(d, tasks.doc_to_visual) for d in load.to_docs(split, variant=variant, check_images=False)]
+    return out
+
+
+def _dori_docs(folder: Path) -> list[tuple[dict, Callable]]:
+    from spatial_tasks.dori import load, tasks
+
+    return [(d, tasks.doc_to_visual) for d in load.load_source(str(folder), check_images=False)]
+
+
+def _vague_docs(folder: Path) -> list[tuple[dict, Callable]]:
+    from spatial_tasks.vague import load, tasks
+
+    return [(d, tasks.doc_to_visual) for d in load.docs_from_folder(folder, check_images=False)]
+
+
+READERS = {"spatialtunnel": _spatialtunnel_docs, "dori": _dori_docs, "vague": _vague_docs}
+
+
+def unfinished_note(folder: Path, work_dir: str = "_work") -> str | None:
+    """A sentence when the generation run in ``folder`` did not finish: work files but no card,
+    or work files newer than the card (the card is written last)."""
+    work = Path(folder) / work_dir
+    if not work.is_dir():
+        return None
+    newest = max((p.stat().st_mtime for p in work.rglob("*") if p.is_file()), default=None)
+    card = Path(folder) / "README.md"
+    if newest is None:
+        return None
+    if not card.is_file() or newest > card.stat().st_mtime + 1:
+        return (f"{folder}: the generation run here is unfinished (interrupted?): {work_dir}/ holds work newer than "
+                "the dataset card; rerun the same `spatial-tasks generate` command to finish it")
+    return None
+
+
+def doc_sheet(benchmark: str, folder: Path, out: Path, *, count: int = 9, size: int = 200,
+              warn: Callable[[str], None] = print) -> Path:
+    """Write the sheet (PNG) of the first ``count`` questions of ``folder`` to ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: no such dataset folder")
+    if not 1 <= count <= 100:
+        raise UserError(f"--count must be a whole number from 1 to 100, got {count}")
+    note = unfinished_note(folder)
+    if note:
+        warn(f"warning: {note}")
+    docs = READERS[benchmark](folder)[:count]
+    if not docs:
+        raise UserError(f"{folder}: no {benchmark} questions to preview" + (f" ({note})" if note else ""))
+    columns = min(3, len(docs))
+    rows = -(-len(docs) // columns)
+    inch = size / 100
+    fig, axes = plt.subplots(rows, columns, figsize=(columns * inch, rows * (inch + 0.5)), dpi=100, squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for ax, (doc, visual) in zip(axes.flat, docs):
+        image = visual(doc)[0].convert("RGB")
+        image.thumbnail((size, size))
+        ax.imshow(image)
+        label = str(doc.get("question_id") or doc.get("item_id") or "")
+        ax.set_title("\n".join(textwrap.wrap(label, 28)[:2]), fontsize=7)
+    fig.suptitle(f"{benchmark}: the first {len(docs)} question(s) of {folder.name}" + (" (unfinished run)" if note
+                                                                                    else ""), fontsize=9)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
