@@ -88,8 +88,9 @@ def main() -> None:
             continue
         for file in files:
             m = measure(file, variant)
+            near = f"{m['near_a_line']} ({m['near_agree']})"
             print(f"{variant + '_variation':<16} {m['images']:>6} {m['questions']:>9} {m['unknown']:>7} "
-                  f"{m['split_agree']:>7} {m['split_differ']:>8} {f'{m['near_a_line']} ({m['near_agree']})':>13} {m['cells_agree']:>7} "
+                  f"{m['split_agree']:>7} {m['split_differ']:>8} {near:>13} {m['cells_agree']:>7} "
                   f"{m['cells_unknown']:>7} {m['cells_differ']:>8} {m['ms_per_image']:>8.1f}")
     print("split =/!=: questions whose pixel split equals / differs from the recorded one; near line (=): the true rows "
           "lie within 2 px (at 128 px) of the level or the 5 % line, where no pixel reader can be sure (how many agree anyway). cells: per "

@@ -37,6 +37,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spatial_tasks.common.validate import DataError, safe_name
+
 KUBASIC_SIZE = 2.0  # metres: Kubric's KuBasic objects span [-1, 1]
 
 # Kubric's manifests (file names and the obj_cat each gives), as in Kubric's asset folders.
@@ -240,6 +242,11 @@ def _manifest(path: Path) -> dict[str, dict]:
     assets = data.get("assets") if isinstance(data, dict) else None
     if not isinstance(assets, dict):
         raise ValueError(f"{path}: no 'assets' mapping (Kubric's manifest format)")
+    for asset_id in assets:  # an id names a folder and a cache entry: it must stay inside them
+        try:
+            safe_name(asset_id, "asset id")
+        except DataError as err:
+            raise DataError(f"{path}: {err}") from None
     return assets
 
 

@@ -313,3 +313,15 @@ def test_a_kubric_asset_folder_is_used_when_given(tmp_path, monkeypatch):
 def test_a_folder_without_manifests_is_refused(tmp_path):
     with pytest.raises(ValueError, match="none of Kubric's manifests"):
         assets.KubricAssets.load(tmp_path)
+
+
+@pytest.mark.parametrize(("manifest", "match"), [
+    ({"assets": {"../../escape": {"kwargs": {"render_filename": "{asset_dir}/x.obj"}}}},
+     r"GSO\.json: asset id '\.\./\.\./escape': not usable as a file name"),
+    ({"assets": {"/abs": {"kwargs": {"render_filename": "{asset_dir}/x.obj"}}}}, r"asset id '/abs'"),
+    ("[" * 100_000 + "]" * 100_000, r"GSO\.json: not a readable JSON manifest \(RecursionError"),
+])
+def test_a_manifest_whose_ids_would_leave_the_folder_or_that_nests_too_deep(tmp_path, manifest, match):
+    (tmp_path / "GSO.json").write_text(manifest if isinstance(manifest, str) else json.dumps(manifest))
+    with pytest.raises(ValueError, match=match):
+        assets.KubricAssets.load(tmp_path)

@@ -253,8 +253,9 @@ def test_preview_sheets_and_an_unfinished_run(tmp_path):
 
 
 def test_help_text_keeps_square_brackets():
-    from spatial_tasks.cli import app
     from typer.testing import CliRunner
+
+    from spatial_tasks.cli import app
 
     shown = CliRunner().invoke(app, ["generate", "spatialtunnel", "--help"]).output
     assert "[render] extra" in shown
