@@ -96,6 +96,13 @@ def doc_sheet(benchmark: str, folder: Path, out: Path, *, count: int = 9, size: 
         ax.set_title("\n".join(textwrap.wrap(label, 28)[:2]), fontsize=7)
     fig.suptitle(f"{benchmark}: the first {len(docs)} question(s) of {folder.name}" + (" (unfinished run)" if note
                                                                                     else ""), fontsize=9)
+    return save_sheet(fig, out)
+
+
+def save_sheet(fig, out: Path) -> Path:
+    """Lay out, write and close a contact sheet (every preview ends here)."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

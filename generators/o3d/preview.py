@@ -18,6 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from PIL import Image
 from spatial_tasks.generators.common import dataset as ds
+from spatial_tasks.generators.common.preview import save_sheet
 
 from spatial_tasks.o3d import schema
 
@@ -96,9 +97,4 @@ def contact_sheet(folder: Path, out: Path, *, size: int = 256, position: str | N
         ax.set_title(CUE_TITLES[cue] + suffix, fontsize=8)
     env, obj, pos = key
     fig.suptitle(f"O3-D: {obj} in '{env}', target {pos} — base view and each cue", fontsize=9)
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return save_sheet(fig, out)

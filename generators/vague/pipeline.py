@@ -425,6 +425,8 @@ def read_labels(path: Path) -> dict[str, dict]:
         annotations = task.get("annotations")
         if not name or not annotations:
             continue  # not annotated: not kept
+        if not isinstance(name, str):
+            raise PipelineError(f"{where}: data.image_name must be text, got {type(name).__name__}")
         if not isinstance(annotations, list) or not isinstance(annotations[0], dict) \
                 or not isinstance(annotations[0].get("result", []), list):
             raise PipelineError(f"{where} ({name!r}): 'annotations' must be a list of objects with a 'result' list")
@@ -442,7 +444,7 @@ def read_labels(path: Path) -> dict[str, dict]:
                      "indirect_rating": int(values["indirect_rating"])}
         except (KeyError, TypeError, ValueError):
             raise PipelineError(f"--labels {path}, task {k} ({name!r}): needs direct_rating, indirect_choice and "
-                                f"indirect_rating (found {sorted(values)})") from None
+                                f"indirect_rating (found {sorted(map(str, values))})") from None
         if not (1 <= label["direct_rating"] <= 5 and 1 <= label["indirect_rating"] <= 5
                 and 1 <= label["indirect_choice"] <= 3):
             raise PipelineError(f"--labels {path}, task {k} ({name!r}): ratings are 1-5 and the choice 1-3, got {label}")

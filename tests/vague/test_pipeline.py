@@ -194,3 +194,22 @@ def test_a_damaged_stored_reply_is_named_and_asked_again(openai_server, scenes, 
     assert len(openai_server.requests) == 1  # only the damaged reply is asked again
     assert any(str(stored) in r.getMessage() and "a damaged stored reply" in r.getMessage() for r in caplog.records)
     assert json.loads(stored.read_text())["parsed"]["fake"]
+
+
+@pytest.mark.parametrize(("export", "match"), [
+    ("not a list", r"expected a JSON list of tasks"),
+    (["a string task"], r"task 0: a task is a JSON object, got str"),
+    ([{"data": {"image_name": "s"}, "annotations": "yes"}], r"task 0 \('s'\): 'annotations' must be a list of objects"),
+    ([{"data": {"image_name": "s"}, "annotations": [{"result": ["rated 5"]}]}],
+     r"task 0 \('s'\): an annotation result is not an object"),
+    ([{"data": {"image_name": "s"}, "annotations": [{"result": [{"type": "rating", "value": "5"}]}]}],
+     r"an annotation result is not an object with a 'value' object"),
+    ([{"data": {"image_name": ["s"]}, "annotations": [{"result": []}]}], r"task 0: data.image_name must be text"),
+    ([{"data": {"image_name": "s"}, "annotations": [{"result": [{"type": "rating", "value": {"rating": 4}}]}]}],
+     r"needs direct_rating, indirect_choice and indirect_rating \(found \['None'\]\)"),
+])
+def test_a_label_studio_export_of_the_wrong_shape_is_named(tmp_path, export, match):
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(export))
+    with pytest.raises(pipeline.PipelineError, match=match):
+        pipeline.read_labels(path)
