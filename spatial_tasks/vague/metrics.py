@@ -201,7 +201,8 @@ def mean_bertscore(records: Sequence[dict]) -> float:
         scores = bertscore_f1([r["prediction"] for r in records], [r["reference"] for r in records])
     except Exception as err:  # noqa: BLE001 - any failure of the backbone: the run is kept, BERTScore n/a
         model = os.environ.get(BERTSCORE_MODEL_ENV) or DEFAULT_BERTSCORE_MODEL
-        log.error(f"VAGUE BERTScore with {model!r}: {type(err).__name__}: {str(err).splitlines()[0][:300] if str(err) else ''}"
-                  f"; reporting n/a (set ${BERTSCORE_MODEL_ENV}=minilm, or a local model folder)")
+        reason = str(err).splitlines()[0][:300] if str(err) else ""
+        hint = "" if BERTSCORE_MODEL_ENV in reason else f" (set ${BERTSCORE_MODEL_ENV}=minilm, or a local model folder)"
+        log.error(f"VAGUE BERTScore with {model!r}: {type(err).__name__}: {reason}; reporting n/a{hint}")
         return math.nan
     return mean(scores)
