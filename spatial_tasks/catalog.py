@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -54,6 +55,12 @@ def _source(cfg: dict, path: Path | None = None) -> str:
 
 
 def task_catalog() -> list[TaskEntry]:
+    """Our tasks and groups (read once per process: custom-task and dori-seeds look tasks up many times)."""
+    return list(_read_catalog())
+
+
+@cache
+def _read_catalog() -> tuple[TaskEntry, ...]:
     entries = []
     for path in sorted(tasks_dir().rglob("*.yaml")):
         cfg = _config(path)
@@ -62,7 +69,7 @@ def task_catalog() -> list[TaskEntry]:
             entries.append(TaskEntry(cfg["group"], "group", "= " + " + ".join(map(str, subtasks)), path))
         elif "task" in cfg:
             entries.append(TaskEntry(cfg["task"], "task", _source(cfg, path), path))
-    return entries
+    return tuple(entries)
 
 
 def find_task(name: str) -> TaskEntry:
@@ -305,9 +312,10 @@ def _local_folder(data: str) -> Path | None:
     return None
 
 
-def _released_datasets() -> set[str]:
+@cache
+def _released_datasets() -> frozenset[str]:
     """The Hub datasets our task YAMLs read (the official releases)."""
-    return {str(_config(e.path).get("dataset_path")) for e in task_catalog() if e.kind == "task"}
+    return frozenset(str(_config(e.path).get("dataset_path")) for e in task_catalog() if e.kind == "task")
 
 
 def _check_hub_dataset(repo: str) -> None:

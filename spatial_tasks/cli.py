@@ -463,8 +463,12 @@ def prompts_command(benchmark: Annotated[str, typer.Argument(help="o3d, dori, sp
         for prompt in prompt_space():
             typer.echo(json.dumps({"prompt": prompt.text, "tags": prompt.tags.as_dict()}, ensure_ascii=False))
         return
+    from loguru import logger
+
     from spatial_tasks.task_prompts import sample_prompts
 
+    logger.remove()  # lmms-eval indexes its ~2,000 tasks chattily at INFO: keep its warnings only
+    logger.add(sys.stderr, level="WARNING")
     for line in sample_prompts(benchmark):
         typer.echo(json.dumps(line, ensure_ascii=False))
 

@@ -6,7 +6,6 @@ O3-D's 1,026 prompts are enumerated by ``o3d.prompts.prompt_space`` instead."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator, Mapping
 
 from spatial_tasks.catalog import task_catalog
@@ -27,13 +26,9 @@ def sample_tasks(benchmark: str) -> list[str]:
 
 def sample_prompts(benchmark: str) -> Iterator[dict]:
     """{"task", "id", "prompt"} for each kind of question of each bundled-sample task."""
-    from loguru import logger
-
     from spatial_tasks import harness
 
     harness.install()
-    logger.remove()  # lmms-eval's indexing is chatty at INFO; keep its warnings
-    logger.add(sys.stderr, level="WARNING")
     from lmms_eval.tasks import TaskManager, get_task_dict
 
     names = sample_tasks(benchmark)

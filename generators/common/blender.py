@@ -198,9 +198,13 @@ def check_device(device: str, *, here: bool = False) -> str:
         except ImportError:
             return device  # no bpy: the render command says so itself
         if not found:
-            raise DeviceError(f"--device {device}: Cycles finds no {device.upper()} GPU on this machine "
-                              f"(use --device auto to fall back to the CPU, or --device cpu)")
+            raise _no_gpu(device)
     return device
+
+
+def _no_gpu(device: str) -> DeviceError:
+    return DeviceError(f"--device {device}: Cycles finds no {device.upper()} GPU on this machine "
+                       f"(use --device auto to fall back to the CPU, or --device cpu)")
 
 
 def gpu_devices(backend: str) -> list[Any]:
@@ -236,8 +240,7 @@ def use_device(device: str) -> str:
             return "GPU"
     if device == "auto":
         return "CPU"
-    raise DeviceError(f"--device {device}: Cycles finds no {device.upper()} GPU on this machine "
-                      f"(use --device auto to fall back to the CPU, or --device cpu)")
+    raise _no_gpu(device)
 
 
 _RELEASED_AT_EXIT = False

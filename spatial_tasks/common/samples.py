@@ -87,10 +87,10 @@ def first_response(sample: dict) -> str:
     return first if isinstance(first, str) else str(first)
 
 
-def logged_record(sample: dict, metric: str, benchmark: str) -> dict | None:
-    """Our per-doc record as logged under a metric's key (lmms-eval 0.7.3 does not log the doc),
-    or the logged doc when present; None when the sample belongs to another benchmark."""
-    for candidate in (sample.get(metric), sample.get("doc")):
+def logged_record(sample: dict, keys: Sequence[str], benchmark: str) -> dict | None:
+    """Our per-doc record as logged under one of the metric ``keys`` (lmms-eval 0.7.3 does not log
+    the doc), or the logged doc when present; None when the sample belongs to another benchmark."""
+    for candidate in (*(sample.get(k) for k in keys), sample.get("doc")):
         if isinstance(candidate, dict) and candidate.get("benchmark") == benchmark:
             return candidate
     return None
@@ -107,8 +107,7 @@ def rescore_file(path: Path, keys: Sequence[str], benchmark: str,
     out: list[dict] = []
     ours: bool | None = None
     for number, sample in numbered_samples(path):
-        record = next((c for c in (*(sample.get(k) for k in keys), sample.get("doc"))
-                       if isinstance(c, dict) and c.get("benchmark") == benchmark), None)
+        record = logged_record(sample, keys, benchmark)
         if ours is None:
             ours = record is not None
         if not ours:
