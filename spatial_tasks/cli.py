@@ -508,6 +508,8 @@ def probe_command(
     device: Annotated[str, typer.Option(help="torch device: cpu, cuda, cuda:1 ...")] = "cpu",
     dtype: Annotated[str, typer.Option(help="Model weights dtype: bfloat16, float16, float32.")] = "bfloat16",
     family: Annotated[str | None, typer.Option(help="Model family (default: config.json's model_type).")] = None,
+    trust_remote_code: Annotated[bool, typer.Option(help="Let transformers run the model's own code from its "
+                                                         "folder or the Hub (Molmo-7B-O, NVILA).")] = False,
     layers: Annotated[str | None, typer.Option(help="Decoder layers to keep, 0-based: 20-28,30 (default: all).")] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace a probe of another model or data in --out.")] = False,
 ) -> None:
@@ -516,17 +518,22 @@ def probe_command(
 
     summary = probe(out, model=model, data=data, per_category=per_category, seed=seed, strict=strict, layer=layer,
                     batch_size=batch_size, device=device, dtype=dtype, family=family, layers=layers,
-                    overwrite=overwrite, echo=typer.echo)
+                    overwrite=overwrite, trust_remote_code=trust_remote_code, echo=typer.echo)
     for line in summary.describe():
         typer.echo(line)
 
 
 @app.command("tiny-model")
-def tiny_model_command(out: Annotated[Path, typer.Option(help="Folder to write the model into.")]) -> None:
-    """Build a tiny randomly initialised Qwen2.5-VL (offline; exercises the real model code)."""
-    from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
+def tiny_model_command(
+    out: Annotated[Path, typer.Option(help="Folder to write the model into.")],
+    family: Annotated[str, typer.Option(help="transformers model_type: qwen2_5_vl, qwen3_vl, qwen3_vl_moe, "
+                                             "llava_onevision, internvl, gemma3, molmo2.")] = "qwen2_5_vl",
+    seed: Annotated[int, typer.Option(help="Weights seed (same seed, same weights).")] = 0,
+) -> None:
+    """Build a tiny randomly initialised VLM of one family (offline; exercises the real model code)."""
+    from spatial_tasks.models.tiny_models import build_tiny_model
 
-    typer.echo(str(build_tiny_qwen2_5_vl(out)))
+    typer.echo(str(build_tiny_model(family, out, seed=seed)))
 
 
 @app.command("demo")

@@ -67,6 +67,7 @@ AUTO_INCLUDE_ENV = "SPATIAL_TASKS_AUTO_INCLUDE"
 MODELS = {
     "spatial_baseline": "spatial_tasks.models.baseline.SpatialBaseline",
     "qwen2_5_vl_yesno": "spatial_tasks.models.hf_yesno.Qwen2_5_VLYesNo",
+    "hf_yesno": "spatial_tasks.models.hf_auto.HFYesNo",
 }
 
 

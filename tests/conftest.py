@@ -50,6 +50,23 @@ def tiny_qwen_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_qwen2_5_vl(tmp_path_factory.mktemp("tiny_qwen2_5_vl"), seed=0)
 
 
+@pytest.fixture(scope="session")
+def tiny_family_dirs(tmp_path_factory: pytest.TempPathFactory):
+    """``dirs(family)``: a tiny random checkpoint of that transformers model_type
+    (``spatial_tasks.models.tiny_models``), built once per session on first use (< 1 s each).
+    Read-only, like ``tiny_qwen_dir``; qwen2_5_vl is ``tiny_qwen_dir`` itself."""
+    from spatial_tasks.models.tiny_models import build_tiny_model
+
+    built: dict[str, Path] = {}
+
+    def dirs(family: str) -> Path:
+        if family not in built:
+            built[family] = build_tiny_model(family, tmp_path_factory.mktemp(f"tiny_{family}"), seed=0)
+        return built[family]
+
+    return dirs
+
+
 @pytest.fixture
 def openai_server() -> Iterator[OpenAIStubServer]:
     """A local OpenAI-compatible chat-completions server (tests/openai_server.py), fresh per test.

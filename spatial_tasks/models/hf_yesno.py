@@ -37,42 +37,21 @@ from loguru import logger as eval_logger
 from PIL import Image
 from tqdm import tqdm
 
-from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.validate import flag
 from spatial_tasks.common.yesno import YesNoLogits, encode_payload
 from spatial_tasks.harness import lmms_eval_qwen2_5_vl
+from spatial_tasks.models.answer_tokens import (  # noqa: F401  (re-exported: the rule's public names)
+    AnswerTokens,
+    YesNoTokenError,
+    answer_tokens,
+    single_token_id,
+    yes_no_token_ids,
+)
 
 Qwen2_5_VL, process_vision_info = lmms_eval_qwen2_5_vl()  # the seam with lmms-eval's internals
 
 _VIDEO_SUFFIXES = (".mp4", ".avi", ".mov")
 GROUP_WINDOW = 256  # requests whose visuals are loaded and ordered by image at a time (group_images)
-
-
-class YesNoTokenError(UserError, ValueError):
-    """An answer word is not a single token of the model's tokenizer."""
-
-
-def single_token_id(tokenizer: Any, text: str) -> int:
-    """The id of ``text`` as ONE token of ``tokenizer``, or a YesNoTokenError saying why not."""
-    ids = list(tokenizer.encode(text, add_special_tokens=False))
-    if len(ids) != 1:
-        pieces = tokenizer.convert_ids_to_tokens(ids) if ids else []
-        name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
-        raise YesNoTokenError(
-            f"{text!r} is not a single token of the tokenizer {name!r}: it encodes to {len(ids)} tokens "
-            f"{pieces} (ids {ids}). First-token Yes/No scoring compares the logits of two single tokens; "
-            "pass yes_text=/no_text= in --model_args with this tokenizer's single-token spellings."
-        )
-    return int(ids[0])
-
-
-def yes_no_token_ids(tokenizer: Any, yes_text: str = "Yes", no_text: str = "No") -> tuple[int, int]:
-    """The single-token ids of the two answer words; both must exist and differ."""
-    yes_id = single_token_id(tokenizer, yes_text)
-    no_id = single_token_id(tokenizer, no_text)
-    if yes_id == no_id:
-        raise YesNoTokenError(f"{yes_text!r} and {no_text!r} map to the same token id {yes_id}")
-    return yes_id, no_id
 
 
 class HFYesNoMixin:
@@ -86,6 +65,7 @@ class HFYesNoMixin:
 
     yes_text: str = "Yes"
     no_text: str = "No"
+    answer_rule: str = "exact"  # spatial_tasks.models.answer_tokens: "exact" (the paper's) or "variants"
 
     # --- family hook -------------------------------------------------------------------
     def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
@@ -95,14 +75,19 @@ class HFYesNoMixin:
         raise NotImplementedError(f"{type(self).__name__} must implement _yesno_prepare_inputs")
 
     # --- family-agnostic part ------------------------------------------------------------
-    def yes_no_ids(self) -> tuple[int, int]:
-        """(id of yes_text, id of no_text); a YesNoTokenError if either is not a single token."""
-        key = (self.yes_text, self.no_text)
-        cached = getattr(self, "_yes_no_ids_cache", None)
+    def answer_tokens(self) -> AnswerTokens:
+        """The Yes/No token ids under ``answer_rule``; a YesNoTokenError if a word is not a single token."""
+        key = (self.yes_text, self.no_text, self.answer_rule)
+        cached = getattr(self, "_answer_tokens_cache", None)
         if cached is None or cached[0] != key:
-            cached = (key, yes_no_token_ids(self.tokenizer, *key))
-            self._yes_no_ids_cache = cached
+            cached = (key, answer_tokens(self.tokenizer, *key))
+            self._answer_tokens_cache = cached
         return cached[1]
+
+    def yes_no_ids(self) -> tuple[int, int]:
+        """(id of yes_text, id of no_text): the given spellings' single tokens."""
+        tokens = self.answer_tokens()
+        return tokens.yes_ids[0], tokens.no_ids[0]
 
     def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor] | None:
         """Model inputs for several requests at once, LEFT-padded (so every row's last position
@@ -154,10 +139,10 @@ class HFYesNoMixin:
         return outputs.logits[:, -1].float().cpu()
 
     def _to_yes_no(self, logits: torch.Tensor) -> YesNoLogits:
-        yes_id, no_id = self.yes_no_ids()
+        logit_yes, logit_no = self.answer_tokens().logits(logits)
         top = int(torch.argmax(logits))
         text = self.tokenizer.decode([top], skip_special_tokens=False)
-        return YesNoLogits(logit_yes=float(logits[yes_id]), logit_no=float(logits[no_id]), text=text)
+        return YesNoLogits(logit_yes=logit_yes, logit_no=logit_no, text=text)
 
     def score_yes_no_batch(self, items: Sequence[tuple[str, Sequence | None]]) -> list[YesNoLogits]:
         """``score_yes_no`` for several (context, visuals) at once: one padded forward pass when
@@ -238,7 +223,7 @@ class HFYesNoMixin:
         within the window, and each distinct image of a window is encoded once (``score_grouped``;
         with ``share_prefix`` the prompt up to the image is also run once per image and batch).
         The window bounds memory: only its requests' visuals are held."""
-        self.yes_no_ids()  # fail before the loop if the answer words are not single tokens
+        answer_fields = self.answer_tokens().log_fields()  # fails before the loop if a word is not one token
         size = max(1, int(getattr(self, "batch_size", 1) or 1))
         grouped = bool(getattr(self, "group_images", False))
         window = max(size, int(getattr(self, "group_window", GROUP_WINDOW) or GROUP_WINDOW)) if grouped else size
@@ -256,7 +241,7 @@ class HFYesNoMixin:
                     pbar.update(len(items[first:first + size]))
             for request, scored in zip(chunk, scores, strict=True):
                 context, gen_kwargs = request.args[0], request.args[1]
-                payload = encode_payload(scored)
+                payload = encode_payload(scored, **answer_fields)
                 self.cache_hook.add_partial("generate_until", (context, gen_kwargs), payload)
                 responses.append(payload)
         pbar.close()

@@ -16,10 +16,8 @@ question, the chat template's default system turn, the generation prompt.
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,6 +25,7 @@ import torch
 from PIL import Image
 
 from spatial_tasks.common.errors import UserError
+from spatial_tasks.models import families
 
 
 class TorchDeviceError(UserError, RuntimeError):
@@ -145,28 +144,47 @@ class Qwen2_5_VLHidden(HiddenStateModel):
         return inputs.to(self.device)
 
 
-FAMILIES: dict[str, type[HiddenStateModel]] = {"qwen2_5_vl": Qwen2_5_VLHidden}
+class AutoHidden(HiddenStateModel):
+    """Any transformers-native image-text family (``spatial_tasks.models.families``): loaded with
+    ``AutoModelForImageTextToText``; the prompt is the processor's chat template over one user turn
+    (image, then question) with the generation prompt, as ``hf_yesno`` builds it."""
+
+    trust_remote_code = False
+
+    def _load(self) -> None:
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        self.model = AutoModelForImageTextToText.from_pretrained(self.pretrained, dtype=self.dtype,
+                                                                 trust_remote_code=self.trust_remote_code)
+        self.model.to(self.device).eval()
+        self.processor = AutoProcessor.from_pretrained(self.pretrained, trust_remote_code=self.trust_remote_code)
+
+    def decoder_layers(self) -> Sequence[torch.nn.Module]:
+        return families.decoder_layers(self.model)
+
+    def prepare_batch(self, items: Sequence[tuple[str, Image.Image]]) -> Mapping[str, torch.Tensor]:
+        return families.chat_inputs(self.processor, [(question, [image]) for question, image in items]).to(self.device)
+
+
+# Qwen2.5-VL keeps its own class: its prompt goes through qwen_vl_utils as in the authors' code.
+FAMILIES: dict[str, type[HiddenStateModel]] = {
+    name: (Qwen2_5_VLHidden if name == "qwen2_5_vl" else AutoHidden) for name in families.FAMILIES}
 
 
 def model_family(pretrained: str) -> str:
-    """The ``model_type`` in a local checkpoint's config.json (a Hub id is asked of the Hub)."""
-    path = Path(pretrained).expanduser()
-    if not path.exists() and (pretrained.startswith(("/", ".", "~")) or pretrained.count("/") != 1):
-        raise FileNotFoundError(f"--model {pretrained}: no such folder (and not a Hub model id OWNER/NAME)")
-    if path.is_dir():
-        config = path / "config.json"
-        if not config.is_file():
-            raise FileNotFoundError(f"{path}: no config.json (not a Hugging Face model folder)")
-        return str(json.loads(config.read_text(encoding="utf-8")).get("model_type", ""))
-    from transformers import AutoConfig
-
-    return str(AutoConfig.from_pretrained(pretrained).model_type)
+    """The ``model_type`` in a checkpoint's config.json (a Hub id is asked of the Hub)."""
+    return families.read_model_type(pretrained)
 
 
-def load_hidden_state_model(pretrained: str, family: str | None = None, **kwargs: Any) -> HiddenStateModel:
+def load_hidden_state_model(pretrained: str, family: str | None = None, trust_remote_code: bool = False,
+                            **kwargs: Any) -> HiddenStateModel:
     """The family's ``HiddenStateModel`` for ``pretrained`` (family from its config unless given)."""
-    family = family or model_family(pretrained)
+    family = family or families.read_model_type(pretrained, trust_remote_code)
     if family not in FAMILIES:
-        raise ValueError(f"{pretrained}: no hidden-state probe for model family {family!r}; "
-                         f"supported: {sorted(FAMILIES)} (add a HiddenStateModel subclass to FAMILIES)")
-    return FAMILIES[family](pretrained, **kwargs)
+        raise families.ModelFamilyError(
+            f"{pretrained}: no hidden-state probe for model family {family!r}; supported: {', '.join(FAMILIES)} "
+            "(a transformers-native image-text family joins by adding it to spatial_tasks.models.families)")
+    model_class = FAMILIES[family]
+    if trust_remote_code and model_class is AutoHidden:
+        model_class = type("AutoHiddenRemote", (AutoHidden,), {"trust_remote_code": True})
+    return model_class(pretrained, **kwargs)

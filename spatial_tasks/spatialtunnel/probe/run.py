@@ -293,7 +293,7 @@ DTYPES = ("bfloat16", "float16", "float32")
 def probe(out: Path, *, model: str | None = None, data: str | None = None, per_category: int = 200, seed: int = 42,
           strict: bool = False, layer: int | None = None, batch_size: int = 8, device: str = "cpu",
           dtype: str = "bfloat16", family: str | None = None, layers: str | None = None, overwrite: bool = False,
-          echo: Callable[[str], None] = print) -> ProbeSummary:
+          trust_remote_code: bool = False, echo: Callable[[str], None] = print) -> ProbeSummary:
     """``spatial-tasks probe``: probe ``model`` on the pairs of ``data`` into ``out`` (resuming a
     run there), or without both recompute the metrics and figures of ``out``. ``echo`` gets a
     line about the pairs read (and each skipped row) before the model runs."""
@@ -314,5 +314,6 @@ def probe(out: Path, *, model: str | None = None, data: str | None = None, per_c
     echo(f"{len(pairs.pairs)} pairs from {data} ({pairs.layout} layout): {pairs.counts()}{skipped}{capped}")
     for row in pairs.skipped_rows:
         echo(f"  skipped: {row}")
-    return run_probe(lambda: load_hidden_state_model(model, family, device=device, dtype=dtype), pairs, out,
+    return run_probe(lambda: load_hidden_state_model(model, family, trust_remote_code, device=device, dtype=dtype),
+                     pairs, out,
                      model_name=model, batch_size=batch_size, overwrite=overwrite, layers=chosen, layer=layer)

@@ -1,0 +1,174 @@
+"""``hf_yesno``: first-token Yes/No scoring for any transformers-native image-text model.
+
+The generic path for families lmms-eval has no model class of ours for: the checkpoint is loaded
+with ``AutoProcessor`` + ``AutoModelForImageTextToText`` and the family is read from its config
+(``spatial_tasks.models.families``). The prompt is the processor's own chat template over one
+user turn (images, then the question; ``<image>`` markers removed; optional ``system_prompt``)
+with the generation prompt, so the last position predicts the first generated token. Scoring,
+batching (left padding), the answer-token rule and the logged payload are ``HFYesNoMixin``'s, as
+for ``qwen2_5_vl_yesno``; for the Qwen families each distinct image is encoded once
+(``group_images``).
+
+    lmms-eval --model hf_yesno --model_args pretrained=google/gemma-3-4b-it,device=cuda --tasks spatialtunnel_logit
+    accelerate launch --num_processes 8 -m lmms_eval --model hf_yesno ...   # data parallel, one model per GPU
+    lmms-eval --model hf_yesno --model_args pretrained=Qwen/Qwen3-VL-235B-A22B-Instruct,device_map=auto ...  # sharded
+
+model_args: ``pretrained``; ``device`` (default cuda when there is one, else cpu); ``device_map``
+(``auto`` shards one model over every visible GPU, with ``max_memory_gb`` per GPU if given);
+``dtype`` (bfloat16 | float16 | float32; default bfloat16); ``batch_size`` (lmms-eval's);
+``trust_remote_code``; ``attn_implementation``; ``system_prompt``; ``yes_text``/``no_text``/
+``answer_rule`` (``spatial_tasks.models.answer_tokens``); ``group_images``/``group_window``.
+Under ``accelerate launch`` with several processes each process loads the model on its own
+device (``accelerator.device``; CPU processes with ``--cpu``) and lmms-eval splits the requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from lmms_eval.api.model import lmms
+from PIL import Image
+
+from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.validate import flag
+from spatial_tasks.models import families
+from spatial_tasks.models.hf_yesno import GROUP_WINDOW, HFYesNoMixin
+
+DTYPES = ("bfloat16", "float16", "float32")
+
+
+class ModelArgsError(UserError, ValueError):
+    """A --model_args value hf_yesno cannot use."""
+
+
+class HFYesNo(HFYesNoMixin, lmms):
+    """First-token Yes/No logits of any ``AutoModelForImageTextToText`` checkpoint (module docstring)."""
+
+    def __init__(self, pretrained: str, device: str | None = None, device_map: str | None = None,
+                 dtype: str = "bfloat16", batch_size: int | str = 1, trust_remote_code: bool | str = False,
+                 attn_implementation: str | None = None, system_prompt: str | None = None,
+                 yes_text: str = "Yes", no_text: str = "No", answer_rule: str = "exact",
+                 group_images: bool | str = True, group_window: int | str = GROUP_WINDOW,
+                 max_memory_gb: float | str | None = None, **unknown: Any) -> None:
+        super().__init__()
+        if unknown:
+            raise ModelArgsError(f"hf_yesno: unknown --model_args {sorted(unknown)}; it takes pretrained, device, "
+                                 "device_map, dtype, batch_size, trust_remote_code, attn_implementation, system_prompt, "
+                                 "yes_text, no_text, answer_rule, group_images, group_window, max_memory_gb")
+        if dtype not in DTYPES:
+            raise ModelArgsError(f"hf_yesno: dtype={dtype!r}; choose one of {', '.join(DTYPES)}")
+        self.pretrained = pretrained
+        self.trust_remote_code = flag(trust_remote_code, "trust_remote_code")
+        self.family = families.read_model_type(pretrained, self.trust_remote_code)
+        self._place(device, device_map)
+        self._load(dtype, attn_implementation, max_memory_gb)
+        self.system_prompt = system_prompt or None
+        self.yes_text, self.no_text, self.answer_rule = str(yes_text), str(no_text), str(answer_rule)
+        self.batch_size_per_gpu = int(batch_size)
+        known = families.FAMILIES.get(self.family)
+        self.group_images = flag(group_images, "group_images") and known is not None and known.grouping
+        self.group_window = int(group_window)
+        if self.batch_size_per_gpu < 1 or self.group_window < 1:
+            raise ModelArgsError(f"hf_yesno: batch_size and group_window must be >= 1 (got {batch_size}, {group_window})")
+        self.answer_tokens()  # a tokenizer without single-token answers fails at load time
+
+    # --- loading and placement ----------------------------------------------------------------
+    def _place(self, device: str | None, device_map: str | None) -> None:
+        from accelerate import Accelerator
+
+        from spatial_tasks.models.hidden_states import check_torch_device
+
+        self.accelerator = Accelerator()
+        if self.accelerator.num_processes > 1:  # accelerate launch: one whole model per process
+            if device_map == "auto":
+                raise ModelArgsError("hf_yesno: device_map=auto shards ONE model over the GPUs; under accelerate launch "
+                                     "with several processes each process holds a whole model. Use one or the other.")
+            self._device = self.accelerator.device
+            self.device_map = str(self._device)
+            self._rank, self._world_size = self.accelerator.process_index, self.accelerator.num_processes
+            return
+        if device_map == "auto":
+            self._device, self.device_map = None, "auto"
+            return
+        chosen = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self._device = check_torch_device(chosen)
+        self.device_map = str(self._device) if device_map in (None, "", chosen) else device_map
+
+    def _load(self, dtype: str, attn_implementation: str | None, max_memory_gb: float | str | None) -> None:
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        kwargs: dict[str, Any] = {"dtype": getattr(torch, dtype), "device_map": self.device_map,
+                                  "trust_remote_code": self.trust_remote_code}
+        if attn_implementation:
+            kwargs["attn_implementation"] = attn_implementation
+        if max_memory_gb is not None and self.device_map == "auto":
+            per_gpu = f"{float(max_memory_gb)}GiB"
+            kwargs["max_memory"] = {i: per_gpu for i in range(torch.cuda.device_count())} | {"cpu": "512GiB"}
+        self._model = AutoModelForImageTextToText.from_pretrained(self.pretrained, **kwargs).eval()
+        self.processor = AutoProcessor.from_pretrained(self.pretrained, trust_remote_code=self.trust_remote_code)
+        self._tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        if self._device is None:
+            self._device = families.input_device(self._model)
+
+    # --- the lmms interface lmms-eval reads -------------------------------------------------
+    @property
+    def model(self):
+        return self._model
+
+    @property
+    def tokenizer(self):
+        return self._tokenizer
+
+    @property
+    def batch_size(self) -> int:
+        return self.batch_size_per_gpu
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def rank(self) -> int:
+        return self._rank
+
+    @property
+    def world_size(self) -> int:
+        return self._world_size
+
+    # --- prompts ------------------------------------------------------------------------------
+    def _items(self, items: Sequence[tuple[str, list]]) -> list[tuple[str, list[Image.Image]]]:
+        out = []
+        for context, visuals in items:
+            images = [v for v in visuals if isinstance(v, Image.Image)]
+            if len(images) != len(visuals):
+                kinds = sorted({type(v).__name__ for v in visuals if not isinstance(v, Image.Image)})
+                raise ModelArgsError(f"hf_yesno scores images only; this request has visuals of type {kinds}")
+            out.append((context.replace("<image>", "").strip(), images))
+        return out
+
+    def _inputs(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
+        inputs = families.chat_inputs(self.processor, self._items(items), self.system_prompt)
+        return inputs.to(families.input_device(self._model))
+
+    def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
+        return self._inputs([(context, visuals)])
+
+    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor] | None:
+        if len({len(visuals) == 0 for _, visuals in items}) > 1:
+            return None  # a batch mixing text-only and image prompts: one by one
+        return self._inputs(items)
+
+    # --- each distinct image encoded once (Qwen families) ---------------------------------------
+    def _yesno_image_parts(self, inputs: Mapping[str, torch.Tensor]) -> list[dict[str, torch.Tensor]] | None:
+        return families.qwen_image_parts(inputs) if self.family in families.QWEN_GROUPING else None
+
+    def _yesno_encode_images(self, parts: Sequence[dict[str, torch.Tensor]]) -> list:
+        return families.qwen_encode_images(self._model, parts)
+
+    def _yesno_forward_with_features(self, inputs: Mapping[str, torch.Tensor], features: Sequence) -> torch.Tensor:
+        kept = {k: v for k, v in inputs.items() if k != "pixel_values"}
+        if features:
+            kept["mm_encoder_outputs"] = families.qwen_encoder_outputs(features)
+        return self.first_token_logits_batch(kept)

@@ -1,0 +1,162 @@
+"""Every model family on a tiny random build: first-token scoring (batch 1 = batched = grouped),
+probing (left padding = batch 1), the real lmms-eval CLI with ``hf_yesno`` on the bundled logit
+sample, and the real ``spatial-tasks probe`` CLI on the bundled pairs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from lmms import assert_all_finite, run_lmms_eval
+from PIL import Image
+
+from spatial_tasks.common.yesno import decode_payload
+from spatial_tasks.models import families
+from spatial_tasks.models.hf_auto import HFYesNo, ModelArgsError
+from spatial_tasks.models.hidden_states import AutoHidden, Qwen2_5_VLHidden, load_hidden_state_model
+from spatial_tasks.models.tiny_models import TINY_FAMILIES
+from spatial_tasks.paths import benchmark_tasks_dir
+from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS
+
+ALL = list(TINY_FAMILIES)
+SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
+TOL = 1e-5  # fp32 logits: batch 1 vs padded batches vs precomputed image features
+
+
+@pytest.fixture(scope="module")
+def family_dir(tiny_family_dirs, tiny_qwen_dir):
+    return lambda family: tiny_qwen_dir if family == "qwen2_5_vl" else tiny_family_dirs(family)
+
+
+def _images() -> list[Image.Image]:
+    return [Image.new("RGB", (72 + 16 * i, 56), (60 * i, 40, 220 - 50 * i)) for i in range(2)]
+
+
+def _items() -> list[tuple[str, list]]:
+    """Five questions on two images (one image asked about three times), lengths differ."""
+    a, b = _images()
+    words = ["sphere", "big blue sphere", "cube", "small yellow cube on the left", "cone"]
+    return [(f"<image>Is the red cube closer to the camera than the {w}? Answer Yes or No.", [img])
+            for w, img in zip(words, [a, b, a, b, a], strict=True)]
+
+
+def test_the_families_are_the_issues_list():
+    assert set(TINY_FAMILIES) == set(families.FAMILIES) == {
+        "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llava_onevision", "internvl", "gemma3", "molmo2"}
+
+
+@pytest.mark.parametrize("family", ALL)
+def test_batch_one_equals_batched_and_grouped_scoring(family, family_dir, monkeypatch):
+    model = HFYesNo(str(family_dir(family)), device="cpu", dtype="float32", batch_size=3)
+    assert model.family == family
+    encoded: list[int] = []
+    encode = model._yesno_encode_images
+    monkeypatch.setattr(model, "_yesno_encode_images", lambda parts: encoded.append(len(parts)) or encode(parts))
+    items = _items()
+    one = [model.score_yes_no(c, v) for c, v in items]
+    batched = model.score_yes_no_batch(items)
+    grouped = model.score_grouped(items, batch_size=3)
+    for a, b, g in zip(one, batched, grouped, strict=True):
+        assert np.isfinite([a.logit_yes, a.logit_no]).all()
+        assert abs(a.logit_yes - b.logit_yes) <= TOL and abs(a.logit_no - b.logit_no) <= TOL
+        assert abs(a.logit_yes - g.logit_yes) <= TOL and abs(a.logit_no - g.logit_no) <= TOL
+    assert len({round(s.logit_yes - s.logit_no, 6) for s in one}) > 1  # the prompts do reach the logits
+    if families.FAMILIES[family].grouping:
+        assert model.group_images and sum(encoded) == 2  # two distinct images, each through the tower once
+    else:
+        assert not model.group_images and encoded == []
+
+
+@pytest.mark.parametrize("family", ALL)
+def test_probe_states_with_left_padding_equal_batch_one(family, family_dir):
+    model = load_hidden_state_model(str(family_dir(family)), device="cpu", dtype="float32")
+    assert isinstance(model, Qwen2_5_VLHidden if family == "qwen2_5_vl" else AutoHidden)
+    items = [(question.replace("<image>", ""), images[0]) for question, images in _items()[:3]]
+    states, first = model.last_token_states(items)
+    alone = np.concatenate([model.last_token_states([item])[0] for item in items], axis=1)
+    assert states.shape == (model.num_layers, 3, model.hidden_size) and len(first) == 3
+    assert np.abs(states - alone).max() <= TOL
+    assert np.isfinite(states).all() and np.abs(states[:, 0] - states[:, 1]).max() > 0
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize("family", ALL)
+def test_hf_yesno_through_the_lmms_eval_cli(family, family_dir, tmp_path):
+    path = family_dir(family)
+    run = run_lmms_eval(tmp_path / "out", "hf_yesno", f"pretrained={path},device=cpu,dtype=float32",
+                        "spatialtunnel_logit_sample_phase", "--batch_size", "4")
+    assert_all_finite(run.metrics("spatialtunnel_logit_sample_phase"), PHASE_METRICS)
+    samples = run.samples["spatialtunnel_logit_sample_phase"]
+    assert len(samples) == run.results["n-samples"]["spatialtunnel_logit_sample_phase"]["effective"] > 0
+    model = HFYesNo(str(path), device="cpu", dtype="float32")
+    expected = model.answer_tokens().log_fields()
+    for sample in samples:
+        payload = json.loads(sample["v"]["response"])
+        assert decode_payload(sample["v"]["response"]).finite and {k: payload[k] for k in expected} == expected
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize("family", ALL)
+def test_probe_cli_on_the_bundled_pairs(family, family_dir, tmp_path):
+    data = benchmark_tasks_dir("spatialtunnel") / "sample" / "contrastive_probing"
+    proc = subprocess.run([SPATIAL_TASKS, "probe", "--model", str(family_dir(family)), "--data", str(data),
+                           "--out", str(tmp_path / "probe"), "--dtype", "float32", "--batch-size", "4"],
+                          capture_output=True, text=True, timeout=600, env={**_env(), "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    meta = json.loads((tmp_path / "probe" / "probe.json").read_text())
+    metrics = json.loads((tmp_path / "probe" / "metrics.json").read_text())
+    assert meta["num_layers"] == 2 and meta["hidden_size"] == 64
+    assert set(metrics["per_layer"]) == {"0", "1"}
+    deltas = np.load(tmp_path / "probe" / "deltas.npy")
+    assert deltas.shape[:2] == (2, meta["pairs"]) and np.isfinite(deltas).all() and np.abs(deltas).max() > 0
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def test_device_map_auto_scores_as_one_device(family_dir):
+    """device_map=auto (accelerate's sharding over the visible GPUs; on this CPU-only machine every
+    layer lands on the CPU, so this checks the loading and input placement path): same scores."""
+    items = _items()[:2]
+    plain = HFYesNo(str(family_dir("qwen3_vl_moe")), device="cpu", dtype="float32").score_yes_no_batch(items)
+    auto = HFYesNo(str(family_dir("qwen3_vl_moe")), device_map="auto", dtype="float32")
+    assert auto.device_map == "auto" and str(auto.device) == "cpu"
+    for a, b in zip(plain, auto.score_yes_no_batch(items), strict=True):
+        assert abs(a.logit_yes - b.logit_yes) <= TOL and abs(a.logit_no - b.logit_no) <= TOL
+
+
+def test_bad_model_args_are_named(family_dir):
+    path = str(family_dir("gemma3"))
+    with pytest.raises(ModelArgsError, match=r"unknown --model_args \['min_pixels'\]"):
+        HFYesNo(path, device="cpu", min_pixels=3136)
+    with pytest.raises(ModelArgsError, match="dtype='fp8'"):
+        HFYesNo(path, device="cpu", dtype="fp8")
+    with pytest.raises(families.ModelFamilyError, match="no such folder"):
+        HFYesNo("/nonexistent/model", device="cpu")
+
+
+def test_a_family_we_do_not_know_is_refused(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "blip-2"}))
+    with pytest.raises(families.ModelFamilyError, match="model family 'blip-2'.*supported: qwen2_5_vl"):
+        load_hidden_state_model(str(tmp_path))
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(families.ModelFamilyError, match="config.json: not valid JSON"):
+        families.read_model_type(str(tmp_path))
+
+
+def test_tiny_model_cli_builds_a_family_and_refuses_unknown_ones(tmp_path):
+    ok = subprocess.run([SPATIAL_TASKS, "tiny-model", "--family", "internvl", "--out", str(tmp_path / "m")],
+                        capture_output=True, text=True, timeout=300, env=_env())
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads((tmp_path / "m" / "config.json").read_text())["model_type"] == "internvl"
+    bad = subprocess.run([SPATIAL_TASKS, "tiny-model", "--family", "blip2", "--out", str(tmp_path / "x")],
+                         capture_output=True, text=True, timeout=300, env=_env())
+    assert bad.returncode == 2 and "--family 'blip2': choose one of qwen2_5_vl, qwen3_vl" in bad.stderr
+    assert not (tmp_path / "x").exists()
