@@ -2,6 +2,11 @@
 
     .venv/bin/python benchmarks/score_throughput.py [--shape mid] [--images 12] [--device cpu]
     python benchmarks/score_throughput.py --shape 3b --device cuda --images 64      # on a GPU
+    .venv/bin/python benchmarks/score_throughput.py --family gemma3                 # any family, "all" for each
+
+``--family`` other than qwen2_5_vl (the default) scores with ``hf_yesno`` on a random "mid" build
+of that family (spatial_tasks.models.tiny_models.SHAPES; each family's own image geometry), and
+groups by image only where the family accepts precomputed image features (the Qwen families).
 
 ``qwen2_5_vl_yesno`` scores SpatialTunnel-shaped requests -- ``--images`` distinct 512 x 512
 images, 4 questions each (the logit task asks 4 per image), as lmms-eval hands them over -- with
@@ -27,7 +32,10 @@ from lmms_eval.api.instance import Instance
 from PIL import Image, ImageDraw
 
 from spatial_tasks.common.yesno import decode_payload
+from spatial_tasks.models import families
+from spatial_tasks.models.hf_auto import HFYesNo
 from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
+from spatial_tasks.models.tiny_models import TINY_FAMILIES, build_tiny_model
 from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
 
 TASK, SPLIT = "bench", "test"
@@ -72,11 +80,17 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--dtype", default=None, help="default: float32 on CPU, bfloat16 on CUDA")
     parser.add_argument("--attn", default="sdpa", help="attn_implementation (sdpa, eager, flash_attention_2)")
+    parser.add_argument("--family", default="qwen2_5_vl", choices=[*TINY_FAMILIES, "all"],
+                        help="model family (transformers model_type); 'all': each in turn")
     args = parser.parse_args()
     dtype = args.dtype or ("bfloat16" if args.device.startswith("cuda") else "float32")
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     docs = _docs(args.images)
     requests = _requests(docs)
+    if args.family != "qwen2_5_vl":
+        for family in (TINY_FAMILIES if args.family == "all" else [args.family]):
+            _family_rates(family, docs, requests, args, dtype)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         pretrained = str(build_tiny_qwen2_5_vl(Path(tmp) / args.shape, seed=0, shape=args.shape, dtype=dtype))
         common = {"pretrained": pretrained, "device": args.device, "device_map": args.device, "dtype": dtype,
@@ -102,6 +116,32 @@ def main() -> None:
     print(f"grouped + shared prefix (the default)/ungrouped at batch 8: "
           f"{rates['batch 8 grouped, shared prefix'] / ungrouped:.2f}x")
     print(f"grouped/ungrouped at batch 8: {rates['batch 8 grouped'] / ungrouped:.2f}x")
+
+
+def _family_rates(family: str, docs: list[dict], requests: list[Instance], args, dtype: str) -> None:
+    """Ungrouped vs grouped questions/s of one family through hf_yesno (grouped only where it can)."""
+    if args.shape != "mid":
+        raise SystemExit(f"--family {family}: only the 'mid' shape is built for families other than qwen2_5_vl")
+    with tempfile.TemporaryDirectory() as tmp:
+        pretrained = str(build_tiny_model(family, Path(tmp) / family, seed=0, shape="mid"))
+        common = {"pretrained": pretrained, "device": args.device, "dtype": dtype, "attn_implementation": args.attn}
+        settings = {"batch 1": dict(batch_size=1, group_images=False),
+                    "batch 8 ungrouped": dict(batch_size=8, group_images=False)}
+        if families.FAMILIES[family].grouping:
+            settings["batch 8 grouped"] = dict(batch_size=8, group_images=True)
+        rates, scores = {}, {}
+        for name, kwargs in settings.items():
+            model = HFYesNo(**common, **kwargs)
+            model.task_dict = {TASK: {SPLIT: docs}}
+            rates[name], scores[name] = _run(model, requests)
+            del model
+        diff = max(max(abs(a.logit_yes - b.logit_yes), abs(a.logit_no - b.logit_no))
+                   for name in settings for a, b in zip(scores[name], scores["batch 1"], strict=True))
+        grouped = (f"grouped {rates['batch 8 grouped']:7.2f} q/s ({rates['batch 8 grouped'] / rates['batch 8 ungrouped']:.2f}x)"
+                   if "batch 8 grouped" in rates else "grouped: n/a (no precomputed image features)")
+        print(f"{family:>16} mid, {dtype}, {args.device}, {len(requests)} questions on {args.images} images: "
+              f"batch 1 {rates['batch 1']:7.2f} q/s, batch 8 ungrouped {rates['batch 8 ungrouped']:7.2f} q/s, "
+              f"{grouped}; max |Δ logit| vs batch 1 {diff:.1e}")
 
 
 if __name__ == "__main__":

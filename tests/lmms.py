@@ -43,13 +43,18 @@ def run_lmms_eval(out: Path, model: str, model_args: str, tasks: str, *extra: st
     full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
                 "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1", **(env or {})}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=cwd or out.parent)
+    return read_run(out, proc.returncode, proc.stdout + proc.stderr)
+
+
+def read_run(out: Path, returncode: int, output: str) -> Run:
+    """What an lmms-eval run wrote under ``out`` (its newest results file and every samples file)."""
     results_files = sorted(out.rglob("*_results.json")) if out.exists() else []
     results = json.loads(results_files[-1].read_text()) if results_files else None
     samples = {}
     for path in sorted(out.rglob("*_samples_*.jsonl")) if out.exists() else []:
         task = path.stem.split("_samples_", 1)[1]
         samples[task] = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return Run(out, proc.returncode, proc.stdout + proc.stderr, results, samples)
+    return Run(out, returncode, output, results, samples)
 
 
 def is_undefined(value: object) -> bool:

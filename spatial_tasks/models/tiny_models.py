@@ -29,8 +29,19 @@ from typing import Any
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.paths import output_folder
 
-TEXT = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-        "num_key_value_heads": 2, "head_dim": 16}
+# "tiny": what tests use. "mid": a CPU-sized stand-in for throughput figures (benchmarks/), with the
+# vision tower keeping a realistic share of the cost (224 px tiles for fixed-size towers).
+SHAPES: dict[str, dict[str, Any]] = {
+    "tiny": {"text": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+                      "num_key_value_heads": 2, "head_dim": 16},
+             "vision": {"hidden_size": 32, "intermediate_size": 64, "layers": 2, "heads": 2}, "side": 56,
+             "mrope": [2, 3, 3]},
+    "mid": {"text": {"hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 6, "num_attention_heads": 8,
+                     "num_key_value_heads": 2, "head_dim": 64},
+            "vision": {"hidden_size": 320, "intermediate_size": 864, "layers": 8, "heads": 5}, "side": 224,
+            "mrope": [8, 12, 12]},
+}
+TEXT = SHAPES["tiny"]["text"]
 
 
 class UnknownFamilyError(UserError, ValueError):
@@ -164,7 +175,7 @@ class TinyFamily:
     """How to build one family: ``build(out_dir, seed)`` writes the folder."""
 
     model_type: str
-    build: Callable[[Path, int], None]
+    build: Callable[[Path, int, dict], None]
     note: str
 
 
@@ -187,7 +198,7 @@ def _ids(tokenizer, tokens: list[str]) -> dict[str, int]:
     return ids
 
 
-def _build_qwen3_vl(out_dir: Path, seed: int, moe: bool = False) -> None:
+def _build_qwen3_vl(out_dir: Path, seed: int, shape: dict, moe: bool = False) -> None:
     from transformers import (
         Qwen3VLConfig,
         Qwen3VLForConditionalGeneration,
@@ -201,15 +212,17 @@ def _build_qwen3_vl(out_dir: Path, seed: int, moe: bool = False) -> None:
     specials = QWEN_BASE + QWEN_VISION
     tokenizer = _qwen_style_tokenizer(specials, {}, eos="<|im_end|>", pad="<|endoftext|>")
     ids = _ids(tokenizer, specials)
-    text = {**TEXT, "vocab_size": len(tokenizer), "max_position_embeddings": 32768, "rms_norm_eps": 1e-6,
-            "rope_parameters": {"rope_type": "default", "rope_theta": 5000000.0, "mrope_section": [2, 3, 3],
+    text = {**shape["text"], "vocab_size": len(tokenizer), "max_position_embeddings": 32768, "rms_norm_eps": 1e-6,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 5000000.0, "mrope_section": shape["mrope"],
                                 "mrope_interleaved": True},
             "bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]}
     if moe:
         text.update({"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "decoder_sparse_step": 1})
-    vision = {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "out_hidden_size": TEXT["hidden_size"],
+    v = shape["vision"]
+    vision = {"depth": v["layers"], "hidden_size": v["hidden_size"], "intermediate_size": v["intermediate_size"],
+              "num_heads": v["heads"], "out_hidden_size": shape["text"]["hidden_size"],
               "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2, "num_position_embeddings": 64,
-              "deepstack_visual_indexes": [0]}
+              "deepstack_visual_indexes": [0, v["layers"] // 2]}
     config_class, model_class = ((Qwen3VLMoeConfig, Qwen3VLMoeForConditionalGeneration) if moe
                                  else (Qwen3VLConfig, Qwen3VLForConditionalGeneration))
     config = config_class(text_config=text, vision_config=vision, image_token_id=ids["<|image_pad|>"],
@@ -225,7 +238,7 @@ def _build_qwen3_vl(out_dir: Path, seed: int, moe: bool = False) -> None:
                      chat_template=template).save_pretrained(out_dir)
 
 
-def _build_llava_onevision(out_dir: Path, seed: int) -> None:
+def _build_llava_onevision(out_dir: Path, seed: int, shape: dict) -> None:
     from transformers import (
         LlavaOnevisionConfig,
         LlavaOnevisionForConditionalGeneration,
@@ -238,14 +251,13 @@ def _build_llava_onevision(out_dir: Path, seed: int) -> None:
     tokenizer = _qwen_style_tokenizer(specials, {"image_token": "<image>", "video_token": "<video>"},
                                       eos="<|im_end|>", pad="<|endoftext|>")
     ids = _ids(tokenizer, specials)
-    side, patch = 28, 14
+    side, patch = shape["side"] // 2, 14
     pinpoints = [[side * h, side * w] for h in (1, 2) for w in (1, 2)]
     config = LlavaOnevisionConfig(
-        text_config={"model_type": "qwen2", **TEXT, "vocab_size": len(tokenizer), "max_position_embeddings": 32768,
+        text_config={"model_type": "qwen2", **shape["text"], "vocab_size": len(tokenizer), "max_position_embeddings": 32768,
                      "bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|im_end|>"],
                      "pad_token_id": ids["<|endoftext|>"], "tie_word_embeddings": True},
-        vision_config={"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 64,
-                       "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": side, "patch_size": patch,
+        vision_config={"model_type": "siglip_vision_model", **_vision(shape), "image_size": side, "patch_size": patch,
                        "vision_use_head": False},
         image_token_id=ids["<image>"], video_token_id=ids["<video>"], vision_feature_layer=-1,
         vision_feature_select_strategy="full", vision_aspect_ratio="anyres_max_9", image_grid_pinpoints=pinpoints,
@@ -260,7 +272,7 @@ def _build_llava_onevision(out_dir: Path, seed: int) -> None:
                             chat_template=template).save_pretrained(out_dir)
 
 
-def _build_internvl(out_dir: Path, seed: int) -> None:
+def _build_internvl(out_dir: Path, seed: int, shape: dict) -> None:
     from transformers import InternVLConfig, InternVLForConditionalGeneration, InternVLProcessor
     from transformers.models.got_ocr2.image_processing_got_ocr2 import GotOcr2ImageProcessor
     from transformers.models.internvl.video_processing_internvl import InternVLVideoProcessor
@@ -270,13 +282,13 @@ def _build_internvl(out_dir: Path, seed: int) -> None:
     specials = QWEN_BASE + list(named.values())
     tokenizer = _qwen_style_tokenizer(specials, named, eos="<|im_end|>", pad="<|endoftext|>")
     ids = _ids(tokenizer, specials)
-    side, patch = 56, 14
+    side, patch = shape["side"], 14
     seq = ((side // patch) ** 2) // 4  # pixel shuffle with downsample_ratio 0.5
     config = InternVLConfig(
-        text_config={"model_type": "qwen2", **TEXT, "vocab_size": len(tokenizer), "max_position_embeddings": 32768,
+        text_config={"model_type": "qwen2", **shape["text"], "vocab_size": len(tokenizer), "max_position_embeddings": 32768,
                      "bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|im_end|>"],
                      "pad_token_id": ids["<|endoftext|>"], "tie_word_embeddings": False},
-        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+        vision_config={**_vision(shape),
                        "image_size": [side, side], "patch_size": [patch, patch]},
         image_token_id=ids["<IMG_CONTEXT>"], image_seq_length=seq, downsample_ratio=0.5, projector_hidden_act="gelu",
         vision_feature_layer=-1, vision_feature_select_strategy="default")
@@ -291,7 +303,7 @@ def _build_internvl(out_dir: Path, seed: int) -> None:
                       chat_template=template).save_pretrained(out_dir)
 
 
-def _build_gemma3(out_dir: Path, seed: int) -> None:
+def _build_gemma3(out_dir: Path, seed: int, shape: dict) -> None:
     from transformers import (
         Gemma3Config,
         Gemma3ForConditionalGeneration,
@@ -303,14 +315,15 @@ def _build_gemma3(out_dir: Path, seed: int) -> None:
     specials = ["<start_of_turn>", "<end_of_turn>", *named.values()]
     tokenizer = _gemma_style_tokenizer(specials, named)
     ids = _ids(tokenizer, specials)
-    side, patch, per_image = 56, 14, 4
+    side, patch = shape["side"], 14
+    per_image = (side // patch // 2) ** 2  # 2 x 2 pooling of the patch grid
     config = Gemma3Config(
-        text_config={**TEXT, "vocab_size": len(tokenizer), "max_position_embeddings": 32768, "sliding_window": 64,
-                     "layer_types": ["sliding_attention", "full_attention"], "query_pre_attn_scalar": 16,
+        text_config={**shape["text"], "vocab_size": len(tokenizer), "max_position_embeddings": 32768, "sliding_window": 512,
+                     "layer_types": ["sliding_attention", "full_attention"] * (shape["text"]["num_hidden_layers"] // 2), "query_pre_attn_scalar": shape["text"]["head_dim"],
                      "bos_token_id": tokenizer.bos_token_id, "eos_token_id": [tokenizer.eos_token_id,
                                                                             ids["<end_of_turn>"]],
                      "pad_token_id": tokenizer.pad_token_id},
-        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+        vision_config={**_vision(shape),
                        "image_size": side, "patch_size": patch, "vision_use_head": False},
         mm_tokens_per_image=per_image, boi_token_index=ids["<start_of_image>"], eoi_token_index=ids["<end_of_image>"],
         image_token_index=ids["<image_soft_token>"])
@@ -327,7 +340,7 @@ MOLMO2_TOKENS = ["<im_patch>", "<im_col>", "<im_start>", "<low_res_im_start>", "
                  "<frame_end>", "<im_low>", "<|image|>", "<|video|>"]
 
 
-def _build_molmo2(out_dir: Path, seed: int) -> None:
+def _build_molmo2(out_dir: Path, seed: int, shape: dict) -> None:
     from transformers import (
         Molmo2Config,
         Molmo2ForConditionalGeneration,
@@ -341,17 +354,19 @@ def _build_molmo2(out_dir: Path, seed: int) -> None:
                                       eos="<|im_end|>", pad="<|endoftext|>", bos=None)
     ids = _ids(tokenizer, base + MOLMO2_TOKENS)
     first_extra = min(ids[t] for t in MOLMO2_TOKENS)  # Molmo2 keeps its image tokens in an extra embedding
-    side, patch = 56, 14
+    side, patch = shape["side"], 14
     config = Molmo2Config(
-        text_config={**TEXT, "vocab_size": first_extra, "additional_vocab_size": len(tokenizer) - first_extra,
+        text_config={**shape["text"], "vocab_size": first_extra, "additional_vocab_size": len(tokenizer) - first_extra,
                      "max_position_embeddings": 4096, "bos_token_id": ids["<|endoftext|>"],
                      "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]},
-        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
-                       "num_key_value_heads": 2, "head_dim": 16, "image_size": [side, side], "patch_size": patch,
+        vision_config={**_vision(shape),
+                       "num_key_value_heads": shape["vision"]["heads"], "head_dim": 64 if side > 56 else 16,
+                       "image_size": [side, side], "patch_size": patch,
                        "num_position_embeddings": (side // patch) ** 2},
-        adapter_config={"vision_feature_layer": [-1, -2], "hidden_size": 32, "num_attention_heads": 2,
-                        "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 64,
-                        "text_hidden_size": TEXT["hidden_size"]},
+        adapter_config={"vision_feature_layer": [-1, -2], "hidden_size": shape["vision"]["hidden_size"],
+                        "num_attention_heads": shape["vision"]["heads"], "num_key_value_heads": shape["vision"]["heads"],
+                        "head_dim": 64 if side > 56 else 16, "intermediate_size": shape["vision"]["intermediate_size"],
+                        "text_hidden_size": shape["text"]["hidden_size"]},
         image_start_token_id=ids["<im_start>"], low_res_image_start_token_id=ids["<low_res_im_start>"],
         image_end_token_id=ids["<im_end>"], image_patch_id=ids["<im_patch>"], frame_start_token_id=ids["<frame_start>"],
         frame_end_token_id=ids["<frame_end>"])
@@ -365,16 +380,16 @@ def _build_molmo2(out_dir: Path, seed: int) -> None:
                     tokenizer=tokenizer, chat_template=template).save_pretrained(out_dir)
 
 
-def _build_qwen2_5_vl(out_dir: Path, seed: int) -> None:
+def _build_qwen2_5_vl(out_dir: Path, seed: int, shape: dict) -> None:
     from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
 
-    build_tiny_qwen2_5_vl(out_dir, seed=seed)
+    build_tiny_qwen2_5_vl(out_dir, seed=seed, shape=shape["name"])
 
 
 TINY_FAMILIES: dict[str, TinyFamily] = {f.model_type: f for f in (
     TinyFamily("qwen2_5_vl", _build_qwen2_5_vl, "Qwen2.5-VL (tiny_qwen.py)"),
     TinyFamily("qwen3_vl", _build_qwen3_vl, "Qwen3-VL, dense"),
-    TinyFamily("qwen3_vl_moe", lambda out, seed: _build_qwen3_vl(out, seed, moe=True),
+    TinyFamily("qwen3_vl_moe", lambda out, seed, shape: _build_qwen3_vl(out, seed, shape, moe=True),
                "Qwen3-VL-MoE (4 experts, 2 per token): the 235B-A22B reference's architecture"),
     TinyFamily("llava_onevision", _build_llava_onevision, "LLaVA-OneVision (Qwen2 text, SigLIP vision, anyres)"),
     TinyFamily("internvl", _build_internvl, "InternVL, transformers-native (-hf checkpoints)"),
@@ -383,10 +398,19 @@ TINY_FAMILIES: dict[str, TinyFamily] = {f.model_type: f for f in (
 )}
 
 
-def build_tiny_model(family: str, out_dir: Path, seed: int = 0) -> Path:
-    """Write a tiny random checkpoint of ``family`` (a key of TINY_FAMILIES) to ``out_dir``."""
+def _vision(shape: dict) -> dict[str, int]:
+    v = shape["vision"]
+    return {"hidden_size": v["hidden_size"], "intermediate_size": v["intermediate_size"],
+            "num_hidden_layers": v["layers"], "num_attention_heads": v["heads"]}
+
+
+def build_tiny_model(family: str, out_dir: Path, seed: int = 0, shape: str = "tiny") -> Path:
+    """Write a random checkpoint of ``family`` (a key of TINY_FAMILIES) at ``shape`` (a key of
+    SHAPES) to ``out_dir``."""
     if family not in TINY_FAMILIES:
         raise UnknownFamilyError(f"--family {family!r}: choose one of {', '.join(TINY_FAMILIES)}")
+    if shape not in SHAPES:
+        raise UnknownFamilyError(f"shape {shape!r}: choose one of {', '.join(SHAPES)}")
     out_dir = output_folder(Path(out_dir))
-    TINY_FAMILIES[family].build(out_dir, seed)
+    TINY_FAMILIES[family].build(out_dir, seed, {**SHAPES[shape], "name": shape})
     return out_dir

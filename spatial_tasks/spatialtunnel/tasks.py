@@ -101,8 +101,8 @@ def logit_record(doc: dict, results: list[str]) -> dict:
     if not is_payload(response):
         raise LogitsMissingError(
             "spatialtunnel_logit scores first-token Yes/No logits, but the model returned plain text "
-            f"({str(response)[:60]!r}). Run it with a model that returns logits, e.g. --model qwen2_5_vl_yesno "
-            "(or spatial_baseline); use the exact-match task 'spatialtunnel' for any other model."
+            f"({str(response)[:60]!r}). Run it with a model that returns logits: --model hf_yesno (any "
+            "transformers image-text model), qwen2_5_vl_yesno (or spatial_baseline); use the exact-match task 'spatialtunnel' for any other model."
         )
     payload = decode_payload(response)
     if payload is None or not payload.finite:

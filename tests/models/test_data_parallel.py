@@ -1,0 +1,49 @@
+"""Data parallel scoring the lmms-eval way: ``accelerate launch`` with 2 processes. On this
+CPU-only machine accelerate's multi-process launcher (torchrun) starts 2 CPU processes and
+torch.distributed uses the gloo backend; lmms-eval gives each rank half of the requests and
+gathers them. Every logged response and every metric must equal the one-process run."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lmms import read_run, run_lmms_eval
+
+from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS
+
+pytestmark = pytest.mark.cli
+ACCELERATE = str(Path(sys.executable).with_name("accelerate"))
+TASK = "spatialtunnel_logit_sample_phase"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_score_exactly_as_one(tiny_family_dirs, tmp_path):
+    args = f"pretrained={tiny_family_dirs('qwen3_vl')},dtype=float32"
+    one = run_lmms_eval(tmp_path / "one", "hf_yesno", args, TASK, "--batch_size", "4")
+    cmd = [ACCELERATE, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+           "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
+           "-m", "lmms_eval", "--model", "hf_yesno", "--model_args", args, "--tasks", TASK, "--batch_size", "4",
+           "--output_path", str(tmp_path / "two"), "--log_samples", "--verbosity", "DEBUG"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
+           "TOKENIZERS_PARALLELISM": "false", "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    assert log.count("number of requests on this rank: 128") == 2, log[-4000:]  # 256 requests, half each
+    two = read_run(tmp_path / "two", proc.returncode, log)
+    by_doc = {name: {s["doc_id"]: s["v"]["response"] for s in run.samples[TASK]} for name, run in
+              (("one", one), ("two", two))}
+    assert len(by_doc["one"]) == 256 and by_doc["one"] == by_doc["two"]
+    for metric in PHASE_METRICS:
+        assert two.metrics(TASK)[metric] == pytest.approx(one.metrics(TASK)[metric], abs=1e-12)
+
