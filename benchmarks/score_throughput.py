@@ -73,6 +73,18 @@ def _run(model: Qwen2_5_VLYesNo, requests: list[Instance]) -> tuple[float, list]
     return len(requests) / (time.perf_counter() - start), [decode_payload(r) for r in out]
 
 
+def _measure(model_class, common: dict, settings: dict[str, dict], docs: list[dict],
+             requests: list[Instance]) -> tuple[dict[str, float], dict[str, list]]:
+    """Questions/s and the scores of each setting (one model loaded at a time)."""
+    rates, scores = {}, {}
+    for name, kwargs in settings.items():
+        model = model_class(**common, **kwargs)
+        model.task_dict = {TASK: {SPLIT: docs}}
+        rates[name], scores[name] = _run(model, requests)
+        del model
+    return rates, scores
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", default="mid", choices=["tiny", "mid", "3b"])
@@ -101,13 +113,9 @@ def main() -> None:
                     "batch 8 ungrouped": dict(batch_size=8, group_images=False),
                     "batch 8 grouped": dict(batch_size=8, group_images=True, share_prefix=False),
                     "batch 8 grouped, shared prefix": dict(batch_size=8, group_images=True, share_prefix=True)}
-        rates, scores = {}, {}
-        for name, kwargs in settings.items():
-            model = Qwen2_5_VLYesNo(**common, **kwargs)
-            model.task_dict = {TASK: {SPLIT: docs}}
-            rates[name], scores[name] = _run(model, requests)
-            del model
-            print(f"{name:>30}: {rates[name]:8.2f} questions/s")
+        rates, scores = _measure(Qwen2_5_VLYesNo, common, settings, docs, requests)
+        for name, rate in rates.items():
+            print(f"{name:>30}: {rate:8.2f} questions/s")
         for name in ("batch 8 ungrouped", "batch 8 grouped", "batch 8 grouped, shared prefix"):
             diff = max(max(abs(a.logit_yes - b.logit_yes), abs(a.logit_no - b.logit_no))
                        for a, b in zip(scores[name], scores["batch 1"], strict=True))
@@ -129,12 +137,7 @@ def _family_rates(family: str, docs: list[dict], requests: list[Instance], args,
                     "batch 8 ungrouped": dict(batch_size=8, group_images=False)}
         if families.FAMILIES[family].grouping:
             settings["batch 8 grouped"] = dict(batch_size=8, group_images=True)
-        rates, scores = {}, {}
-        for name, kwargs in settings.items():
-            model = HFYesNo(**common, **kwargs)
-            model.task_dict = {TASK: {SPLIT: docs}}
-            rates[name], scores[name] = _run(model, requests)
-            del model
+        rates, scores = _measure(HFYesNo, common, settings, docs, requests)
         diff = max(max(abs(a.logit_yes - b.logit_yes), abs(a.logit_no - b.logit_no))
                    for name in settings for a, b in zip(scores[name], scores["batch 1"], strict=True))
         grouped = (f"grouped {rates['batch 8 grouped']:7.2f} q/s ({rates['batch 8 grouped'] / rates['batch 8 ungrouped']:.2f}x)"
