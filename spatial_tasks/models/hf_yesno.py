@@ -373,15 +373,10 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
         return [visuals[min(int(n) - 1, len(visuals) - 1)] for n in numbers]
 
     def _yesno_image_parts(self, inputs: Mapping[str, torch.Tensor]) -> list[dict[str, torch.Tensor]] | None:
-        """Each image's rows of ``pixel_values`` (its grid's t*h*w patches) and its grid row."""
-        if "pixel_values_videos" in inputs:
-            return None
-        grids = inputs.get("image_grid_thw")
-        if grids is None:
-            return []
-        sizes = grids.prod(-1).tolist()
-        pixels = torch.split(inputs["pixel_values"], sizes)
-        return [{"pixel_values": p, "image_grid_thw": g.unsqueeze(0)} for p, g in zip(pixels, grids, strict=True)]
+        """Each image's rows of ``pixel_values`` and its grid row (shared with hf_yesno's Qwen families)."""
+        from spatial_tasks.models.families import qwen_image_parts
+
+        return qwen_image_parts(inputs)
 
     def _yesno_encode_images(self, parts: Sequence[dict[str, torch.Tensor]]) -> list[torch.Tensor]:
         with torch.inference_mode():
