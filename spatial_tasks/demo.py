@@ -38,7 +38,8 @@ INTRO = [
     "model is.** The \"model\" `qwen2_5_vl(pretrained=tiny-qwen2_5_vl)` is a tiny Qwen2.5-VL with random weights "
     "(built offline in seconds): its answers are noise -- as text it mostly says nothing the parsers can read "
     "(so its accuracy is 0 and the figures that need readable answers are n/a), as first-token logits it gives "
-    "p ≈ 0.5. The data are the small bundled samples (`tasks/spatialtunnel/sample`: 64 phase + 22 size Blender renders "
+    "p ≈ 0.5; so are those of the tiny random Gemma 3 scored through `hf_yesno` (the generic path for any "
+    "transformers family). The data are the small bundled samples (`tasks/spatialtunnel/sample`: 64 phase + 22 size Blender renders "
     "at 128 px; `tasks/o3d/sample`: 45 128 px renders of our O3-D generator plus 12 PIL-drawn stand-ins for "
     "the real crops, in the official O3-D layout; `tasks/dori/sample`: 52 "
     "questions on 96 px Blender renders and transforms of them, made by our DORI generators; `tasks/vague/sample`: 8 "
@@ -78,10 +79,13 @@ def lmms_eval_command(model: str, model_args: str, tasks: str, output: Path, *ex
             "--output_path", str(output), "--log_samples", *extra]
 
 
-def demo_runs(model_dir: Path, out: Path) -> list[tuple[str, list[str], Path, str]]:
+def demo_runs(model_dir: Path, out: Path, gemma_dir: Path | None = None) -> list[tuple[str, list[str], Path, str]]:
     """Every evaluation of the demo: (label, lmms-eval command, output folder, tasks)."""
     runs_dir = out / "runs"
     tiny = f"pretrained={model_dir},{TINY_QWEN_ARGS}"
+    gemma = [("tiny gemma3 through hf_yesno (any transformers family), first-token logits (SpatialTunnel)",
+              "hf_yesno", f"pretrained={gemma_dir},device=cpu", "spatialtunnel_logit_sample", "tiny_gemma3_hf_yesno",
+              ())] if gemma_dir is not None else []
     plan = [*((f"SpatialTunnel spatial_baseline rule={rule}", "spatial_baseline", f"rule={rule}", ST_TASKS,
                f"st_baseline_{rule}", ()) for rule in ("vertical", "size", "always_yes", "oracle")),
             *((f"O3-D spatial_baseline rule={rule}", "spatial_baseline", f"rule={rule}", O3D_TASKS,
@@ -99,7 +103,7 @@ def demo_runs(model_dir: Path, out: Path) -> list[tuple[str, list[str], Path, st
              "qwen2_5_vl", tiny, f"{VAGUE_TASKS},{RESPLIT_TASKS}", "tiny_qwen2_5_vl_vague",
              ("--gen_kwargs", "max_new_tokens=16")),
             ("tiny qwen2_5_vl_yesno, first-token logits (SpatialTunnel)", "qwen2_5_vl_yesno", tiny,
-             "spatialtunnel_logit_sample", "tiny_qwen2_5_vl_yesno", ())]
+             "spatialtunnel_logit_sample", "tiny_qwen2_5_vl_yesno", ()), *gemma]
     return [(label, lmms_eval_command(model, args, tasks, runs_dir / folder, *extra), runs_dir / folder, tasks)
             for label, model, args, tasks, folder, extra in plan]
 
@@ -145,6 +149,7 @@ def run_demo_probe(model_dir: Path, out: Path) -> Path:
 
 
 def run_demo(out: Path, workers: int = 2) -> Path:
+    from spatial_tasks.models.tiny_models import build_tiny_model
     from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
 
     started = time.time()
@@ -156,7 +161,10 @@ def run_demo(out: Path, workers: int = 2) -> Path:
     if not (model_dir / "config.json").exists():
         console.print(f"[bold]Building a tiny random Qwen2.5-VL[/] -> {model_dir}")
         build_tiny_qwen2_5_vl(model_dir)
-    runs = demo_runs(model_dir, out)
+    gemma_dir = out / "tiny-gemma3"
+    if not (gemma_dir / "config.json").exists():
+        build_tiny_model("gemma3", gemma_dir)
+    runs = demo_runs(model_dir, out, gemma_dir)
     console.print(f"[bold]Running {len(runs)} lmms-eval evaluations[/], {workers} at a time "
                   f"(logs in {out / 'logs'}; a few minutes on 2 cores)")
     failures = []

@@ -40,6 +40,8 @@ What lives here, and why:
    ``embspatial`` and ``cv_bench`` tasks), so their accuracy is exactly lmms-eval's.
 8. **lmms-eval's Qwen2.5-VL model**, which ``qwen2_5_vl_yesno`` extends to score first-token
    logits with the very prompt ``qwen2_5_vl`` generates from (``lmms_eval_qwen2_5_vl``).
+9. **lmms-eval's Qwen3-VL, Gemma 3 and LLaVA-HF models**, which ``qwen3_vl_yesno``,
+   ``gemma3_yesno`` and ``llava_hf_yesno`` extend the same way (``lmms_eval_model_module``).
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ MODELS = {
     "spatial_baseline": "spatial_tasks.models.baseline.SpatialBaseline",
     "qwen2_5_vl_yesno": "spatial_tasks.models.hf_yesno.Qwen2_5_VLYesNo",
     "hf_yesno": "spatial_tasks.models.hf_auto.HFYesNo",
+    "qwen3_vl_yesno": "spatial_tasks.models.lmms_yesno.Qwen3_VLYesNo",
+    "gemma3_yesno": "spatial_tasks.models.lmms_yesno.Gemma3YesNo",
+    "llava_hf_yesno": "spatial_tasks.models.lmms_yesno.LlavaHfYesNo",
 }
 
 
@@ -580,6 +585,22 @@ def lmms_eval_qwen2_5_vl() -> tuple[type, Callable]:
 
 
 # ------------------------------------------------------------------------------------------
+# 9. lmms-eval's other transformers-native models, which the other ``*_yesno`` twins extend
+
+YESNO_TWINS = ("qwen3_vl", "gemma3", "llava_hf")  # lmms-eval model modules with a ``<id>_yesno`` twin
+
+
+def lmms_eval_model_module(name: str):
+    """lmms-eval's ``lmms_eval.models.simple.<name>`` module (one of ``YESNO_TWINS``): its model
+    class, and the constants its generate_until builds prompts with."""
+    import importlib
+
+    if name not in YESNO_TWINS:
+        raise ValueError(f"no *_yesno twin relies on lmms-eval's {name!r} model")
+    return importlib.import_module(f"lmms_eval.models.simple.{name}")
+
+
+# ------------------------------------------------------------------------------------------
 # Contracts: every assumption above, checked against the installed lmms-eval
 
 
@@ -643,6 +664,23 @@ def contract_problems() -> list[str]:
           lambda: all(hasattr(lmms_eval_qwen2_5_vl()[0], m) for m in QWEN2_5_VL_MEMBERS)
           and all(t in inspect.getsource(lmms_eval_qwen2_5_vl()[0].__init__) for t in ("self._model =", "self.processor ="))
           and "self.processor.apply_chat_template" in inspect.getsource(lmms_eval_qwen2_5_vl()[0].generate_until))
+    check("(9) lmms-eval's Qwen3_VL builds a batch's inputs in _preprocess_chunk(chunk of request args), reading "
+          "visuals as doc_to_visual[0](self.task_dict[task][split][doc_id])",
+          lambda: "self._preprocess_chunk" in inspect.getsource(lmms_eval_model_module("qwen3_vl").Qwen3_VL.generate_until)
+          and "doc_to_visual[0](self.task_dict[t][s][i])" in inspect.getsource(
+              lmms_eval_model_module("qwen3_vl").Qwen3_VL._preprocess_chunk))
+    check("(9) lmms-eval's Gemma3 prompts with a system turn, JPEG data URLs and processor.apply_chat_template "
+          "(padding to a multiple of 8)",
+          lambda: all(t in inspect.getsource(lmms_eval_model_module("gemma3").Gemma3.generate_until) for t in (
+              '{"role": "system", "content": [{"type": "text", "text": self.system_prompt}]}',
+              "self._encode_image_data_url(visual)", "self.processor.apply_chat_template(batched_messages",
+              '"pad_to_multiple_of": 8')))
+    check("(9) lmms-eval's LlavaHf prompts with '<image>' markers before the context as one user message "
+          "through tokenizer.apply_chat_template (VICUNA_CHAT_TEMPLATE when the tokenizer has none)",
+          lambda: hasattr(lmms_eval_model_module("llava_hf"), "VICUNA_CHAT_TEMPLATE") and all(
+              t in inspect.getsource(lmms_eval_model_module("llava_hf").LlavaHf.generate_until) for t in (
+                  'context = f"{image_tokens}\\n{context}"', 'messages = [{"role": "user", "content": context}]',
+                  "self._image_processor(images=visuals, text=text")))
     return problems
 
 

@@ -45,9 +45,9 @@ FAMILIES: dict[str, Family] = {f.model_type: f for f in (
     Family("qwen2_5_vl", "Qwen2.5-VL", True, "qwen2_5_vl"),
     Family("qwen3_vl", "Qwen3-VL", True, "qwen3_vl"),
     Family("qwen3_vl_moe", "Qwen3-VL-MoE", True, "qwen3_vl"),
-    Family("llava_onevision", "LLaVA-OneVision", False, None),
+    Family("llava_onevision", "LLaVA-OneVision", False, "llava_hf"),
     Family("internvl", "InternVL (-hf)", False, None),
-    Family("gemma3", "Gemma 3", False, None),
+    Family("gemma3", "Gemma 3", False, "gemma3"),
     Family("molmo2", "Molmo2", False, None),
 )}
 

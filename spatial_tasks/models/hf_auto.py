@@ -34,7 +34,8 @@ from PIL import Image
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.validate import flag
 from spatial_tasks.models import families
-from spatial_tasks.models.hf_yesno import GROUP_WINDOW, HFYesNoMixin
+from spatial_tasks.models.hf_yesno import GROUP_WINDOW, HFYesNoMixin, QwenImageFeatures
+from spatial_tasks.models.remote_code import adapter_for
 
 DTYPES = ("bfloat16", "float16", "float32")
 
@@ -43,7 +44,7 @@ class ModelArgsError(UserError, ValueError):
     """A --model_args value hf_yesno cannot use."""
 
 
-class HFYesNo(HFYesNoMixin, lmms):
+class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
     """First-token Yes/No logits of any ``AutoModelForImageTextToText`` checkpoint (module docstring)."""
 
     def __init__(self, pretrained: str, device: str | None = None, device_map: str | None = None,
@@ -62,6 +63,7 @@ class HFYesNo(HFYesNoMixin, lmms):
         self.pretrained = pretrained
         self.trust_remote_code = flag(trust_remote_code, "trust_remote_code")
         self.family = families.read_model_type(pretrained, self.trust_remote_code)
+        self.adapter = adapter_for(pretrained, self.family, self.trust_remote_code)  # Hub code off conventions
         self._place(device, device_map)
         self._load(dtype, attn_implementation, max_memory_gb)
         self.system_prompt = system_prompt or None
@@ -106,8 +108,11 @@ class HFYesNo(HFYesNoMixin, lmms):
         if max_memory_gb is not None and self.device_map == "auto":
             per_gpu = f"{float(max_memory_gb)}GiB"
             kwargs["max_memory"] = {i: per_gpu for i in range(torch.cuda.device_count())} | {"cpu": "512GiB"}
-        self._model = AutoModelForImageTextToText.from_pretrained(self.pretrained, **kwargs).eval()
-        self.processor = AutoProcessor.from_pretrained(self.pretrained, trust_remote_code=self.trust_remote_code)
+        if self.adapter is not None:
+            self._model, self.processor = self.adapter.load(self.pretrained, kwargs["dtype"], kwargs["device_map"])
+        else:
+            self._model = AutoModelForImageTextToText.from_pretrained(self.pretrained, **kwargs).eval()
+            self.processor = AutoProcessor.from_pretrained(self.pretrained, trust_remote_code=self.trust_remote_code)
         self._tokenizer = getattr(self.processor, "tokenizer", self.processor)
         if self._device is None:
             self._device = families.input_device(self._model)
@@ -153,22 +158,16 @@ class HFYesNo(HFYesNoMixin, lmms):
         return inputs.to(families.input_device(self._model))
 
     def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
+        if self.adapter is not None:
+            (question, images), = self._items([(context, visuals)])
+            return self.adapter.inputs(self.processor, question, images, families.input_device(self._model))
         return self._inputs([(context, visuals)])
 
     def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor] | None:
-        if len({len(visuals) == 0 for _, visuals in items}) > 1:
-            return None  # a batch mixing text-only and image prompts: one by one
+        if self.adapter is not None or len({len(visuals) == 0 for _, visuals in items}) > 1:
+            return None  # adapters prepare one prompt at a time; text-only beside image prompts: one by one
         return self._inputs(items)
 
-    # --- each distinct image encoded once (Qwen families) ---------------------------------------
+    # --- each distinct image encoded once (Qwen families: QwenImageFeatures) -----------------------
     def _yesno_image_parts(self, inputs: Mapping[str, torch.Tensor]) -> list[dict[str, torch.Tensor]] | None:
-        return families.qwen_image_parts(inputs) if self.family in families.QWEN_GROUPING else None
-
-    def _yesno_encode_images(self, parts: Sequence[dict[str, torch.Tensor]]) -> list:
-        return families.qwen_encode_images(self._model, parts)
-
-    def _yesno_forward_with_features(self, inputs: Mapping[str, torch.Tensor], features: Sequence) -> torch.Tensor:
-        kept = {k: v for k, v in inputs.items() if k != "pixel_values"}
-        if features:
-            kept["mm_encoder_outputs"] = families.qwen_encoder_outputs(features)
-        return self.first_token_logits_batch(kept)
+        return super()._yesno_image_parts(inputs) if self.family in families.QWEN_GROUPING else None

@@ -14,9 +14,10 @@ Adding a family: subclass ``HFYesNoMixin`` together with the family's lmms-eval 
 family's ``generate_until`` does (system prompt, image entries, chat template with the
 generation prompt). For speed, ``_yesno_prepare_batch`` (left-padded batches) and the grouping
 hooks ``_yesno_image_parts`` / ``_yesno_encode_images`` / ``_yesno_forward_with_features`` (each
-distinct image through the vision tower once, ``score_grouped``); without them requests are
-scored one by one, with the same results. Register it in ``spatial_tasks/harness.py`` (MODELS) as
-``ModelManifest(model_id="<family>_yesno", simple_class_path="spatial_tasks.models.hf_yesno.<Class>")``.
+distinct image through the vision tower once, ``score_grouped``; ``QwenImageFeatures`` has them
+for the Qwen families); without them requests are scored one by one, with the same results.
+Register it in ``spatial_tasks/harness.py`` (``MODELS["<id>_yesno"] = "<module>.<Class>"``). This
+module holds ``qwen2_5_vl_yesno``; ``lmms_yesno`` the other twins; ``hf_auto`` the generic ``hf_yesno``.
 
     lmms-eval --model qwen2_5_vl_yesno --batch_size 8 --model_args pretrained=Qwen/Qwen2.5-VL-3B-Instruct ...
 """
@@ -40,6 +41,7 @@ from tqdm import tqdm
 from spatial_tasks.common.validate import flag
 from spatial_tasks.common.yesno import YesNoLogits, encode_payload
 from spatial_tasks.harness import lmms_eval_qwen2_5_vl
+from spatial_tasks.models import families as families
 from spatial_tasks.models.answer_tokens import (  # noqa: F401  (re-exported: the rule's public names)
     AnswerTokens,
     YesNoTokenError,
@@ -66,6 +68,24 @@ class HFYesNoMixin:
     yes_text: str = "Yes"
     no_text: str = "No"
     answer_rule: str = "exact"  # spatial_tasks.models.answer_tokens: "exact" (the paper's) or "variants"
+
+    def _yesno_options(self, yes_text: str = "Yes", no_text: str = "No", answer_rule: str = "exact",
+                       group_images: bool | str = True, group_window: int | str = GROUP_WINDOW,
+                       share_prefix: bool | str = False, dtype: str | None = None) -> None:
+        """The model_args every ``<family>_yesno`` adds to its lmms-eval class's (call after that
+        class's __init__): answer words and rule, grouping, and ``dtype`` (bfloat16 | float16 |
+        float32), which casts the model after lmms-eval's own load (float32 for exact comparisons)."""
+        self.yes_text, self.no_text, self.answer_rule = str(yes_text), str(no_text), str(answer_rule)
+        self.group_images = flag(group_images, "group_images")
+        self.share_prefix = flag(share_prefix, "share_prefix")
+        self.group_window = int(group_window)
+        if self.group_window < 1:
+            raise ValueError(f"group_window must be >= 1, got {group_window!r}")
+        if dtype is not None:
+            if dtype not in ("bfloat16", "float16", "float32"):
+                raise ValueError(f"dtype must be bfloat16, float16 or float32, not {dtype!r}")
+            self.model.to(getattr(torch, dtype))
+        self.answer_tokens()  # a tokenizer without single-token answers fails at load time
 
     # --- family hook -------------------------------------------------------------------
     def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
@@ -101,16 +121,16 @@ class HFYesNoMixin:
 
     def _yesno_image_parts(self, inputs: Mapping[str, torch.Tensor]) -> list[dict[str, torch.Tensor]] | None:
         """The vision-encoder inputs of each image of a prepared batch, in the order the model
-        consumes them (``_yesno_forward_with_features`` gets one feature tensor per part, same
+        consumes them (``_yesno_forward_with_features`` gets one feature object per part, same
         order), or None when the family cannot reuse image features (then nothing is grouped)."""
         return None
 
-    def _yesno_encode_images(self, parts: Sequence[dict[str, torch.Tensor]]) -> list[torch.Tensor]:
-        """Run the vision encoder once over several images' parts; one feature tensor per part."""
+    def _yesno_encode_images(self, parts: Sequence[dict[str, torch.Tensor]]) -> list:
+        """Run the vision encoder once over several images' parts; one feature object per part
+        (whatever ``_yesno_forward_with_features`` takes back; the mixin only caches them)."""
         raise NotImplementedError(f"{type(self).__name__} must implement _yesno_encode_images to group by image")
 
-    def _yesno_forward_with_features(self, inputs: Mapping[str, torch.Tensor],
-                                     features: Sequence[torch.Tensor]) -> torch.Tensor:
+    def _yesno_forward_with_features(self, inputs: Mapping[str, torch.Tensor], features: Sequence) -> torch.Tensor:
         """(batch, vocabulary) float32 last-position logits of ``inputs`` with the given image
         features in place of the vision encoder's output."""
         raise NotImplementedError(f"{type(self).__name__} must implement _yesno_forward_with_features")
@@ -267,6 +287,23 @@ class HFYesNoMixin:
         raise NotImplementedError(f"{type(self).__name__} scores single-turn yes/no questions only")
 
 
+class QwenImageFeatures:
+    """Grouping hooks for the Qwen families: each distinct image through the vision tower once,
+    its features (and Qwen3-VL's deepstack features) passed back as ``mm_encoder_outputs``."""
+
+    def _yesno_image_parts(self, inputs: Mapping[str, torch.Tensor]) -> list[dict[str, torch.Tensor]] | None:
+        return families.qwen_image_parts(inputs)
+
+    def _yesno_encode_images(self, parts: Sequence[dict[str, torch.Tensor]]) -> list:
+        return families.qwen_encode_images(self.model, parts)
+
+    def _yesno_forward_with_features(self, inputs: Mapping[str, torch.Tensor], features: Sequence) -> torch.Tensor:
+        kept = {k: v for k, v in inputs.items() if k != "pixel_values"}
+        if features:
+            kept["mm_encoder_outputs"] = families.qwen_encoder_outputs(features)
+        return self.first_token_logits_batch(kept)
+
+
 def image_key(image: Image.Image) -> str:
     """What makes two images the same input: mode, size and the decoded pixels (BLAKE2b)."""
     digest = hashlib.blake2b(image.tobytes(), digest_size=16)
@@ -282,15 +319,15 @@ def _as_list(visuals: Sequence | Image.Image | str | None) -> list:
     return list(visuals)
 
 
-class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
+class Qwen2_5_VLYesNo(QwenImageFeatures, HFYesNoMixin, Qwen2_5_VL):
     """lmms-eval's ``qwen2_5_vl`` (same loading, same model_args) answering with first-token
-    Yes/No logits. Extra model_args: ``yes_text`` (default "Yes"), ``no_text`` (default "No"),
-    ``group_images``, ``group_window``, ``dtype`` (below). lmms-eval's ``--batch_size`` scores that many requests per forward pass (left-padded, as
-    qwen2_5_vl batches); ``group_images`` (default true) encodes each distinct image once per
+    Yes/No logits. Extra model_args (``HFYesNoMixin._yesno_options``): ``yes_text``/``no_text``/
+    ``answer_rule``, ``group_images``, ``group_window``, ``share_prefix``, ``dtype``. lmms-eval's
+    ``--batch_size`` scores that many requests per forward pass (left-padded, as qwen2_5_vl
+    batches); ``group_images`` (default true) encodes each distinct image once per
     ``group_window`` requests (``score_grouped``); ``share_prefix`` (default true, with grouping)
     runs the prompt up to the image once per image and batches only the question suffixes on its
-    KV cache (``_yesno_forward_shared_prefix``); ``dtype`` (bfloat16 | float16 | float32) casts
-    the model after lmms-eval's bfloat16 load (float32 for exact comparisons).
+    KV cache (``_yesno_forward_shared_prefix``).
 
     The prompt is built as ``Qwen2_5_VL.generate_until`` builds it: system prompt, one image
     entry per visual (JPEG data URL with min/max_pixels) before the text, ``<image>`` removed,
@@ -302,6 +339,7 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
         pretrained: str = "Qwen/Qwen2.5-VL-3B-Instruct",
         yes_text: str = "Yes",
         no_text: str = "No",
+        answer_rule: str = "exact",
         group_images: bool | str = True,
         group_window: int | str = GROUP_WINDOW,
         share_prefix: bool | str = True,
@@ -309,18 +347,7 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
         **kwargs: Any,
     ) -> None:
         super().__init__(pretrained=pretrained, **kwargs)
-        self.yes_text = str(yes_text)
-        self.no_text = str(no_text)
-        self.group_images = flag(group_images, "group_images")
-        self.share_prefix = flag(share_prefix, "share_prefix")
-        self.group_window = int(group_window)
-        if self.group_window < 1:
-            raise ValueError(f"group_window must be >= 1, got {group_window!r}")
-        if dtype is not None:  # lmms-eval's qwen2_5_vl always loads bfloat16; float32 for exact comparisons
-            if dtype not in ("bfloat16", "float16", "float32"):
-                raise ValueError(f"dtype must be bfloat16, float16 or float32, not {dtype!r}")
-            self._model.to(getattr(torch, dtype))
-        self.yes_no_ids()  # a tokenizer without single-token answers fails at load time
+        self._yesno_options(yes_text, no_text, answer_rule, group_images, group_window, share_prefix, dtype)
 
     def _yesno_messages(self, context: str, visuals: list) -> list[dict]:
         context = context.replace("<image>", "")
@@ -372,29 +399,7 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
         numbers = re.findall(r"<image (\d+)>", context)
         return [visuals[min(int(n) - 1, len(visuals) - 1)] for n in numbers]
 
-    def _yesno_image_parts(self, inputs: Mapping[str, torch.Tensor]) -> list[dict[str, torch.Tensor]] | None:
-        """Each image's rows of ``pixel_values`` and its grid row (shared with hf_yesno's Qwen families)."""
-        from spatial_tasks.models.families import qwen_image_parts
-
-        return qwen_image_parts(inputs)
-
-    def _yesno_encode_images(self, parts: Sequence[dict[str, torch.Tensor]]) -> list[torch.Tensor]:
-        with torch.inference_mode():
-            out = self.model.model.get_image_features(torch.cat([p["pixel_values"] for p in parts]),
-                                                      torch.cat([p["image_grid_thw"] for p in parts]),
-                                                      return_dict=True)
-        return list(out.pooler_output)
-
-    def _yesno_forward_with_features(self, inputs: Mapping[str, torch.Tensor],
-                                     features: Sequence[torch.Tensor]) -> torch.Tensor:
-        from transformers.modeling_outputs import BaseModelOutputWithPooling
-
-        kept = {k: v for k, v in inputs.items() if k != "pixel_values"}
-        if features:
-            kept["mm_encoder_outputs"] = {"image": BaseModelOutputWithPooling(pooler_output=tuple(features))}
-        return self.first_token_logits_batch(kept)
-
-    def _yesno_forward_shared_prefix(self, inputs: Mapping[str, torch.Tensor], features: Sequence[torch.Tensor],
+    def _yesno_forward_shared_prefix(self, inputs: Mapping[str, torch.Tensor], features: Sequence,
                                      row_keys: Sequence[Sequence[str]]) -> torch.Tensor | None:
         """Per image asked about by several rows: one pass over the tokens up to ``<|vision_end|>``
         (system turn, image) with its KV cache kept, then the rows' question suffixes in one batch
@@ -402,8 +407,6 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
         continued from the full prompt's own (text positions after the image are equal on the
         three axes). Rows whose image is asked about once in the batch run one plain batched pass;
         a batch without repeated images returns None (the plain path)."""
-        from transformers.modeling_outputs import BaseModelOutputWithPooling
-
         if (self.interleave_visuals or any(len(k) != 1 for k in row_keys) or "pixel_values_videos" in inputs
                 or "mm_token_type_ids" not in inputs):
             return None
@@ -433,7 +436,7 @@ class Qwen2_5_VLYesNo(HFYesNoMixin, Qwen2_5_VL):
             if any(len(r) <= cut or not torch.equal(r[:cut], prefix) for r in reals):
                 return None
             grid = grids[rows[0]:rows[0] + 1]
-            image = {"image": BaseModelOutputWithPooling(pooler_output=(features[rows[0]],))}
+            image = families.qwen_encoder_outputs([features[rows[0]]])
             full, full_types = reals[0][None], types[rows[0]][mask[rows[0]]][None]
             with torch.inference_mode():
                 first = self.model(input_ids=prefix[None], attention_mask=torch.ones_like(prefix[None]),

@@ -16,6 +16,7 @@ question, the chat template's default system turn, the generation prompt.
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,6 +27,7 @@ from PIL import Image
 
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.models import families
+from spatial_tasks.models.remote_code import ADAPTERS, RemoteCodeAdapter, adapter_for
 
 
 class TorchDeviceError(UserError, RuntimeError):
@@ -102,10 +104,13 @@ class HiddenStateModel(ABC):
 
         inputs = self.prepare_batch(items)
         modules = self.decoder_layers()
+        kwargs: dict[str, Any] = {"use_cache": False}
+        if "logits_to_keep" in inspect.signature(self.model.forward).parameters:
+            kwargs["logits_to_keep"] = 1  # only the last position is needed
         handles = [modules[i].register_forward_hook(hook_for(i)) for i in layers]
         try:
             with torch.inference_mode():
-                logits = self.model(**inputs, use_cache=False, logits_to_keep=1).logits[:, -1]
+                logits = self.model(**inputs, **kwargs).logits[:, -1]
         finally:
             for handle in handles:
                 handle.remove()
@@ -166,6 +171,30 @@ class AutoHidden(HiddenStateModel):
         return families.chat_inputs(self.processor, [(question, [image]) for question, image in items]).to(self.device)
 
 
+class RemoteHidden(HiddenStateModel):
+    """A checkpoint whose code lives on the Hub, through its adapter (``remote_code``): loaded and
+    prompted as ``hf_yesno`` does; one prompt per forward (the adapter pads nothing)."""
+
+    def __init__(self, pretrained: str, adapter: RemoteCodeAdapter, **kwargs: Any) -> None:
+        self.adapter = adapter
+        super().__init__(pretrained, **kwargs)
+
+    def _load(self) -> None:
+        self.model, self.processor = self.adapter.load(self.pretrained, self.dtype, str(self.device))
+
+    def decoder_layers(self) -> Sequence[torch.nn.Module]:
+        return self.adapter.decoder_layers(self.model)
+
+    def prepare_batch(self, items: Sequence[tuple[str, Image.Image]]) -> Mapping[str, torch.Tensor]:
+        (question, image), = items
+        return self.adapter.inputs(self.processor, question, [image], self.device)
+
+    def last_token_states(self, items: Sequence[tuple[str, Image.Image]],
+                          layers: Sequence[int] | None = None) -> tuple[np.ndarray, list[str]]:
+        parts = [super(RemoteHidden, self).last_token_states([item], layers) for item in items]
+        return np.concatenate([states for states, _ in parts], axis=1), [first for _, (first,) in parts]
+
+
 # Qwen2.5-VL keeps its own class: its prompt goes through qwen_vl_utils as in the authors' code.
 FAMILIES: dict[str, type[HiddenStateModel]] = {
     name: (Qwen2_5_VLHidden if name == "qwen2_5_vl" else AutoHidden) for name in families.FAMILIES}
@@ -180,9 +209,13 @@ def load_hidden_state_model(pretrained: str, family: str | None = None, trust_re
                             **kwargs: Any) -> HiddenStateModel:
     """The family's ``HiddenStateModel`` for ``pretrained`` (family from its config unless given)."""
     family = family or families.read_model_type(pretrained, trust_remote_code)
+    adapter = adapter_for(pretrained, family, trust_remote_code)
+    if adapter is not None:
+        return RemoteHidden(pretrained, adapter, **kwargs)
     if family not in FAMILIES:
         raise families.ModelFamilyError(
-            f"{pretrained}: no hidden-state probe for model family {family!r}; supported: {', '.join(FAMILIES)} "
+            f"{pretrained}: no hidden-state probe for model family {family!r}; supported: "
+            f"{', '.join([*FAMILIES, *ADAPTERS])} "
             "(a transformers-native image-text family joins by adding it to spatial_tasks.models.families)")
     model_class = FAMILIES[family]
     if trust_remote_code and model_class is AutoHidden:

@@ -15,6 +15,7 @@ from lmms import assert_all_finite, run_lmms_eval
 from PIL import Image
 
 from spatial_tasks.common.yesno import decode_payload
+from spatial_tasks.harness import MODELS
 from spatial_tasks.models import families
 from spatial_tasks.models.hf_auto import HFYesNo, ModelArgsError
 from spatial_tasks.models.hidden_states import AutoHidden, Qwen2_5_VLHidden, load_hidden_state_model
@@ -47,6 +48,10 @@ def _items() -> list[tuple[str, list]]:
 def test_the_families_are_the_issues_list():
     assert set(TINY_FAMILIES) == set(families.FAMILIES) == {
         "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llava_onevision", "internvl", "gemma3", "molmo2"}
+    # a family lmms-eval has a model class for is scored by that class's *_yesno twin too
+    twins = {f.lmms_eval_model for f in families.FAMILIES.values() if f.lmms_eval_model}
+    assert twins == {"qwen2_5_vl", "qwen3_vl", "llava_hf", "gemma3"}
+    assert all(f"{twin}_yesno" in MODELS for twin in twins)
 
 
 @pytest.mark.parametrize("family", ALL)

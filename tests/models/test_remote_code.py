@@ -1,0 +1,105 @@
+"""The ``molmo`` remote-code adapter through transformers' real trust_remote_code loading, on a
+stand-in checkpoint (tests/models/standin_molmo.py: Molmo's documented API, not Molmo's code --
+the Hub, and so the real model code, cannot be reached here)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from lmms import assert_all_finite, run_lmms_eval
+from PIL import Image
+
+from spatial_tasks.common.yesno import decode_payload
+from spatial_tasks.models.families import ModelFamilyError
+from spatial_tasks.models.hf_auto import HFYesNo
+from spatial_tasks.models.hidden_states import RemoteHidden, load_hidden_state_model
+from spatial_tasks.paths import benchmark_tasks_dir
+from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS
+
+sys.path.insert(0, str(Path(__file__).parent))
+import standin_molmo  # noqa: E402
+
+SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
+
+
+@pytest.fixture(scope="module")
+def molmo_dir(tmp_path_factory, tiny_family_dirs):
+    return standin_molmo.build(tmp_path_factory.mktemp("standin_molmo"), tiny_family_dirs("qwen3_vl"))
+
+
+def _image(red: int) -> Image.Image:
+    return Image.new("RGB", (50, 40), (red, 20, 200 - red))
+
+
+def test_hf_yesno_scores_through_the_adapter_with_molmos_own_prompt(molmo_dir):
+    model = HFYesNo(str(molmo_dir), device="cpu", dtype="float32", trust_remote_code=True, batch_size=4)
+    assert model.family == "molmo" and model.adapter is not None and not model.group_images
+    question = "Is the red cube closer than the blue sphere? Answer Yes or No."
+    inputs = model._yesno_prepare_inputs(f"<image>{question}", [_image(200)])
+    expected = model.processor.process(images=[_image(200)], text=question)
+    assert set(inputs) == set(expected) == {"input_ids", "images", "image_input_idx", "image_masks"}
+    for key, value in expected.items():  # the processor's own output, batch axis added
+        assert torch.equal(inputs[key], value[None]), key
+    image_tokens = int(inputs["image_input_idx"].numel())
+    assert model.tokenizer.decode(inputs["input_ids"][0, 1 + image_tokens:]) == f" User: {question} Assistant:"
+    items = [(question, [_image(200)]), (question, [_image(20)]), ("Is it small? Answer Yes or No.", [_image(90)])]
+    scores = model.score_yes_no_batch(items)  # one prompt per forward: process() pads nothing
+    assert [s.logit_yes for s in scores] == [model.score_yes_no(*item).logit_yes for item in items]
+    assert all(np.isfinite([s.logit_yes, s.logit_no]).all() for s in scores)
+    assert len({round(s.logit_yes - s.logit_no, 7) for s in scores}) == 3  # the image and the words reach the logits
+
+
+def test_remote_code_checkpoint_without_trust_remote_code_is_refused(molmo_dir):
+    with pytest.raises(ModelFamilyError, match=r"molmo.*trust_remote_code=true"):
+        HFYesNo(str(molmo_dir), device="cpu", dtype="float32")
+    with pytest.raises(ModelFamilyError, match=r"molmo.*--trust-remote-code"):
+        load_hidden_state_model(str(molmo_dir), device="cpu")
+
+
+def test_probe_states_through_the_adapter(molmo_dir):
+    model = load_hidden_state_model(str(molmo_dir), trust_remote_code=True, device="cpu", dtype="float32")
+    assert isinstance(model, RemoteHidden) and model.num_layers == 2 and model.hidden_size == 32
+    items = [("Is the cube in front?", _image(200)), ("Is the sphere much farther away?", _image(30))]
+    states, first = model.last_token_states(items)
+    alone = np.concatenate([model.last_token_states([item])[0] for item in items], axis=1)
+    assert states.shape == (2, 2, 32) and len(first) == 2
+    assert np.array_equal(states, alone) and np.abs(states[:, 0] - states[:, 1]).max() > 0
+    # the hook reads block i's output at the last prompt token: block 1 run by hand on it agrees
+    inputs = model.prepare_batch(items[:1])
+    seen = {}
+    handle = model.decoder_layers()[0].register_forward_hook(lambda m, a, out: seen.setdefault("out", out))
+    with torch.inference_mode():
+        model.model(**inputs)
+    handle.remove()
+    assert np.allclose(seen["out"][0, -1].numpy(), states[0, 0], atol=1e-6)
+
+
+@pytest.mark.cli
+def test_hf_yesno_and_probe_clis_with_trust_remote_code(molmo_dir, tmp_path):
+    run = run_lmms_eval(tmp_path / "out", "hf_yesno", f"pretrained={molmo_dir},device=cpu,dtype=float32,trust_remote_code=true",
+                        "spatialtunnel_logit_sample_phase", "--batch_size", "4")
+    assert_all_finite(run.metrics("spatialtunnel_logit_sample_phase"), PHASE_METRICS)
+    samples = run.samples["spatialtunnel_logit_sample_phase"]
+    assert len(samples) == run.results["n-samples"]["spatialtunnel_logit_sample_phase"]["effective"] > 0
+    assert all(decode_payload(s["v"]["response"]).finite and json.loads(s["v"]["response"])["answer_rule"] == "exact"
+               for s in samples)
+    data = benchmark_tasks_dir("spatialtunnel") / "sample" / "contrastive_probing"
+    proc = subprocess.run([SPATIAL_TASKS, "probe", "--model", str(molmo_dir), "--trust-remote-code", "--data", str(data),
+                           "--out", str(tmp_path / "probe"), "--dtype", "float32"], capture_output=True, text=True,
+                          timeout=600, env={**_env(), "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    meta = json.loads((tmp_path / "probe" / "probe.json").read_text())
+    assert meta["num_layers"] == 2 and meta["hidden_size"] == 32
+    assert np.isfinite(np.load(tmp_path / "probe" / "deltas.npy")).all()
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
