@@ -489,6 +489,28 @@ def report_command(
         typer.echo(str(path))
 
 
+@app.command("results")
+def results_command(
+    paths: Annotated[list[Path], typer.Argument(help="lmms-eval --output_path folders (run with --log_samples).")],
+    out: Annotated[Path, typer.Option(help="Folder for results.jsonl and results.csv.")],
+    iterations: Annotated[int, typer.Option(min=100, help="Bootstrap resamples per interval.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+) -> None:
+    """Every headline figure of every task and group of every run, with its 95 % interval and
+    provenance, as tidy records (schema: spatial_tasks/results/record.schema.json)."""
+    from spatial_tasks.paths import output_folder
+    from spatial_tasks.results.schema import write_csv, write_jsonl
+    from spatial_tasks.results.tidy import collect
+
+    records = collect(list(paths), iterations=iterations, seed=seed)
+    if not records:
+        raise FileNotFoundError(f"{', '.join(map(str, paths))}: no logged samples of O3-D, DORI, VAGUE or "
+                                "SpatialTunnel (run lmms-eval with --log_samples)")
+    folder = output_folder(out)
+    for path in (write_jsonl(records, folder / "results.jsonl"), write_csv(records, folder / "results.csv")):
+        typer.echo(f"{path}  ({len(records)} records)")
+
+
 @app.command("probe")
 def probe_command(
     out: Annotated[Path, typer.Option(help="Probe folder: deltas, metrics, figures (an interrupted run resumes).")],

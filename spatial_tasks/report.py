@@ -4,7 +4,9 @@ Figures come from the logged samples (run lmms-eval with ``--log_samples``), re-
 same functions as the live run, so they always agree with the results table. Each benchmark
 contributes a ``<benchmark>_figures(entries, out)`` function returning its files and markdown
 (tables with a legend under each); runs are grouped per benchmark by the ``benchmark`` field of
-the logged records.
+the logged records. The report opens with the scorecard (``spatial_tasks.results``: one row per
+model, each benchmark's headline figures with 95 % intervals) and writes the same rows to
+leaderboard.json / leaderboard.csv, merged into the leaderboard it replaces.
 
 Writing into a folder that holds an earlier report replaces it, but only once the new one is
 complete: it is drawn in a hidden staging folder inside ``out``, and only then are the files the
@@ -24,6 +26,13 @@ from pathlib import Path
 
 from spatial_tasks.common.samples import Run, find_runs, iter_samples
 from spatial_tasks.paths import output_folder
+from spatial_tasks.results.scorecard import (
+    LEADERBOARD_CSV,
+    LEADERBOARD_JSON,
+    scorecard_lines,
+    write_leaderboard,
+)
+from spatial_tasks.results.tidy import run_records
 
 MANIFEST = ".spatial-tasks-report.json"
 TITLES = {"spatialtunnel": "SpatialTunnel", "o3d": "O3-D", "dori": "DORI", "vague": "VAGUE",
@@ -85,7 +94,10 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
         raise FileNotFoundError(f"{root}: no logged samples of our benchmarks; run lmms-eval with --log_samples")
     staging = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
     try:
-        staged = _draw(root, runs, by_benchmark, makers, intro, probes, staging)
+        records = [record for run in runs for record in run_records(run)]  # the tidy headline records
+        staged = _draw(root, runs, by_benchmark, makers, intro, probes, staging, records)
+        if records:  # the leaderboard keeps the rows of the one it replaces (same key: the newer row)
+            staged += write_leaderboard(records, staging, previous=out / LEADERBOARD_JSON)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -102,13 +114,17 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
 
 
 def _draw(root: Path | None, runs: list, by_benchmark: dict, makers: dict, intro: Sequence[str],
-          probes: Sequence[Path], out: Path) -> list[Path]:
+          probes: Sequence[Path], out: Path, records: Sequence = ()) -> list[Path]:
     """Every figure and report.md, drawn into ``out`` (the staging folder); the files written."""
     written: list[Path] = []
     source = (f"Source: `{root}` ({len(runs)} lmms-eval run(s)). Every figure is recomputed from the logged "
               "samples with the functions of the live run.") if root is not None else (
               "Source: probe folders only (no lmms-eval results).")
     sections = ["# spatial-tasks report", "", *intro, "" if intro else "", source, ""]
+    card = scorecard_lines(records)
+    if card:
+        sections += ["## Scorecard", "", *card, "", f"The same rows are in `{LEADERBOARD_JSON}` / `{LEADERBOARD_CSV}` "
+                     "(schema: `spatial_tasks/results/record.schema.json`).", ""]
     # SpatialTunnel and its re-splits first, then the other benchmarks in a fixed order
     order = sorted(by_benchmark, key=lambda name: (not name.startswith("spatialtunnel"), name))
     for benchmark, entries in ((name, by_benchmark[name]) for name in order):

@@ -1,0 +1,107 @@
+"""Each benchmark's headline figures: what the scorecard and the leaderboard show, computed from
+the per-question records ``rescore`` makes, each with its interval (``intervals``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+
+from spatial_tasks.results.intervals import cluster_bootstrap, wilson
+
+Rows = Sequence[dict]
+
+
+@dataclass(frozen=True)
+class Headline:
+    metric: str
+    label: str  # as the scorecard heads its column
+    compute: Callable[[Rows], float]
+    # (right answers, questions) when the figure is a plain share of 0/1 outcomes over these rows
+    # (then the Wilson interval), else None (then the cluster bootstrap)
+    proportion: Callable[[Rows], tuple[float, int] | None] | None = None
+    # whether a task or group with these rows is one the scorecard may show this figure for
+    # (O3-D: accuracy, bias and SDGM vision of the marked images; SDGM language of the rest)
+    scope: Callable[[Rows], bool] = lambda rows: True
+
+    def interval(self, rows: Rows, unit: Callable[[dict], Hashable], iterations: int, seed: int
+                 ) -> tuple[float, float, str]:
+        counts = self.proportion(rows) if self.proportion is not None else None
+        if counts is not None:
+            return *wilson(*counts), "wilson"
+        return *cluster_bootstrap(rows, self.compute, unit, iterations, seed), "cluster_bootstrap"
+
+
+@dataclass(frozen=True)
+class BenchmarkHeadlines:
+    benchmark: str
+    title: str
+    unit: Callable[[dict], Hashable]  # the resampling unit: rows of one unit are paired
+    headlines: tuple[Headline, ...]
+    applies: Callable[[Rows], bool] = lambda rows: bool(rows)
+
+
+def _binary(values: list[float]) -> tuple[float, int] | None:
+    return (sum(values), len(values)) if values and all(v in (0.0, 1.0) for v in values) else None
+
+
+# --- SpatialTunnel: v and Δ (Tables 3 / 8) -------------------------------------------------------
+
+def _spatialtunnel() -> BenchmarkHeadlines:
+    from spatial_tasks.spatialtunnel import metrics
+
+    return BenchmarkHeadlines("spatialtunnel", "SpatialTunnel", lambda r: r.get("image_id") or r["question_id"], (
+        Headline("v", "v", metrics.mean_score, lambda rows: _binary([float(r["score"]) for r in rows])),
+        Headline("delta", "Δ", metrics.consistency_gap)))
+
+
+# --- O3-D: accuracy, near-far bias, SDGM vision / language (Table 12, Eqs. 1-2) -------------------
+
+def _o3d() -> BenchmarkHeadlines:
+    from spatial_tasks.o3d import metrics
+    from spatial_tasks.o3d.task_metrics import METRICS
+
+    def correct(rows: Rows) -> tuple[float, int] | None:
+        scored = metrics.scored(rows)
+        return sum(bool(r.get("correct")) for r in scored), len(scored)
+
+    def marked(rows: Rows) -> bool:
+        return all(r.get("is_marked") for r in rows)
+
+    def language(rows: Rows) -> bool:
+        return not any(r.get("is_marked") or r.get("is_real") for r in rows)
+
+    return BenchmarkHeadlines("o3d", "O3-D", lambda r: (r.get("subset_name"), r.get("image_name")), (
+        Headline("acc", "marked acc", METRICS["acc"], correct, scope=marked),
+        Headline("bias_nf", "bias", METRICS["bias_nf"], scope=marked),
+        Headline("sdgm_vision", "SDGM V", METRICS["sdgm_vision"], scope=marked),
+        Headline("sdgm_language", "SDGM L", METRICS["sdgm_language"], scope=language)))
+
+
+# --- DORI: coarse / granular task averages (Table 2) ----------------------------------------------
+
+def _dori() -> BenchmarkHeadlines:
+    from spatial_tasks.dori import metrics
+
+    return BenchmarkHeadlines("dori", "DORI", lambda r: r["question_id"], (
+        Headline("avg_coarse", "coarse", lambda rows: metrics.task_average(rows, "coarse")),
+        Headline("avg_granular", "granular", lambda rows: metrics.task_average(rows, "granular"))))
+
+
+# --- VAGUE: MCQ accuracy (Table 1) -----------------------------------------------------------------
+
+def _vague() -> BenchmarkHeadlines:
+    from spatial_tasks.vague import metrics
+
+    def mcq(rows: Rows) -> list[dict]:
+        return [r for r in rows if r.get("kind") == "mcq"]
+
+    return BenchmarkHeadlines("vague", "VAGUE", lambda r: r["item_id"], (
+        Headline("acc", "VLM acc", lambda rows: metrics.accuracy(mcq(rows)) if mcq(rows) else math.nan,
+                 lambda rows: _binary([float(r["chosen"] == r["answer"]) for r in mcq(rows)]),
+                 scope=lambda rows: all(r.get("setting") == "vlm" for r in rows)),),
+        applies=lambda rows: bool(mcq(rows)))
+
+
+def headlines() -> dict[str, BenchmarkHeadlines]:
+    return {b.benchmark: b for b in (_spatialtunnel(), _o3d(), _dori(), _vague())}

@@ -1,0 +1,101 @@
+"""The tidy result record: one figure of one task of one run, the unit every report and
+leaderboard reads. Versioned; the JSON Schema ships as ``record.schema.json`` beside this file
+(``tests/results`` keeps the two equal)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "1"
+SCHEMA_FILE = Path(__file__).with_name("record.schema.json")
+
+
+class ResultRecord(BaseModel):
+    """One (model, task, metric) figure with its interval and where it came from."""
+
+    model_config = ConfigDict(extra="forbid", title="spatial-tasks result record")
+    schema_version: Literal["1"] = SCHEMA_VERSION
+    model: str = Field(description="lmms-eval model id (--model)")
+    model_args: str = Field(description="--model_args that identify the model: sorted, placement and batching "
+                                        "args (device, batch_size, dtype, ...) dropped")
+    benchmark: Literal["spatialtunnel", "o3d", "dori", "vague"]
+    task: str = Field(description="lmms-eval task or group the figure is computed over")
+    metric: str
+    value: float | None = Field(description="the figure; null when undefined")
+    n: int = Field(ge=0, description="questions (records) the figure is computed over")
+    ci_low: float | None = None
+    ci_high: float | None = None
+    ci_method: Literal["wilson", "cluster_bootstrap", "none"] = "none"
+    headline: bool = Field(default=False, description="the figure's task or group is one the scorecard may show it "
+                                                      "for (spatial_tasks/results/headlines.py)")
+    run_id: str = Field(description="<timestamp>:<model>:<hash of model and model_args> of the lmms-eval run")
+    lmms_eval_version: str | None = Field(default=None, description="as the run's results file records it")
+    task_version: str | None = None
+    data_source: str | None = Field(default=None, description="dataset_path, or the local data files")
+    data_revision: str | None = None
+
+    def key(self) -> tuple[str, ...]:
+        """What makes a record unique in a leaderboard: a later copy of the same key replaces it."""
+        return (self.model, self.model_args, self.benchmark, self.task, self.metric, self.run_id)
+
+
+FIELDS = tuple(ResultRecord.model_fields)
+
+
+def json_schema() -> dict:
+    return ResultRecord.model_json_schema()
+
+
+def write_jsonl(records: Iterable[ResultRecord], path: Path) -> Path:
+    path.write_text("".join(r.model_dump_json() + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def write_csv(records: Iterable[ResultRecord], path: Path) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=FIELDS)
+        writer.writeheader()
+        for record in records:
+            writer.writerow({k: ("" if v is None else v) for k, v in record.model_dump().items()})
+    return path
+
+
+def read_jsonl(path: Path) -> list[ResultRecord]:
+    """Records of a JSON-lines file, each validated; a bad line names the file and line."""
+    from pydantic import ValidationError
+
+    from spatial_tasks.common.samples import SamplesError, iter_json_lines
+
+    out = []
+    for number, obj in iter_json_lines(path):
+        try:
+            out.append(ResultRecord.model_validate(obj))
+        except ValidationError as err:
+            first = err.errors()[0]
+            raise SamplesError(f"{path}:{number}: not a result record: {'.'.join(map(str, first['loc']))}: "
+                               f"{first['msg']}") from None
+    return out
+
+
+def merge(existing: Sequence[ResultRecord], new: Sequence[ResultRecord]) -> list[ResultRecord]:
+    """``existing`` with ``new`` appended; a new record with the key of an existing one replaces it
+    in place (so re-running a report over the same runs adds nothing)."""
+    position = {r.key(): i for i, r in enumerate(existing)}
+    out = list(existing)
+    for record in new:
+        if record.key() in position:
+            out[position[record.key()]] = record
+        else:
+            position[record.key()] = len(out)
+            out.append(record)
+    return out
+
+
+if __name__ == "__main__":  # regenerate record.schema.json after changing ResultRecord
+    SCHEMA_FILE.write_text(json.dumps(json_schema(), indent=2) + "\n", encoding="utf-8")

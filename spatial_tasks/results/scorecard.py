@@ -1,0 +1,79 @@
+"""The scorecard: one row per model (matched by model and identity model_args, never by folder),
+each benchmark's headline figures side by side with their 95 % intervals; and the leaderboard
+file, which holds exactly the scorecard's records."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from spatial_tasks.common.formatting import number
+from spatial_tasks.results.headlines import headlines
+from spatial_tasks.results.schema import SCHEMA_VERSION, ResultRecord, merge, write_csv
+
+LEADERBOARD_JSON, LEADERBOARD_CSV = "leaderboard.json", "leaderboard.csv"
+
+
+def headline_records(records: Sequence[ResultRecord]) -> list[ResultRecord]:
+    """Per (model, model_args, benchmark, metric): the record the scorecard shows -- among the
+    records of a headline scope (``ResultRecord.headline``), the one over the most questions (the
+    whole benchmark when a group pools its subtasks), of the latest run; ties: the shorter task name."""
+    best: dict[tuple, ResultRecord] = {}
+    for r in records:
+        if not r.headline:
+            continue
+        key = (r.model, r.model_args, r.benchmark, r.metric)
+        rank = (r.n, r.run_id, -len(r.task), r.task)
+        if key not in best or rank > (best[key].n, best[key].run_id, -len(best[key].task), best[key].task):
+            best[key] = r
+    return list(best.values())
+
+
+def _cell(record: ResultRecord | None) -> str:
+    if record is None:
+        return "–"
+    if record.ci_low is None or record.ci_high is None:
+        return number(record.value)
+    return f"{number(record.value)} [{number(record.ci_low)}, {number(record.ci_high)}]"
+
+
+def scorecard_lines(records: Sequence[ResultRecord]) -> list[str]:
+    """A markdown table (and its legend) of ``headline_records(records)``."""
+    chosen = headline_records(records)
+    if not chosen:
+        return []
+    specs = headlines()
+    present = [b for b in specs if any(r.benchmark == b for r in chosen)]
+    columns = [(b, h) for b in present for h in specs[b].headlines]
+    models = sorted({(r.model, r.model_args) for r in chosen})
+    by_key = {(r.model, r.model_args, r.benchmark, r.metric): r for r in chosen}
+    head = ["model", *(f"{specs[b].title} {h.label}" for b, h in columns)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for model, args in models:
+        name = f"`{model}({args})`" if args else f"`{model}`"
+        lines.append("| " + " | ".join([name, *(_cell(by_key.get((model, args, b, h.metric))) for b, h in columns)])
+                     + " |")
+    scopes = sorted({(r.benchmark, r.task, r.n) for r in chosen})
+    lines += ["", "Value [95 % interval]: Wilson for plain accuracies, a seeded cluster bootstrap over images / "
+              "scenes / items otherwise (paired items resampled together; `spatial_tasks/results/intervals.py`). "
+              "Each figure comes from the largest task or group that defines it (O3-D: accuracy, bias and SDGM "
+              "vision over the marked images, SDGM language over the language-variation tasks; VAGUE: the VLM "
+              "setting): "
+              + "; ".join(f"{specs[b].title} `{t}` (n = {n})" for b, t, n in scopes) + "."]
+    return lines
+
+
+def write_leaderboard(records: Sequence[ResultRecord], out: Path, previous: Path | None = None) -> list[Path]:
+    """``leaderboard.json`` and ``leaderboard.csv`` in ``out``: the scorecard's records merged into
+    those of ``previous`` (an earlier leaderboard.json; same key -> replaced, so nothing doubles)."""
+    rows = headline_records(records)
+    if previous is not None and previous.is_file():
+        data = json.loads(previous.read_text(encoding="utf-8"))
+        rows = merge([ResultRecord.model_validate(r) for r in data.get("records", [])], rows)
+    document = {"schema_version": SCHEMA_VERSION, "schema": "spatial_tasks/results/record.schema.json",
+                "key": ["model", "model_args", "benchmark", "task", "metric", "run_id"],
+                "records": [r.model_dump() for r in rows]}
+    json_path = out / LEADERBOARD_JSON
+    json_path.write_text(json.dumps(document, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    return [json_path, write_csv(rows, out / LEADERBOARD_CSV)]

@@ -1,0 +1,134 @@
+"""lmms-eval runs -> tidy result records (``schema.ResultRecord``): every headline figure of every
+task and group of every run, with its interval and the run's provenance. This is what the
+scorecard, the leaderboard files and ``spatial-tasks results`` read."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+from spatial_tasks.common.samples import LABEL_DROPS, Run, find_runs, iter_samples
+from spatial_tasks.results.headlines import BenchmarkHeadlines, headlines
+from spatial_tasks.results.intervals import ITERATIONS, SEED
+from spatial_tasks.results.schema import ResultRecord
+
+
+def identity_args(model_args: object) -> str:
+    """The model_args that identify a model -- placement, batching and credentials dropped
+    (``LABEL_DROPS``), the rest sorted -- so one model run on other hardware matches itself."""
+    if isinstance(model_args, dict):
+        items = [f"{k}={v}" for k, v in model_args.items()]
+    else:
+        items = [a.strip() for a in str(model_args or "").split(",") if a.strip()]
+    return ",".join(sorted(a for a in items if a.partition("=")[0].strip() not in LABEL_DROPS))
+
+
+def _records_reader(benchmark: str) -> Callable[[Path], tuple[list[dict], tuple[str, ...] | None]]:
+    """Per-question records of one samples file (and, for O3-D, the task's metric names)."""
+    if benchmark == "spatialtunnel":
+        from spatial_tasks.spatialtunnel.rescore import records_from_samples
+        return lambda path: (records_from_samples(path), None)
+    if benchmark == "o3d":
+        from spatial_tasks.o3d.rescore import records_from_samples_file
+        return records_from_samples_file
+    if benchmark == "dori":
+        from spatial_tasks.dori.rescore import records_from_samples as dori_records
+        return lambda path: (dori_records(path), None)
+    from spatial_tasks.vague.rescore import records_from_samples as vague_records
+    return lambda path: (vague_records(path), None)
+
+
+def benchmark_of(samples_path: Path) -> str | None:
+    """The benchmark named by the first logged record (any metric key) of a samples file."""
+    for sample in iter_samples(samples_path):
+        for value in sample.values():
+            if isinstance(value, dict) and value.get("benchmark"):
+                return value["benchmark"]
+        return None
+    return None
+
+
+def run_records(run: Run, iterations: int = ITERATIONS, seed: int = SEED) -> list[ResultRecord]:
+    """The headline records of one run: per task, then per group (pooled subtasks, as lmms-eval
+    reports groups), of the four benchmarks (re-splits and other tasks are left out)."""
+    specs = headlines()
+    results = run.results()
+    config = results.get("config") if isinstance(results.get("config"), dict) else {}
+    model = str(config.get("model") or run.folder.name)
+    args = identity_args(config.get("model_args"))
+    run_id = f"{run.stamp}:{model}:{hashlib.sha1(f'{model}|{args}'.encode()).hexdigest()[:8]}"
+    per_task: dict[str, tuple[str, list[dict], tuple[str, ...] | None]] = {}
+    for task, path in sorted(run.samples.items()):
+        benchmark = benchmark_of(path)
+        if benchmark in specs:
+            rows, names = _records_reader(benchmark)(path)
+            per_task[task] = (benchmark, rows, names)
+    scopes = dict(per_task)
+    for group, subtasks in sorted((results.get("group_subtasks") or {}).items()):
+        members = [per_task[t] for t in subtasks or () if t in per_task]
+        if members and len(members) == len(subtasks) and len({m[0] for m in members}) == 1:
+            names = {n for m in members for n in (m[2] or ())} or None
+            scopes[group] = (members[0][0], [r for m in members for r in m[1]], tuple(sorted(names)) if names else None)
+    out = []
+    for task, (benchmark, rows, names) in scopes.items():
+        out += _task_records(specs[benchmark], rows, names, task, _provenance(results, task, model, args, run_id),
+                             iterations, seed)
+    return out
+
+
+def _task_records(spec: BenchmarkHeadlines, rows: list[dict], names: tuple[str, ...] | None, task: str,
+                  meta: dict, iterations: int, seed: int) -> list[ResultRecord]:
+    if not spec.applies(rows):
+        return []
+    out = []
+    for headline in spec.headlines:
+        if names is not None and headline.metric not in names:
+            continue  # not a figure this task defines (e.g. SDGM language on the real-image task)
+        value = headline.compute(rows)
+        defined = isinstance(value, (int, float)) and math.isfinite(value)
+        low, high, method = headline.interval(rows, spec.unit, iterations, seed) if defined else (
+            math.nan, math.nan, "none")
+        out.append(ResultRecord(benchmark=spec.benchmark, task=task, metric=headline.metric,
+                                value=float(value) if defined else None, n=len(rows),
+                                ci_low=_finite(low), ci_high=_finite(high),
+                                ci_method=method if _finite(low) is not None else "none",
+                                headline=bool(headline.scope(rows)), **meta))
+    return out
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def _data_source(config: dict) -> tuple[str | None, str | None]:
+    """(dataset_path -- or "<builder>:<local files>" for local data -- and revision) of one task config."""
+    kwargs = config.get("dataset_kwargs") if isinstance(config.get("dataset_kwargs"), dict) else {}
+    source = config.get("dataset_path")
+    files = kwargs.get("data_files")
+    if source in ("parquet", "json", "csv", "arrow") and files:
+        source = f"{source}:{';'.join(sorted(str(f) for f in (files.values() if isinstance(files, dict) else [files])))}"
+    revision = kwargs.get("revision") or config.get("revision")
+    return (None if source is None else str(source)), (None if revision is None else str(revision))
+
+
+def _provenance(results: dict, task: str, model: str, args: str, run_id: str) -> dict:
+    configs = results.get("configs") or {}
+    members = [task] if task in configs else list((results.get("group_subtasks") or {}).get(task) or ())
+    sources = [_data_source(configs.get(t) or {}) for t in members]  # a group: its subtasks' sources
+    joined = [" | ".join(sorted({s[i] for s in sources if s[i]})) or None for i in (0, 1)]
+    version = (results.get("versions") or {}).get(task)
+    return {"model": model, "model_args": args, "run_id": run_id,
+            "lmms_eval_version": str(results["lmms_eval_version"]) if results.get("lmms_eval_version") else None,
+            "task_version": None if version is None else str(version),
+            "data_source": joined[0], "data_revision": joined[1]}
+
+
+def collect(roots: list[Path], iterations: int = ITERATIONS, seed: int = SEED) -> list[ResultRecord]:
+    """Every run's headline records under the given folders, in a stable order."""
+    out = []
+    for root in roots:
+        for run in find_runs(Path(root)):
+            out += run_records(run, iterations, seed)
+    return out

@@ -1,0 +1,118 @@
+"""The results layer: the versioned record schema, the intervals, tidy records of a real lmms-eval
+run, the scorecard and the leaderboard files (append without duplicates)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from lmms import run_lmms_eval
+
+from spatial_tasks.common.samples import find_runs
+from spatial_tasks.report import write_report
+from spatial_tasks.results.intervals import cluster_bootstrap, wilson
+from spatial_tasks.results.schema import (
+    FIELDS,
+    SCHEMA_FILE,
+    ResultRecord,
+    json_schema,
+    merge,
+    read_jsonl,
+    write_jsonl,
+)
+from spatial_tasks.results.scorecard import headline_records
+from spatial_tasks.results.tidy import identity_args, run_records
+from spatial_tasks.spatialtunnel import metrics as st_metrics
+
+
+def test_the_shipped_json_schema_is_the_records_schema():
+    assert json.loads(SCHEMA_FILE.read_text()) == json_schema()  # regenerate: python -m spatial_tasks.results.schema
+    assert json_schema()["properties"]["schema_version"]["const"] == "1"
+
+
+def test_wilson_interval_known_values():
+    low, high = wilson(8, 10)  # Wilson (1927); e.g. Newcombe (1998) Table I, 95 %
+    assert low == pytest.approx(0.4902, abs=1e-4) and high == pytest.approx(0.9433, abs=1e-4)
+    assert wilson(0, 10) == (0.0, pytest.approx(0.2775, abs=1e-4))
+    assert wilson(10, 10)[1] == 1.0
+    assert all(x != x for x in wilson(0, 0))  # NaN without questions
+
+
+def _paired_rows(images: int = 30) -> list[dict]:
+    """Each image: one consistent and one counter question; counter = consistent - 0.2 exactly."""
+    rng = random.Random(1)
+    rows = []
+    for i in range(images):
+        score = rng.uniform(0.3, 1.0)
+        rows += [{"image_id": f"im{i}", "question_id": f"im{i}-a", "relation_two_way": "consistent", "score": score},
+                 {"image_id": f"im{i}", "question_id": f"im{i}-b", "relation_two_way": "counter", "score": score - 0.2}]
+    return rows
+
+
+def test_cluster_bootstrap_resamples_paired_items_together():
+    rows = _paired_rows()
+    paired = cluster_bootstrap(rows, st_metrics.consistency_gap, lambda r: r["image_id"], iterations=300, seed=0)
+    unpaired = cluster_bootstrap(rows, st_metrics.consistency_gap, lambda r: r["question_id"], iterations=300, seed=0)
+    assert paired == (pytest.approx(0.2), pytest.approx(0.2))  # every paired resample has Δ = 0.2 exactly
+    assert unpaired[1] - unpaired[0] > 0.1  # drawn apart, the pairs' shared level is noise
+    again = cluster_bootstrap(rows, st_metrics.mean_score, lambda r: r["image_id"], iterations=300, seed=0)
+    other = cluster_bootstrap(rows, st_metrics.mean_score, lambda r: r["image_id"], iterations=300, seed=1)
+    first = cluster_bootstrap(rows, st_metrics.mean_score, lambda r: r["image_id"], iterations=300, seed=0)
+    assert again == first != other and first[0] < st_metrics.mean_score(rows) < first[1]
+
+
+def test_identity_args_ignore_placement_and_order():
+    assert identity_args("pretrained=Org/M,device=cuda:1,batch_size=8,dtype=float32") == \
+        identity_args("device=cpu,pretrained=Org/M") == "pretrained=Org/M"
+
+
+@pytest.fixture(scope="module")
+def baseline_runs(tmp_path_factory):
+    """Two real lmms-eval runs of the baseline on the SpatialTunnel sample (the shortcut rule)."""
+    root = tmp_path_factory.mktemp("results_runs")
+    for rule in ("vertical", "oracle"):
+        run = run_lmms_eval(root / rule, "spatial_baseline", f"rule={rule}", "spatialtunnel_sample")
+        assert run.results is not None, run.output[-3000:]
+    return root
+
+
+def test_tidy_records_of_a_real_run(baseline_runs, tmp_path):
+    (run,) = find_runs(baseline_runs / "vertical")
+    records = run_records(run, iterations=200)
+    by = {(r.task, r.metric): r for r in records}
+    assert {t for t, _ in by} == {"spatialtunnel_sample", "spatialtunnel_sample_phase", "spatialtunnel_sample_size"}
+    group = by[("spatialtunnel_sample", "delta")]
+    assert group.value == 1.0 and (group.ci_low, group.ci_high) == (1.0, 1.0) and group.ci_method == "cluster_bootstrap"
+    v = by[("spatialtunnel_sample", "v")]
+    assert v.ci_method == "wilson" and v.ci_low < v.value < v.ci_high and v.n == 344
+    assert v.model == "spatial_baseline" and v.model_args == "rule=vertical" and v.headline
+    assert v.lmms_eval_version and v.task_version and v.data_source.startswith("parquet:")
+    written = read_jsonl(write_jsonl(records, tmp_path / "r.jsonl"))
+    assert written == records and tuple(written[0].model_dump()) == FIELDS
+    assert merge(records, records) == records  # appending the same run adds nothing
+
+
+def test_report_opens_with_the_scorecard_and_keeps_its_leaderboard(baseline_runs, tmp_path):
+    out = tmp_path / "report"
+    write_report(baseline_runs / "vertical", out)
+    first = json.loads((out / "leaderboard.json").read_text())["records"]
+    assert {(r["model_args"], r["metric"]) for r in first} == {("rule=vertical", "v"), ("rule=vertical", "delta")}
+    write_report(baseline_runs, out)  # both runs: the vertical rows again (same key) plus the oracle's
+    rows = json.loads((out / "leaderboard.json").read_text())["records"]
+    assert len(rows) == 4 and len({(r["model_args"], r["metric"], r["run_id"]) for r in rows}) == 4
+    assert all(ResultRecord.model_validate(r).task == "spatialtunnel_sample" for r in rows)
+    csv_lines = (out / "leaderboard.csv").read_text().splitlines()
+    assert csv_lines[0].split(",") == list(FIELDS) and len(csv_lines) == 5
+    text = (out / "report.md").read_text()
+    assert text.index("## Scorecard") < text.index("## SpatialTunnel")
+    card = text[text.index("## Scorecard"):text.index("## SpatialTunnel")]
+    assert "| `spatial_baseline(rule=oracle)` | 1.000 [0.989, 1.000] | 0.000 [0.000, 0.000] |" in card
+    assert "| `spatial_baseline(rule=vertical)` | 0.535 [0.482, 0.587] | 1.000 [1.000, 1.000] |" in card
+
+
+def test_scorecard_prefers_the_largest_headline_scope():
+    base = dict(model="m", model_args="a", benchmark="vague", metric="acc", n=8, run_id="r", value=0.5)
+    records = [ResultRecord(task="vague_lm", headline=False, **{**base, "n": 99}),
+               ResultRecord(task="vague_vlm", headline=True, **base)]
+    assert [r.task for r in headline_records(records)] == ["vague_vlm"]
