@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from spatial_tasks.common.samples import Run, find_runs, iter_samples
+from spatial_tasks.common.samples import Run, find_runs, samples_benchmark
 from spatial_tasks.paths import output_folder
 from spatial_tasks.results.scorecard import (
     LEADERBOARD_CSV,
@@ -37,16 +37,6 @@ from spatial_tasks.results.tidy import run_records
 MANIFEST = ".spatial-tasks-report.json"
 TITLES = {"spatialtunnel": "SpatialTunnel", "o3d": "O3-D", "dori": "DORI", "vague": "VAGUE",
           "spatialtunnel_resplit": "SpatialTunnel: consistent / counter re-splits of real benchmarks"}
-
-
-def _benchmark(samples_path: Path) -> str | None:
-    """The benchmark named by the first logged record (any metric key) or doc."""
-    for sample in iter_samples(samples_path):
-        for value in sample.values():
-            if isinstance(value, dict) and value.get("benchmark"):
-                return value["benchmark"]
-        return None
-    return None
 
 
 def _figure_makers() -> dict:
@@ -87,7 +77,7 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
     runs = find_runs(root) if root is not None else []
     for run in runs:
         for task, samples in run.samples.items():
-            benchmark = _benchmark(samples)
+            benchmark = samples_benchmark(samples)
             if benchmark in makers:
                 by_benchmark[benchmark].append((run, task, samples))
     if not by_benchmark and not probes:

@@ -63,6 +63,16 @@ def iter_samples(path: Path) -> Iterator[dict]:
         yield sample
 
 
+def samples_benchmark(samples_path: Path) -> str | None:
+    """The benchmark named by the first logged record (any metric key) of a samples file."""
+    for sample in iter_samples(samples_path):
+        for value in sample.values():
+            if isinstance(value, dict) and value.get("benchmark"):
+                return value["benchmark"]
+        return None
+    return None
+
+
 def numbered_samples(path: Path) -> Iterator[tuple[int, dict]]:
     """(line number, logged sample) of one JSONL file, checked as ``iter_samples`` checks them."""
     seen: dict[object, int] = {}

@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from spatial_tasks.common.samples import LABEL_DROPS, Run, find_runs, iter_samples
+from spatial_tasks.common.samples import LABEL_DROPS, Run, find_runs, samples_benchmark
 from spatial_tasks.results.headlines import BenchmarkHeadlines, headlines
 from spatial_tasks.results.intervals import ITERATIONS, SEED
 from spatial_tasks.results.schema import ResultRecord
@@ -40,16 +40,6 @@ def _records_reader(benchmark: str) -> Callable[[Path], tuple[list[dict], tuple[
     return lambda path: (vague_records(path), None)
 
 
-def benchmark_of(samples_path: Path) -> str | None:
-    """The benchmark named by the first logged record (any metric key) of a samples file."""
-    for sample in iter_samples(samples_path):
-        for value in sample.values():
-            if isinstance(value, dict) and value.get("benchmark"):
-                return value["benchmark"]
-        return None
-    return None
-
-
 def run_records(run: Run, iterations: int = ITERATIONS, seed: int = SEED) -> list[ResultRecord]:
     """The headline records of one run: per task, then per group (pooled subtasks, as lmms-eval
     reports groups), of the four benchmarks (re-splits and other tasks are left out)."""
@@ -61,7 +51,7 @@ def run_records(run: Run, iterations: int = ITERATIONS, seed: int = SEED) -> lis
     run_id = f"{run.stamp}:{model}:{hashlib.sha1(f'{model}|{args}'.encode()).hexdigest()[:8]}"
     per_task: dict[str, tuple[str, list[dict], tuple[str, ...] | None]] = {}
     for task, path in sorted(run.samples.items()):
-        benchmark = benchmark_of(path)
+        benchmark = samples_benchmark(path)
         if benchmark in specs:
             rows, names = _records_reader(benchmark)(path)
             per_task[task] = (benchmark, rows, names)

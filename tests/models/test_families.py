@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from lmms import assert_all_finite, run_lmms_eval
 from PIL import Image
+from scoring import check_batch_invariance
 
 from spatial_tasks.common.yesno import decode_payload
 from spatial_tasks.harness import MODELS
@@ -58,18 +59,7 @@ def test_the_families_are_the_issues_list():
 def test_batch_one_equals_batched_and_grouped_scoring(family, family_dir, monkeypatch):
     model = HFYesNo(str(family_dir(family)), device="cpu", dtype="float32", batch_size=3)
     assert model.family == family
-    encoded: list[int] = []
-    encode = model._yesno_encode_images
-    monkeypatch.setattr(model, "_yesno_encode_images", lambda parts: encoded.append(len(parts)) or encode(parts))
-    items = _items()
-    one = [model.score_yes_no(c, v) for c, v in items]
-    batched = model.score_yes_no_batch(items)
-    grouped = model.score_grouped(items, batch_size=3)
-    for a, b, g in zip(one, batched, grouped, strict=True):
-        assert np.isfinite([a.logit_yes, a.logit_no]).all()
-        assert abs(a.logit_yes - b.logit_yes) <= TOL and abs(a.logit_no - b.logit_no) <= TOL
-        assert abs(a.logit_yes - g.logit_yes) <= TOL and abs(a.logit_no - g.logit_no) <= TOL
-    assert len({round(s.logit_yes - s.logit_no, 6) for s in one}) > 1  # the prompts do reach the logits
+    _, encoded = check_batch_invariance(model, _items(), monkeypatch)
     if families.FAMILIES[family].grouping:
         assert model.group_images and sum(encoded) == 2  # two distinct images, each through the tower once
     else:

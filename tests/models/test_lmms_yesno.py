@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import shutil
 
-import numpy as np
 import pytest
 import torch
 from lmms import assert_all_finite, run_lmms_eval
 from lmms_eval.api.instance import Instance
 from PIL import Image, ImageDraw
+from scoring import check_batch_invariance
 
 from spatial_tasks.common.yesno import decode_payload
 from spatial_tasks.models.families import ModelFamilyError
@@ -21,7 +21,6 @@ from spatial_tasks.models.lmms_yesno import Gemma3YesNo, LlavaHfYesNo, Qwen3_VLY
 from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS
 
 TASK, SPLIT = "toy_yesno", "test"
-TOL = 1e-5  # fp32 logits: batch 1 vs padded batches vs precomputed image features
 QWEN_PIXELS = {"min_pixels": 3136, "max_pixels": 50176}
 
 # twin id -> (class, tiny family, model_args besides pretrained and dtype)
@@ -128,19 +127,7 @@ def _items() -> list[tuple[str, list]]:
 @pytest.mark.parametrize("twin", TWINS)
 def test_batch_one_equals_batched_and_grouped_scoring(twin, twin_dir, monkeypatch):
     model = _twin(twin, twin_dir(twin), dtype="float32", batch_size=3)
-    encoded: list[int] = []
-    if model.group_images:
-        encode = model._yesno_encode_images
-        monkeypatch.setattr(model, "_yesno_encode_images", lambda parts: encoded.append(len(parts)) or encode(parts))
-    items = _items()
-    one = [model.score_yes_no(c, v) for c, v in items]
-    batched = model.score_yes_no_batch(items)
-    grouped = model.score_grouped(items, batch_size=3)
-    for a, b, g in zip(one, batched, grouped, strict=True):
-        assert np.isfinite([a.logit_yes, a.logit_no]).all()
-        assert abs(a.logit_yes - b.logit_yes) <= TOL and abs(a.logit_no - b.logit_no) <= TOL
-        assert abs(a.logit_yes - g.logit_yes) <= TOL and abs(a.logit_no - g.logit_no) <= TOL
-    assert len({round(s.logit_yes - s.logit_no, 6) for s in one}) > 1
+    _, encoded = check_batch_invariance(model, _items(), monkeypatch)
     assert model.group_images == twin.startswith("qwen3")
     assert sum(encoded) == (2 if model.group_images else 0)  # each distinct image through the tower once
 
