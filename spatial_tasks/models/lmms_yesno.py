@@ -136,8 +136,7 @@ class Gemma3YesNo(HFYesNoMixin, _gemma3.Gemma3):
             [self._messages(context, visuals) for context, visuals in items], add_generation_prompt=True,
             tokenize=True, return_dict=True, return_tensors="pt",
             processor_kwargs={"padding": True, "pad_to_multiple_of": 8, "padding_side": "left"})
-        inputs = inputs.to(self.model.device, dtype=self.model.dtype)
-        return inputs.to("cuda" if self.device_map == "auto" else self.device)
+        return inputs.to("cuda" if self.device_map == "auto" else self.device, dtype=self.model.dtype)
 
     def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
         return self._inputs([(context, visuals)])

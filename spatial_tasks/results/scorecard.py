@@ -19,13 +19,13 @@ def headline_records(records: Sequence[ResultRecord]) -> list[ResultRecord]:
     """Per (model, model_args, benchmark, metric): the record the scorecard shows -- among the
     records of a headline scope (``ResultRecord.headline``), the one over the most questions (the
     whole benchmark when a group pools its subtasks), of the latest run; ties: the shorter task name."""
+    def rank(r: ResultRecord) -> tuple:
+        return r.n, r.run_id, -len(r.task), r.task
+
     best: dict[tuple, ResultRecord] = {}
     for r in records:
-        if not r.headline:
-            continue
         key = (r.model, r.model_args, r.benchmark, r.metric)
-        rank = (r.n, r.run_id, -len(r.task), r.task)
-        if key not in best or rank > (best[key].n, best[key].run_id, -len(best[key].task), best[key].task):
+        if r.headline and (key not in best or rank(r) > rank(best[key])):
             best[key] = r
     return list(best.values())
 
