@@ -115,7 +115,10 @@ class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
             self.processor = AutoProcessor.from_pretrained(self.pretrained, trust_remote_code=self.trust_remote_code)
         self._tokenizer = getattr(self.processor, "tokenizer", self.processor)
         if self._device is None:
-            self._device = families.input_device(self._model)
+            self._device = self._input_device()
+
+    def _input_device(self) -> torch.device:
+        return (self.adapter or families).input_device(self._model)
 
     # --- the lmms interface lmms-eval reads -------------------------------------------------
     @property
@@ -155,12 +158,12 @@ class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
 
     def _inputs(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
         inputs = families.chat_inputs(self.processor, self._items(items), self.system_prompt)
-        return inputs.to(families.input_device(self._model))
+        return inputs.to(self._input_device())
 
     def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
         if self.adapter is not None:
             (question, images), = self._items([(context, visuals)])
-            return self.adapter.inputs(self.processor, question, images, families.input_device(self._model))
+            return self.adapter.inputs(self.processor, question, images, self._input_device())
         return self._inputs([(context, visuals)])
 
     def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor] | None:

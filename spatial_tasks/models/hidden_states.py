@@ -185,6 +185,10 @@ class RemoteHidden(HiddenStateModel):
     def decoder_layers(self) -> Sequence[torch.nn.Module]:
         return self.adapter.decoder_layers(self.model)
 
+    @property
+    def hidden_size(self) -> int:
+        return self.adapter.hidden_size(self.model)
+
     def prepare_batch(self, items: Sequence[tuple[str, Image.Image]]) -> Mapping[str, torch.Tensor]:
         (question, image), = items
         return self.adapter.inputs(self.processor, question, [image], self.device)

@@ -1,10 +1,12 @@
-"""The ``molmo`` remote-code adapter through transformers' real trust_remote_code loading, on a
-stand-in checkpoint (tests/models/standin_molmo.py: Molmo's documented API, not Molmo's code --
-the Hub, and so the real model code, cannot be reached here)."""
+"""The remote-code adapters (``molmo``, ``vila``) through transformers' real trust_remote_code
+loading, on stand-in checkpoints (tests/models/standin_molmo.py, standin_vila.py: the API of
+Molmo's and VILA's Hub code, not their code -- the Hub, and so the real model code, cannot be
+reached here)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +26,7 @@ from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS
 
 sys.path.insert(0, str(Path(__file__).parent))
 import standin_molmo  # noqa: E402
+import standin_vila  # noqa: E402
 
 SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 
@@ -31,6 +34,20 @@ SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 @pytest.fixture(scope="module")
 def molmo_dir(tmp_path_factory, tiny_family_dirs):
     return standin_molmo.build(tmp_path_factory.mktemp("standin_molmo"), tiny_family_dirs("qwen3_vl"))
+
+
+@pytest.fixture(scope="module")
+def vila_dirs(tmp_path_factory, tiny_family_dirs):
+    """``dirs(image_aspect_ratio)``: a stand-in VILA checkpoint per image mode, built on first use."""
+    built: dict[str, Path] = {}
+
+    def dirs(mode: str = "dynamic_s2") -> Path:
+        if mode not in built:
+            built[mode] = standin_vila.build(tmp_path_factory.mktemp(f"standin_vila_{mode}"),
+                                             tiny_family_dirs("qwen3_vl"), image_aspect_ratio=mode)
+        return built[mode]
+
+    return dirs
 
 
 def _image(red: int) -> Image.Image:
@@ -80,9 +97,62 @@ def test_probe_states_through_the_adapter(molmo_dir):
     assert np.allclose(seen["out"][0, -1].numpy(), states[0, 0], atol=1e-6)
 
 
+@pytest.mark.parametrize("mode", ["dynamic_s2", "dynamic", "resize"])
+def test_vila_inputs_are_generate_contents(vila_dirs, mode):
+    """The adapter builds what VILA's generate_content passes to generate (pixels cast to the
+    model's dtype where generate_content casts them to float16), and the image reaches the logits."""
+    model = HFYesNo(str(vila_dirs(mode)), device="cpu", dtype="float32", trust_remote_code=True, batch_size=4)
+    assert model.family == "vila" and not model.group_images and next(model.model.parameters()).dtype == torch.float32
+    question = "Is the red cube closer than the blue sphere? Answer Yes or No."
+    ours = model._yesno_prepare_inputs(f"<image>{question}", [_image(200)])
+    seen = {}
+    model.model.generate = lambda **kwargs: seen.update(kwargs)
+    model.model.generate_content([_image(200), question])
+    assert torch.equal(ours["input_ids"], seen["input_ids"])
+    assert len(ours["media"]["image"]) == len(seen["media"]["image"]) == (1 if mode == "resize" else 3)
+    for tile, theirs in zip(ours["media"]["image"], seen["media"]["image"], strict=True):
+        assert tile.dtype == torch.float32 and torch.equal(tile.half(), theirs)
+    assert dict(ours["media_config"]) == dict(seen["media_config"])
+    assert ours["media_config"].get("image") == ({"block_sizes": [(1, 2)]} if mode == "dynamic_s2" else None)
+    text = model.tokenizer.decode(ours["input_ids"][0])
+    assert text.count("<image>") == (3 if mode == "dynamic" else 1) and question in text
+    items = [(question, [_image(200)]), (question, [_image(20)]), ("Is it small? Answer Yes or No.", [_image(90)])]
+    scores = model.score_yes_no_batch(items)
+    assert [s.logit_yes for s in scores] == [model.score_yes_no(*item).logit_yes for item in items]
+    assert len({round(s.logit_yes - s.logit_no, 7) for s in scores}) == 3
+
+
+def test_vila_probe_states_hook_the_language_models_layers(vila_dirs):
+    model = load_hidden_state_model(str(vila_dirs()), trust_remote_code=True, device="cpu", dtype="float32")
+    assert isinstance(model, RemoteHidden) and model.num_layers == 2 and model.hidden_size == 32
+    assert model.decoder_layers() is model.model.llm.model.layers
+    items = [("Is the cube in front?", _image(200)), ("Is the sphere much farther away?", _image(30))]
+    states, first = model.last_token_states(items)
+    alone = np.concatenate([model.last_token_states([item])[0] for item in items], axis=1)
+    assert states.shape == (2, 2, 32) and np.array_equal(states, alone) and len(first) == 2
+    last = model.model.llm.model.norm  # the final norm's input is the last layer's output
+    seen = {}
+    handle = last.register_forward_hook(lambda m, args, out: seen.setdefault("in", args[0]))
+    with torch.inference_mode():
+        model.model(**model.prepare_batch(items[:1]))
+    handle.remove()
+    assert np.allclose(seen["in"][0, -1].numpy(), states[1, 0], atol=1e-6)
+
+
+def test_vila_without_generate_contents_helpers_is_refused(vila_dirs, tmp_path):
+    broken = tmp_path / "no_helpers"
+    shutil.copytree(vila_dirs(), broken)
+    code = broken / "standin_vila.py"
+    code.write_text(code.read_text().replace("def tokenize_conversation(", "def _tokenize_conversation("))
+    with pytest.raises(ModelFamilyError, match=r"not VILA's Hub code.*tokenize_conversation"):
+        HFYesNo(str(broken), device="cpu", dtype="float32", trust_remote_code=True)
+
+
 @pytest.mark.cli
-def test_hf_yesno_and_probe_clis_with_trust_remote_code(molmo_dir, tmp_path):
-    run = run_lmms_eval(tmp_path / "out", "hf_yesno", f"pretrained={molmo_dir},device=cpu,dtype=float32,trust_remote_code=true",
+@pytest.mark.parametrize("family", ["molmo", "vila"])
+def test_hf_yesno_and_probe_clis_with_trust_remote_code(family, molmo_dir, vila_dirs, tmp_path):
+    checkpoint = molmo_dir if family == "molmo" else vila_dirs()
+    run = run_lmms_eval(tmp_path / "out", "hf_yesno", f"pretrained={checkpoint},device=cpu,dtype=float32,trust_remote_code=true",
                         "spatialtunnel_logit_sample_phase", "--batch_size", "4")
     assert_all_finite(run.metrics("spatialtunnel_logit_sample_phase"), PHASE_METRICS)
     samples = run.samples["spatialtunnel_logit_sample_phase"]
@@ -90,7 +160,7 @@ def test_hf_yesno_and_probe_clis_with_trust_remote_code(molmo_dir, tmp_path):
     assert all(decode_payload(s["v"]["response"]).finite and json.loads(s["v"]["response"])["answer_rule"] == "exact"
                for s in samples)
     data = benchmark_tasks_dir("spatialtunnel") / "sample" / "contrastive_probing"
-    proc = subprocess.run([SPATIAL_TASKS, "probe", "--model", str(molmo_dir), "--trust-remote-code", "--data", str(data),
+    proc = subprocess.run([SPATIAL_TASKS, "probe", "--model", str(checkpoint), "--trust-remote-code", "--data", str(data),
                            "--out", str(tmp_path / "probe"), "--dtype", "float32"], capture_output=True, text=True,
                           timeout=600, env={**_env(), "OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
