@@ -511,6 +511,27 @@ def results_command(
         typer.echo(f"{path}  ({len(records)} records)")
 
 
+@app.command("verify")
+def verify_command(
+    paths: Annotated[list[Path], typer.Argument(help="lmms-eval --output_path folders (with --log_samples), or "
+                                                     "O3-D's released outputs file (.jsonl/.jsonl.gz).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the cells and the verdict as JSON.")] = False,
+) -> None:
+    """Our figures against the papers' published cells (tasks/<benchmark>/paper_results.yaml), graded
+    as EASI grades: |Δ| ≤ 2.5 points strong, ≤ 5 acceptable, > 5 a discrepancy; released outputs
+    must reproduce their cells exactly. Exit 0 when every checked cell passes, 1 otherwise (or
+    when nothing matched a paper model)."""
+    from spatial_tasks.results.verify import verify, verify_lines
+
+    for path in paths:
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no such file or folder")
+    result = verify(list(paths))
+    typer.echo(json.dumps(result, indent=2) if as_json else "\n".join(verify_lines(result)))
+    if not result["passed"]:
+        raise typer.Exit(1)
+
+
 @app.command("probe")
 def probe_command(
     out: Annotated[Path, typer.Option(help="Probe folder: deltas, metrics, figures (an interrupted run resumes).")],
@@ -638,7 +659,7 @@ def main(argv: list[str] | None = None) -> None:
     args = with_optional_values([a for a in args if a != "--debug"])
     usage_errors = _usage_errors()
     try:
-        app(args=args, prog_name="spatial-tasks", standalone_mode=False)
+        code = app(args=args, prog_name="spatial-tasks", standalone_mode=False)
     except KeyboardInterrupt:
         print("spatial-tasks: interrupted", file=sys.stderr)
         raise SystemExit(130) from None
@@ -656,6 +677,8 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         print(f"error: {describe(err)}", file=sys.stderr)
         raise SystemExit(2) from None
+    if isinstance(code, int) and code:  # typer.Exit(code) comes back as the return value here
+        raise SystemExit(code)
 
 
 if __name__ == "__main__":

@@ -68,35 +68,9 @@ SINGLE_STRENGTH_SOURCES = frozenset({"single-strength-set"})
 REQUIRED_FIELDS = ("model", "image_family", "ques", "answer", "gt_position", "cues", "ques_clarity")
 CLARITY_VALUES = frozenset(CLARITY_LEVELS)
 
-# Paper Table 12 (accuracy). sim2 and overall are not reproducible from the release: its 2-cue
-# marked result files are missing (our sim2 has only the FS+OC pair) and the paper's real half of
-# "Overall" pooled rows that cannot be recovered.
-MODEL_DISPLAY_NAMES = {
-    "blip2-flan-t5-xl": "BLIP2",
-    "InternVL2_5-4B": "InternVL2.5",
-    "llava-v1.5-7b": "LLaVA1.5",
-    "paligemma2-3b-mix-224": "PaliGemma2",
-    "VILA1.5-3b": "VILA1.5",
-}
-_PAPER_COLUMNS = (*CUE_COLUMNS, "sim0", "sim1", "sim2", "real0", "real1", "real2", "overall")
-# Columns: HP OC RS TG SA LS FO FS | sim0 sim1 sim2 | real0 real1 real2 | overall
-_PAPER_ROWS = {
-    "BLIP2": (.4979, .4912, .4875, .4865, .4984, .5031, .5078, .5000,
-              .4906, .4984, .5004, .4000, .5294, .5000, .4905),
-    "InternVL2.5": (.5863, .5036, .5177, .4912, .4891, .4953, .5166, .5308,
-                    .5073, .5009, .5184, .4500, .5294, .7143, .5438),
-    "LLaVA1.5": (.5052, .4953, .5120, .4969, .5062, .4943, .5068, .4923,
-                 .5042, .5061, .5088, .6000, .4118, .5000, .5275),
-    "PaliGemma2": (.4974, .4631, .5172, .4574, .4470, .4449, .4501, .4692,
-                   .4376, .4589, .4802, .5000, .6471, .6905, .5386),
-    "VILA1.5": (.5000, .5062, .5166, .4948, .5078, .5021, .5057, .4538,
-                .5218, .4975, .5059, .4500, .4412, .4048, .4960),
-    "DepthAnyV2": (.9940, .4695, .9084, .5433, .5848, .5120, .5566, .5902,
-                   .5177, .6456, .7446, .6667, .9596, .9792, .8475),
-}
-PAPER_TABLE12: dict[str, dict[str, float]] = {
-    name: dict(zip(_PAPER_COLUMNS, values, strict=True)) for name, values in _PAPER_ROWS.items()
-}
+# Paper Table 12 (accuracy) lives in tasks/o3d/paper_results.yaml. sim2 and overall are not
+# reproducible from the release: its 2-cue marked result files are missing (our sim2 has only the
+# FS+OC pair) and the paper's real half of "Overall" pooled rows that cannot be recovered.
 REPRODUCIBLE_COLUMNS = (*CUE_COLUMNS, "sim0", "sim1", "real0", "real1", "real2")
 
 
@@ -332,15 +306,20 @@ def rescore_released(path: str | Path, ddof: int = 0) -> dict:
 def compare_to_paper(result: dict, decimals: int = 4) -> list[dict]:
     """Every reproducible Table 12 cell of the models the paper reports: ours vs the paper,
     rounded to ``decimals``."""
+    from spatial_tasks.results.paper import paper_results
+
+    paper = paper_results("o3d")
+    table = paper.tables["table12"]
     rows = []
     for model, summary in result["models"].items():
-        name = MODEL_DISPLAY_NAMES.get(model, model)
-        if name not in PAPER_TABLE12:
+        name = paper.match(model)
+        if name is None or name not in table.rows:
             continue
         for col in REPRODUCIBLE_COLUMNS:
-            ours, paper = summary.get(col), PAPER_TABLE12[name][col]
-            match = is_defined(ours) and round(ours, decimals) == round(paper, decimals)
-            rows.append({"model": model, "cell": col, "ours": ours, "paper": paper, "match": match})
+            ours, published = summary.get(col), table.fraction(name, col)
+            match = is_defined(ours) and published is not None and round(ours, decimals) == round(published, decimals)
+            rows.append({"model": model, "paper_model": name, "cell": col, "ours": ours, "paper": published,
+                         "match": match})
     return rows
 
 

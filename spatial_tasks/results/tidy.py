@@ -25,7 +25,7 @@ def identity_args(model_args: object) -> str:
     return ",".join(sorted(a for a in items if a.partition("=")[0].strip() not in LABEL_DROPS))
 
 
-def _records_reader(benchmark: str) -> Callable[[Path], tuple[list[dict], tuple[str, ...] | None]]:
+def records_reader(benchmark: str) -> Callable[[Path], tuple[list[dict], tuple[str, ...] | None]]:
     """Per-question records of one samples file (and, for O3-D, the task's metric names)."""
     if benchmark == "spatialtunnel":
         from spatial_tasks.spatialtunnel.rescore import records_from_samples
@@ -53,7 +53,7 @@ def run_records(run: Run, iterations: int = ITERATIONS, seed: int = SEED) -> lis
     for task, path in sorted(run.samples.items()):
         benchmark = samples_benchmark(path)
         if benchmark in specs:
-            rows, names = _records_reader(benchmark)(path)
+            rows, names = records_reader(benchmark)(path)
             per_task[task] = (benchmark, rows, names)
     scopes = dict(per_task)
     for group, subtasks in sorted((results.get("group_subtasks") or {}).items()):

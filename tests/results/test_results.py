@@ -3,8 +3,13 @@ run, the scorecard and the leaderboard files (append without duplicates)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from lmms import run_lmms_eval
@@ -12,6 +17,7 @@ from lmms import run_lmms_eval
 from spatial_tasks.common.samples import find_runs
 from spatial_tasks.report import write_report
 from spatial_tasks.results.intervals import cluster_bootstrap, wilson
+from spatial_tasks.results.paper import BENCHMARKS, PaperResults, paper_results
 from spatial_tasks.results.schema import (
     FIELDS,
     SCHEMA_FILE,
@@ -23,7 +29,9 @@ from spatial_tasks.results.schema import (
 )
 from spatial_tasks.results.scorecard import headline_records
 from spatial_tasks.results.tidy import identity_args, run_records
+from spatial_tasks.results.verify import grade_points, verify
 from spatial_tasks.spatialtunnel import metrics as st_metrics
+from spatial_tasks.spatialtunnel.rescore import records_from_samples
 
 
 def test_the_shipped_json_schema_is_the_records_schema():
@@ -116,3 +124,82 @@ def test_scorecard_prefers_the_largest_headline_scope():
     records = [ResultRecord(task="vague_lm", headline=False, **{**base, "n": 99}),
                ResultRecord(task="vague_vlm", headline=True, **base)]
     assert [r.task for r in headline_records(records)] == ["vague_vlm"]
+
+
+# --- the papers' tables as data, and `spatial-tasks verify` ------------------------------------
+
+RELEASED = Path(__file__).parents[1] / "o3d" / "data" / "released_outputs_5models.jsonl.gz"
+
+
+def test_every_paper_table_loads_and_names_its_models():
+    sizes = {b: {t: (len(table.columns), len(table.rows)) for t, table in paper_results(b).tables.items()}
+             for b in BENCHMARKS}
+    assert sizes == {"o3d": {"table12": (15, 14)},
+                     "spatialtunnel": {"table3": (4, 17), "table8": (4, 8), "table9": (4, 6), "table5": (4, 5),
+                                       "table2": (4, 5)},
+                     "dori": {"table2": (16, 12)}, "vague": {"table1": (6, 10)}}
+    assert paper_results("o3d").tables["table12"].fraction("InternVL2.5", "HP") == 0.5863
+    assert paper_results("dori").tables["table2"].fraction("Mantis-Idefics2-8B", "avg_coarse") == pytest.approx(0.345)
+    assert paper_results("vague").tables["table1"].fraction("GPT-4o", "ego4d_vlm") == pytest.approx(0.636)
+    st = paper_results("spatialtunnel")
+    assert st.match("Qwen/Qwen2.5-VL-3B-Instruct") == st.match("/models/Qwen2.5-VL-3B-Instruct") == "Qwen2.5-VL-3B"
+    assert st.match("allenai/Molmo-7B-O-0924") == "Molmo-7B-O-0924" and st.match("Qwen/Qwen2.5-VL-7B-Instruct") is None
+    assert paper_results("o3d").match("llava-v1.5-7b") == "LLaVA1.5"
+    with pytest.raises(ValueError, match=r"row 'A' has 1 values for 2 columns"):
+        PaperResults.model_validate({"models": {"A": {"hub_id": None}},
+                                     "tables": {"t": {"title": "t", "scale": 1, "columns": ["x", "y"], "rows": {"A": [0.5]}}}})
+    with pytest.raises(ValueError, match=r"rows \['B'\] are not in models"):
+        PaperResults.model_validate({"models": {"A": {"hub_id": None}},
+                                     "tables": {"t": {"title": "t", "scale": 1, "columns": ["x"], "rows": {"B": [0.5]}}}})
+
+
+def test_easi_bands():
+    assert [grade_points(d) for d in (0.0, 2.5, 2.51, 5.0, 5.01, None)] == [
+        "strong", "strong", "acceptable", "acceptable", "discrepancy", "missing"]
+
+
+def test_verify_the_released_o3d_outputs_exactly_and_fail_when_they_differ(tmp_path):
+    proc = _cli("verify", str(RELEASED), "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["checked"] == 65 and result["grades"] == {"exact": 65} and result["passed"]
+    assert {c["paper_model"] for c in result["cells"]} == {"BLIP2", "InternVL2.5", "LLaVA1.5", "PaliGemma2", "VILA1.5"}
+    # one model's outputs with every tenth row dropped: not the outputs the paper scored any more
+    thinned = tmp_path / "thinned.jsonl"
+    with gzip.open(RELEASED, "rt") as src, thinned.open("w") as dst:
+        kept = [line for i, line in enumerate(src) if '"model": "InternVL2_5-4B"' in line and i % 10]
+        dst.writelines(kept)
+    proc = _cli("verify", str(thinned))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "mismatch" in proc.stdout and "FAILED" in proc.stdout
+
+
+def test_verify_grades_a_runs_figures_against_its_paper_row(baseline_runs, tmp_path):
+    # a real lmms-eval run (the oracle baseline on the SpatialTunnel sample), its results file told it
+    # was Qwen2.5-VL-3B: its exact-match phase task is then checked against Table 8's row
+    run_dir = tmp_path / "as_qwen"
+    shutil.copytree(baseline_runs / "oracle", run_dir)
+    for results_file in run_dir.rglob("*_results.json"):
+        data = json.loads(results_file.read_text())
+        data["config"]["model_args"] = "pretrained=Qwen/Qwen2.5-VL-3B-Instruct,device=cpu"
+        results_file.write_text(json.dumps(data))
+    result = verify([run_dir])
+    (run,) = find_runs(run_dir)
+    phase = next(t for t in run.samples if t.endswith("phase"))
+    expected = st_metrics.summary(records_from_samples(run.samples[phase]))
+    cells = {c["column"]: c for c in result["cells"]}
+    assert set(cells) == {"v", "v_cons", "v_ctr", "delta"} and {c["table"] for c in cells.values()} == {"table8"}
+    for column, cell in cells.items():
+        assert cell["ours"] == pytest.approx(expected[column]) and cell["scope"] == phase
+        assert cell["delta_points"] == pytest.approx(abs(expected[column] - cell["paper"]) * 100)
+        assert cell["grade"] == grade_points(cell["delta_points"])
+    assert cells["v"]["paper"] == 0.493 and cells["v"]["grade"] == "discrepancy"  # the oracle is right everywhere
+    proc = _cli("verify", str(run_dir))
+    assert proc.returncode == 1 and "FAILED: some cells differ by more than 5 points" in proc.stdout
+    proc = _cli("verify", str(baseline_runs / "vertical"))  # model spatial_baseline: no paper row
+    assert proc.returncode == 1 and "nothing was verified" in proc.stdout and "spatial_baseline" in proc.stdout
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).with_name("spatial-tasks")), *args], capture_output=True,
+                          text=True, timeout=300)

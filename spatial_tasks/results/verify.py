@@ -1,0 +1,224 @@
+"""``spatial-tasks verify``: our figures against the papers' published cells.
+
+Two kinds of input:
+- **lmms-eval output folders** (``--log_samples``): every run's figures, re-scored from its samples,
+  are matched to the paper row of the run's ``pretrained`` model (``paper.PaperResults.match``)
+  and graded by |Δ| in points (percentage points; fractions x 100) as EASI grades its checks:
+  ≤ 2.5 strong, ≤ 5 acceptable, > 5 a discrepancy.
+- **O3-D's released raw outputs** (a file, as ``spatial-tasks rescore o3d`` reads it): the same
+  outputs the paper scored, so every reproducible Table 12 cell must agree exactly at the printed
+  precision (4 decimals); anything else is a mismatch.
+
+Which of our figures is which paper cell (per benchmark):
+- SpatialTunnel, per task: logit protocol on the phase variant -> Table 3 (v, v_cons, v_ctr, Δ);
+  exact match on the phase variant -> Table 8; logit on the size variant -> Table 9.
+- O3-D, per run (all its O3-D tasks pooled, as ``rescore o3d`` does): Table 12's cells.
+- DORI, per run: Table 2's per-task coarse / granular accuracies and the two averages.
+- VAGUE, per task ``vague_<vcr|ego4d>_<lm|sm|vlm>``: Table 1's MCQ accuracy.
+
+The verdict passes when at least one cell was checked and every checked cell is strong,
+acceptable or exact; a run whose model has no paper row is listed as unmatched, not checked.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from spatial_tasks.common.samples import Run, find_runs, samples_benchmark
+from spatial_tasks.results.paper import paper_results
+
+STRONG, ACCEPTABLE = 2.5, 5.0  # |Δ| in points (EASI's bands)
+EXACT_DECIMALS = 4  # Table 12 prints 4 decimals
+
+
+@dataclass(frozen=True)
+class Cell:
+    source: str  # the run folder or released file
+    model: str  # as the run or file names it
+    paper_model: str
+    benchmark: str
+    table: str
+    column: str
+    scope: str  # the task (or "run") the figure comes from
+    ours: float | None
+    paper: float
+    delta_points: float | None
+    grade: str  # strong | acceptable | discrepancy | exact | mismatch | missing
+
+    @property
+    def passed(self) -> bool:
+        return self.grade in ("strong", "acceptable", "exact")
+
+
+def grade_points(delta: float | None) -> str:
+    """EASI's bands for |Δ| in points."""
+    if delta is None:
+        return "missing"
+    return "strong" if delta <= STRONG else "acceptable" if delta <= ACCEPTABLE else "discrepancy"
+
+
+def _cell(source: str, model: str, paper_model: str, benchmark: str, table_id: str, column: str, scope: str,
+          ours: float | None, exact: bool) -> Cell | None:
+    table = paper_results(benchmark).tables[table_id]
+    if paper_model not in table.rows:
+        return None
+    published = table.fraction(paper_model, column)
+    if published is None:
+        return None
+    defined = isinstance(ours, (int, float)) and math.isfinite(ours)
+    delta = abs(ours - published) * 100 if defined else None
+    if exact:
+        grade = "missing" if not defined else (
+            "exact" if round(ours, EXACT_DECIMALS) == round(published, EXACT_DECIMALS) else "mismatch")
+    else:
+        grade = grade_points(delta)
+    return Cell(source, model, paper_model, benchmark, table_id, column, scope,
+                float(ours) if defined else None, published, delta, grade)
+
+
+# --- our figures, per benchmark: (table, scope, {column: value}) --------------------------------
+
+def _spatialtunnel_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
+    from spatial_tasks.spatialtunnel.metrics import summary
+
+    tables = {("logit", "phase"): "table3", ("exact", "phase"): "table8", ("logit", "size"): "table9"}
+    out = []
+    for task, records in per_task.items():
+        kinds = {(r.get("protocol"), r.get("variant")) for r in records}
+        if len(kinds) == 1 and (kind := kinds.pop()) in tables:
+            out.append((tables[kind], task, summary(records)))
+    return out
+
+
+def _o3d_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
+    from spatial_tasks.o3d.rescore import summarise_model
+
+    records = [r for rows in per_task.values() for r in rows]
+    return [("table12", "run (all O3-D tasks)", summarise_model(records, 0))] if records else []
+
+
+def _dori_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
+    from spatial_tasks.dori.rescore import summary
+
+    records = [r for rows in per_task.values() for r in rows]
+    return [("table2", "run (all DORI tasks)", summary(records))] if records else []
+
+
+def _vague_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
+    from spatial_tasks.vague.rescore import summary
+
+    out = []
+    for task, records in per_task.items():
+        match = re.fullmatch(r"vague_(vcr|ego4d)_(lm|sm|vlm)", task)
+        if match and records:
+            out.append(("table1", task, {f"{match[1]}_{match[2]}": summary(records).get("acc")}))
+    return out
+
+
+FIGURES = {"spatialtunnel": _spatialtunnel_figures, "o3d": _o3d_figures, "dori": _dori_figures,
+           "vague": _vague_figures}
+
+
+def run_model(run: Run) -> str:
+    """The model a run scored: its ``pretrained`` model_arg, else the lmms-eval model name."""
+    config = run.results().get("config") or {}
+    args = config.get("model_args")
+    items = args.items() if isinstance(args, dict) else (a.partition("=")[::2] for a in str(args or "").split(","))
+    for key, value in items:
+        if str(key).strip() == "pretrained" and str(value).strip():
+            return str(value).strip()
+    return str(config.get("model") or run.folder.name)
+
+
+def verify_run(run: Run) -> tuple[list[Cell], str | None]:
+    """(cells, the model when it has no paper row in a benchmark the run holds)."""
+    from spatial_tasks.results.tidy import records_reader
+
+    by_benchmark: dict[str, dict[str, list[dict]]] = defaultdict(dict)
+    for task, path in sorted(run.samples.items()):
+        benchmark = samples_benchmark(path)
+        if benchmark in FIGURES:
+            by_benchmark[benchmark][task] = records_reader(benchmark)(path)[0]
+    model, cells, unmatched = run_model(run), [], None
+    for benchmark, per_task in by_benchmark.items():
+        paper_model = paper_results(benchmark).match(model)
+        if paper_model is None:
+            unmatched = model
+            continue
+        for table_id, scope, figures in FIGURES[benchmark](per_task):
+            for column in paper_results(benchmark).tables[table_id].columns:
+                if column in figures:
+                    cell = _cell(str(run.folder), model, paper_model, benchmark, table_id, column, scope,
+                                 figures[column], exact=False)
+                    if cell is not None:
+                        cells.append(cell)
+    return cells, unmatched
+
+
+def verify_o3d_release(path: Path) -> tuple[list[Cell], list[str]]:
+    """Every reproducible Table 12 cell of every released model with a paper row, exactly."""
+    from spatial_tasks.o3d.rescore import REPRODUCIBLE_COLUMNS, rescore_released
+
+    result = rescore_released(path)
+    paper = paper_results("o3d")
+    cells, unmatched = [], []
+    for model, summary in result["models"].items():
+        paper_model = paper.match(model)
+        if paper_model is None:
+            unmatched.append(model)
+            continue
+        for column in REPRODUCIBLE_COLUMNS:
+            cell = _cell(str(path), model, paper_model, "o3d", "table12", column, "released outputs",
+                         summary.get(column), exact=True)
+            if cell is not None:
+                cells.append(cell)
+    return cells, unmatched
+
+
+def verify(paths: list[Path]) -> dict:
+    """Every checked cell under ``paths``, the unmatched models, and the verdict."""
+    cells: list[Cell] = []
+    unmatched: list[str] = []
+    for path in paths:
+        path = Path(path)
+        if path.is_file():
+            found, missing = verify_o3d_release(path)
+            cells += found
+            unmatched += missing
+            continue
+        for run in find_runs(path):
+            found, missing = verify_run(run)
+            cells += found
+            unmatched += [missing] if missing else []
+    grades = defaultdict(int)
+    for cell in cells:
+        grades[cell.grade] += 1
+    return {"cells": [asdict(c) for c in cells], "grades": dict(grades),
+            "unmatched_models": sorted(set(unmatched)), "checked": len(cells),
+            "passed": bool(cells) and all(c.passed for c in cells)}
+
+
+def verify_lines(result: dict) -> list[str]:
+    """The report a person reads: one line per cell, then the counts and the verdict."""
+    lines = [f"{'model':34} {'paper row':22} {'table':8} {'cell':28} {'ours':>8} {'paper':>8} {'|Δ| pts':>8}  grade"]
+    for c in result["cells"]:
+        ours = "-" if c["ours"] is None else f"{c['ours']:.4f}"
+        delta = "-" if c["delta_points"] is None else f"{c['delta_points']:.2f}"
+        lines.append(f"{c['model'][-34:]:34} {c['paper_model'][:22]:22} {c['table']:8} {c['column'][:28]:28} "
+                     f"{ours:>8} {c['paper']:>8.4f} {delta:>8}  {c['grade']}")
+    counts = ", ".join(f"{n} {grade}" for grade, n in sorted(result["grades"].items())) or "none"
+    lines += ["", f"{result['checked']} cells checked: {counts}."]
+    if result["unmatched_models"]:
+        lines.append("No paper row for: " + ", ".join(result["unmatched_models"]) +
+                     " (tasks/<benchmark>/paper_results.yaml lists each paper's models, Hub ids and aliases).")
+    if not result["checked"]:
+        lines.append("FAILED: nothing was verified -- no run or released file matched a paper model.")
+    else:
+        lines.append("PASSED: every checked cell is within 5 points (or exact where the paper's own outputs were "
+                     "scored)." if result["passed"] else
+                     "FAILED: some cells differ by more than 5 points, are missing, or (released outputs) are not exact.")
+    return lines
