@@ -6,7 +6,8 @@ contributes a ``<benchmark>_figures(entries, out)`` function returning its files
 (tables with a legend under each); runs are grouped per benchmark by the ``benchmark`` field of
 the logged records. The report opens with the scorecard (``spatial_tasks.results``: one row per
 model, each benchmark's headline figures with 95 % intervals) and writes the same rows to
-leaderboard.json / leaderboard.csv, merged into the leaderboard it replaces.
+leaderboard.json / leaderboard.csv, merged into the leaderboard it replaces. "Beside the papers"
+follows: the published cells of every run whose model has a paper row (``results.verify``).
 
 Writing into a folder that holds an earlier report replaces it, but only once the new one is
 complete: it is drawn in a hidden staging folder inside ``out``, and only then are the files the
@@ -115,6 +116,10 @@ def _draw(root: Path | None, runs: list, by_benchmark: dict, makers: dict, intro
     if card:
         sections += ["## Scorecard", "", *card, "", f"The same rows are in `{LEADERBOARD_JSON}` / `{LEADERBOARD_CSV}` "
                      "(schema: `spatial_tasks/results/record.schema.json`).", ""]
+    if runs:
+        from spatial_tasks.results.verify import paper_rows_lines
+
+        sections += ["## Beside the papers", "", *paper_rows_lines(runs), ""]
     # SpatialTunnel and its re-splits first, then the other benchmarks in a fixed order
     order = sorted(by_benchmark, key=lambda name: (not name.startswith("spatialtunnel"), name))
     for benchmark, entries in ((name, by_benchmark[name]) for name in order):

@@ -69,11 +69,15 @@ class PaperResults(BaseModel):
 
     def match(self, name: str) -> str | None:
         """The paper model that ``name`` (a Hub id, a local folder or a released-output model name)
-        is: exact match of the normalised name, Hub id, Hub id without its owner, or an alias."""
+        is: the normalised name (lower case, letters, digits and dots) equal to the paper's name, its
+        Hub id, the Hub id without its owner or an alias; an alias ending in ``*`` is a prefix (for
+        the authors' release names whose size the paper does not print)."""
         wanted = {_normal(name), _normal(Path(name).name)}
         for paper_name, model in self.models.items():
             names = [paper_name, *model.aliases] + ([model.hub_id, model.hub_id.split("/")[-1]] if model.hub_id else [])
-            if wanted & {_normal(n) for n in names}:
+            exact = {_normal(n) for n in names if not n.endswith("*")}
+            prefixes = [_normal(n[:-1]) for n in names if n.endswith("*")]
+            if wanted & exact or any(w.startswith(p) for w in wanted for p in prefixes if p):
                 return paper_name
         return None
 

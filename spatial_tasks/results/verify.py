@@ -17,7 +17,9 @@ Which of our figures is which paper cell (per benchmark):
 - VAGUE, per task ``vague_<vcr|ego4d>_<lm|sm|vlm>``: Table 1's MCQ accuracy.
 
 The verdict passes when at least one cell was checked and every checked cell is strong,
-acceptable or exact; a run whose model has no paper row is listed as unmatched, not checked.
+acceptable or exact. A run whose model has no paper row is listed as unmatched, and a cell where
+our figure is undefined (no questions of that kind, or a set the release lacks) is listed as
+missing; neither is checked.
 """
 
 from __future__ import annotations
@@ -197,9 +199,10 @@ def verify(paths: list[Path]) -> dict:
     grades = defaultdict(int)
     for cell in cells:
         grades[cell.grade] += 1
+    checked = [c for c in cells if c.grade != "missing"]  # our figure undefined there: nothing to compare
     return {"cells": [asdict(c) for c in cells], "grades": dict(grades),
-            "unmatched_models": sorted(set(unmatched)), "checked": len(cells),
-            "passed": bool(cells) and all(c.passed for c in cells)}
+            "unmatched_models": sorted(set(unmatched)), "checked": len(checked),
+            "passed": bool(checked) and all(c.passed for c in checked)}
 
 
 def verify_lines(result: dict) -> list[str]:
@@ -211,7 +214,7 @@ def verify_lines(result: dict) -> list[str]:
         lines.append(f"{c['model'][-34:]:34} {c['paper_model'][:22]:22} {c['table']:8} {c['column'][:28]:28} "
                      f"{ours:>8} {c['paper']:>8.4f} {delta:>8}  {c['grade']}")
     counts = ", ".join(f"{n} {grade}" for grade, n in sorted(result["grades"].items())) or "none"
-    lines += ["", f"{result['checked']} cells checked: {counts}."]
+    lines += ["", f"{result['checked']} cells checked ({counts})."]
     if result["unmatched_models"]:
         lines.append("No paper row for: " + ", ".join(result["unmatched_models"]) +
                      " (tasks/<benchmark>/paper_results.yaml lists each paper's models, Hub ids and aliases).")
@@ -221,4 +224,23 @@ def verify_lines(result: dict) -> list[str]:
         lines.append("PASSED: every checked cell is within 5 points (or exact where the paper's own outputs were "
                      "scored)." if result["passed"] else
                      "FAILED: some cells differ by more than 5 points, are missing, or (released outputs) are not exact.")
+    return lines
+
+
+def paper_rows_lines(runs: list[Run]) -> list[str]:
+    """The report's "Beside the papers" section: every cell of a run whose model has a paper row."""
+    cells = [cell for run in runs for cell in verify_run(run)[0]]
+    if not cells:
+        return ["No run's model has a row in the papers' tables (`tasks/<benchmark>/paper_results.yaml` lists "
+                "each paper's models with their Hub ids and other names)."]
+    lines = ["Our figure beside the paper's printed cell for the same model; |Δ| in points, graded as EASI "
+             f"grades (≤ {STRONG} strong, ≤ {ACCEPTABLE:g} acceptable, more: discrepancy). "
+             "`spatial-tasks verify` prints the same cells and exits 1 on a discrepancy.", "",
+             "| model | paper row | table | cell | from | ours | paper | abs(Δ) pts | grade |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for c in cells:
+        ours = "-" if c.ours is None else f"{c.ours:.3f}"
+        delta = "-" if c.delta_points is None else f"{c.delta_points:.1f}"
+        lines.append(f"| {Path(c.model).name} | {c.paper_model} | {c.benchmark} {c.table} | {c.column} | {c.scope} | "
+                     f"{ours} | {c.paper:.3f} | {delta} | {c.grade} |")
     return lines

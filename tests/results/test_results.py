@@ -196,6 +196,12 @@ def test_verify_grades_a_runs_figures_against_its_paper_row(baseline_runs, tmp_p
     assert cells["v"]["paper"] == 0.493 and cells["v"]["grade"] == "discrepancy"  # the oracle is right everywhere
     proc = _cli("verify", str(run_dir))
     assert proc.returncode == 1 and "FAILED: some cells differ by more than 5 points" in proc.stdout
+    write_report(run_dir, tmp_path / "report")  # the report shows the paper's row beside ours
+    text = (tmp_path / "report" / "report.md").read_text()
+    section = text[text.index("## Beside the papers"):text.index("## SpatialTunnel")]
+    assert text.index("## Scorecard") < text.index("## Beside the papers")
+    assert f"| Qwen2.5-VL-3B-Instruct | Qwen2.5-VL-3B | spatialtunnel table8 | v | {phase} | " \
+           f"{expected['v']:.3f} | 0.493 | {abs(expected['v'] - 0.493) * 100:.1f} | discrepancy |" in section
     proc = _cli("verify", str(baseline_runs / "vertical"))  # model spatial_baseline: no paper row
     assert proc.returncode == 1 and "nothing was verified" in proc.stdout and "spatial_baseline" in proc.stdout
 
