@@ -1,0 +1,129 @@
+"""Each benchmark's ``evaluate`` module (``spatial_tasks.metric_module``) gives the figures of
+``spatial-tasks rescore`` on the same answers: real lmms-eval samples of each bundled sample task,
+with the answers shuffled between questions (seeded) (so that right and wrong answers mix), rescored from the
+rewritten samples file on one side and passed to ``evaluate.load(...).compute`` on the other."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import evaluate
+import pytest
+from lmms import run_lmms_eval
+
+import spatial_tasks
+from spatial_tasks.results.hf_evaluate import ReferenceError_
+
+RECORD_KEYS = {"spatialtunnel": "v", "o3d": "acc", "dori": "acc", "vague": "acc"}
+
+
+@pytest.fixture(scope="module")
+def shuffled_runs(tmp_path_factory):
+    """{benchmark: (run folder, records, shuffled answers)}: two real runs, answers shuffled (seed 0)."""
+    root = tmp_path_factory.mktemp("evaluate_runs")
+    for name, rule, tasks in (("oracle", "oracle", "spatialtunnel_sample_phase,dori_sample,vague_sample_vlm"),
+                              ("depth", "depth_oracle", "o3d_sample_markers")):
+        run = run_lmms_eval(root / name, "spatial_baseline", f"rule={rule}", tasks)
+        assert run.results is not None, run.output[-3000:]
+    out = {}
+    for name in ("oracle", "depth"):
+        for path in sorted((root / name).rglob("*_samples_*.jsonl")):
+            benchmark = next(b for b in RECORD_KEYS if f"_samples_{b}" in path.name)
+            samples = [json.loads(line) for line in path.read_text().splitlines()]
+            key = RECORD_KEYS[benchmark]
+            answers = [s[key]["response"] for s in samples]
+            random.Random(0).shuffle(answers)
+            for sample, answer in zip(samples, answers, strict=True):
+                sample[key]["response"] = sample["filtered_resps"] = answer
+            path.write_text("".join(json.dumps(s) + "\n" for s in samples))
+            records = [{k: v for k, v in s[key].items() if k != "response"} for s in samples]
+            out[benchmark] = (root / name, records, answers)
+    return out
+
+
+def _module(benchmark: str):
+    return evaluate.load(spatial_tasks.metric_module(benchmark))
+
+
+def _same(ours: dict, theirs: dict) -> None:
+    shared = [k for k, v in theirs.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    assert shared, theirs
+    for key in shared:
+        expected = theirs[key]
+        if isinstance(expected, float) and math.isnan(expected):
+            assert ours[key] is None, key
+        else:
+            assert ours[key] == pytest.approx(expected, abs=1e-12), key
+
+
+def test_spatialtunnel_module_equals_rescore(shuffled_runs):
+    from spatial_tasks.spatialtunnel.rescore import rescore
+
+    folder, records, answers = shuffled_runs["spatialtunnel"]
+    ours = _module("spatialtunnel").compute(predictions=answers, references=[json.dumps(r) for r in records])
+    (run,) = rescore(folder)["runs"].values()
+    theirs = run["tasks"]["spatialtunnel_sample_phase"]
+    _same(ours, theirs)
+    assert 0 < ours["v"] < 1 and ours["n"] == len(records)
+
+
+def test_o3d_module_equals_rescore(shuffled_runs):
+    from spatial_tasks.o3d.rescore import rescore_samples
+
+    folder, records, answers = shuffled_runs["o3d"]
+    ours = _module("o3d").compute(predictions=answers, references=[json.dumps(r) for r in records])
+    (theirs,) = rescore_samples(folder)["models"].values()
+    _same(ours, {k: v for k, v in theirs.items() if k not in ("tasks", "groups")})
+    assert 0 < ours["HP"] < 1
+
+
+def test_dori_module_equals_rescore(shuffled_runs):
+    from spatial_tasks.dori.rescore import rescore
+
+    folder, records, answers = shuffled_runs["dori"]
+    ours = _module("dori").compute(predictions=answers, references=[json.dumps(r) for r in records])
+    (theirs,) = rescore([folder])["runs"].values()
+    _same(ours, theirs)
+    assert 0 < ours["avg_coarse"] < 1
+
+
+def test_vague_module_equals_rescore_and_names_a_bad_reference(shuffled_runs):
+    from spatial_tasks.vague.rescore import rescore
+
+    folder, records, answers = shuffled_runs["vague"]
+    module = _module("vague")
+    ours = module.compute(predictions=answers, references=[json.dumps(r) for r in records])
+    (run,) = rescore(folder)["runs"].values()
+    _same(ours, run["vague_sample_vlm"])
+    assert 0 <= ours["acc"] < 1 and ours["n"] == len(records)
+    bad = [json.dumps(r) for r in records]
+    bad[1] = json.dumps({k: v for k, v in records[1].items() if k != "option_texts"})
+    with pytest.raises(ReferenceError_, match=r"references\[1\]: not a vague question.*option_texts"):
+        module.compute(predictions=answers, references=bad)
+    with pytest.raises(ValueError, match=r"no metric module for 'spatial'"):
+        spatial_tasks.metric_module("spatial")
+
+
+def test_a_user_outside_lmms_eval_scores_docs():
+    """The README's example: the bundled SpatialTunnel docs as references, answers from elsewhere."""
+    import datasets
+
+    from spatial_tasks.paths import benchmark_tasks_dir
+    from spatial_tasks.spatialtunnel.load import to_docs
+
+    files = str(benchmark_tasks_dir("spatialtunnel") / "sample" / "phase_variation" / "*.parquet")
+    docs = to_docs(datasets.load_dataset("parquet", data_files=files, split="train"), variant="phase")
+    references = [json.dumps({k: v for k, v in doc.items() if k != "image"}) for doc in docs]
+    metric = _module("spatialtunnel")
+    gold = metric.compute(predictions=[doc["answer"] for doc in docs], references=references)
+    assert gold["v"] == gold["v_cons"] == gold["v_ctr"] == 1.0 and gold["n"] == len(docs) == 256
+    always_yes = metric.compute(predictions=["Yes"] * len(docs), references=references)
+    assert always_yes["v"] == pytest.approx(sum(doc["answer"] == "Yes" for doc in docs) / len(docs))
+
+
+def test_module_files_only_name_their_benchmark():
+    for benchmark in RECORD_KEYS:  # the computing lives in spatial_tasks.results.hf_evaluate
+        assert f'benchmark = "{benchmark}"' in Path(spatial_tasks.metric_module(benchmark)).read_text()
