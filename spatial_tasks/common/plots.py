@@ -39,10 +39,12 @@ def save(fig: Figure, path: str | Path) -> Path:
 def grouped_hbars(rows: Mapping[str, Mapping[str, float | None]], keys: Sequence[str], path: str | Path, *,
                   title: str, xlabel: str, xlim: tuple[float, float] = (0.0, 1.0), reference: float | None = None,
                   reference_label: str | None = None, key_labels: Mapping[str, str] | None = None,
-                  signed: bool = False, digits: int = 3, notes: Sequence[str] = ()) -> Path:
+                  signed: bool = False, digits: int = 3, notes: Sequence[str] = (),
+                  errors: Mapping[str, Mapping[str, tuple[float, float]]] | None = None) -> Path:
     """``rows``: label -> {key: value}; one group of ``len(keys)`` bars per label, top to bottom
     in the given order. ``signed`` prints values with their sign (a bias). ``reference`` draws a
-    dashed line (chance, or 0). ``notes`` are printed under the axes."""
+    dashed line (chance, or 0). ``notes`` are printed under the axes. ``errors``: label -> {key:
+    (low, high)}, drawn as whiskers (a 95 % interval; say which in a note)."""
     labels = list(rows)
     k = len(keys)
     height = 0.8 / max(k, 1)
@@ -56,13 +58,20 @@ def grouped_hbars(rows: Mapping[str, Mapping[str, float | None]], keys: Sequence
         colour = PALETTE[j % len(PALETTE)]
         name = (key_labels or {}).get(key, key)
         ax.barh(ys, widths, height=height * 0.9, color=colour, label=name)
-        for y, value in zip(ys, values):
+        for y, label in zip(ys, labels):
+            low, high = (errors or {}).get(label, {}).get(key, (None, None))
+            if is_defined(low) and is_defined(high):
+                ax.errorbar([(low + high) / 2], [y], xerr=[[(high - low) / 2]], fmt="none", ecolor="#222222",
+                            elinewidth=0.9, capsize=2.5)
+        for y, value, label in zip(ys, values, labels):
+            low, high = (errors or {}).get(label, {}).get(key, (None, None))
             if not is_defined(value):
                 ax.text(0, y, f" {UNDEFINED}", va="center", ha="left", fontsize=7, color="#777777", style="italic")
                 continue
             ax.plot([value, value], [y - height * 0.45, y + height * 0.45], color=colour, linewidth=1.5)
             right = value >= 0
-            ax.text(value + (0.01 if right else -0.01) * span, y, number(value, digits, signed=signed),
+            edge = (high if right else low) if is_defined(low) and is_defined(high) else value  # text clears the whisker
+            ax.text(edge + (0.01 if right else -0.01) * span, y, number(value, digits, signed=signed),
                     va="center", ha="left" if right else "right", fontsize=7)
     if reference is not None:
         ax.axvline(reference, color="#555555", linestyle="--", linewidth=0.8, label=reference_label)

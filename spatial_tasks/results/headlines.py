@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from spatial_tasks.results.intervals import cluster_bootstrap, wilson
+from spatial_tasks.results.intervals import ITERATIONS, SEED, cluster_bootstrap, wilson
 
 Rows = Sequence[dict]
 
@@ -39,6 +39,21 @@ class BenchmarkHeadlines:
     unit: Callable[[dict], Hashable]  # the resampling unit: rows of one unit are paired
     headlines: tuple[Headline, ...]
     applies: Callable[[Rows], bool] = lambda rows: bool(rows)
+    # figures with intervals in the benchmark's own tables and plots, not on the scorecard
+    details: tuple[Headline, ...] = ()
+
+    def intervals(self, rows: Rows, iterations: int = ITERATIONS, seed: int = SEED
+                  ) -> dict[str, tuple[float, float, float, str]]:
+        """metric -> (value, low, high, method) of every headline and detail figure of these rows
+        (NaN where the figure is undefined)."""
+        out = {}
+        for figure in (*self.headlines, *self.details):
+            value = figure.compute(rows)
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                out[figure.metric] = (float(value), *figure.interval(rows, self.unit, iterations, seed))
+            else:
+                out[figure.metric] = (math.nan, math.nan, math.nan, "none")
+        return out
 
 
 def _binary(values: list[float]) -> tuple[float, int] | None:
@@ -50,9 +65,15 @@ def _binary(values: list[float]) -> tuple[float, int] | None:
 def _spatialtunnel() -> BenchmarkHeadlines:
     from spatial_tasks.spatialtunnel import metrics
 
+    def subset(metric: str, relation: str) -> Headline:  # v on the consistent / counter pairs
+        def rows_of(rows: Rows) -> list[dict]:
+            return [r for r in rows if r.get("relation_two_way") == relation]
+        return Headline(metric, metric, lambda rows: metrics.mean_by_relation(rows, relation),
+                        lambda rows: _binary([float(r["score"]) for r in rows_of(rows)]))
+
     return BenchmarkHeadlines("spatialtunnel", "SpatialTunnel", lambda r: r.get("image_id") or r["question_id"], (
         Headline("v", "v", metrics.mean_score, lambda rows: _binary([float(r["score"]) for r in rows])),
-        Headline("delta", "Δ", metrics.consistency_gap)))
+        Headline("delta", "Δ", metrics.consistency_gap)), details=(subset("v_cons", "consistent"), subset("v_ctr", "counter")))
 
 
 # --- O3-D: accuracy, near-far bias, SDGM vision / language (Table 12, Eqs. 1-2) -------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from spatial_tasks.common.formatting import number
 from spatial_tasks.common.plots import grouped_hbars
+from spatial_tasks.results.headlines import headlines
 from spatial_tasks.spatialtunnel import metrics, plots
 from spatial_tasks.spatialtunnel.rescore import records_from_samples
 
@@ -16,6 +17,8 @@ from spatial_tasks.spatialtunnel.rescore import records_from_samples
 COLUMNS = tuple((name, name) for name in ("v", "v_cons", "v_ctr", "delta", "v_amb", "v_s010", "v_s030", "delta_s",
                                           "unparseable"))
 SIGNED = ("delta", "delta_s")
+INTERVALS_NOTE = ("Wilson under exact match; otherwise a seeded percentile bootstrap over images, 1,000 resamples, "
+                  "each image's consistent and counter questions drawn together")
 LEGEND = [
     "- **v**: mean correctness over the questions -- accuracy under exact match (paper Table 8), "
     "p = σ(ℓ_Yes − ℓ_No) or 1 − p from the first generated token's logits (Table 3).",
@@ -30,8 +33,17 @@ LEGEND = [
     "- **v_s010 / v_s030 / delta_s**: the size variant (Table 9): v when the farther object is small, s1 = 0.1 (size "
     "agrees with depth) / large, s1 = 0.3 (size conflicts), and their difference (the paper's Δ_s).",
     "- **unparseable**: share of answers with neither yes nor no (or logits that are not numbers); they count as wrong.",
+    f"- **[low, high]**: the 95 % interval of v, v_cons, v_ctr and delta ({INTERVALS_NOTE}).",
     "- **n**: questions scored. **n/a**: not defined for these rows (no such pairs, no size rows, or no readable answer).",
 ]
+
+
+def with_interval(value: float | None, interval: tuple[float, float] | None, signed: bool = False) -> str:
+    """"0.570 [0.512, 0.626]" (the value alone where it has no interval)."""
+    text = number(value, signed=signed)
+    if interval is None or not all(isinstance(x, float) and x == x for x in interval):
+        return text
+    return f"{text} [{number(interval[0], signed=signed)}, {number(interval[1], signed=signed)}]"
 
 
 def _slug(text: str) -> str:
@@ -47,6 +59,8 @@ def spatialtunnel_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
     files: list[Path] = []
     curves: dict[str, dict[str, dict[float, float]]] = defaultdict(dict)
     bars: dict[str, dict[str, float]] = {}
+    whiskers: dict[str, dict[str, tuple[float, float]]] = {}
+    spec = headlines()["spatialtunnel"]
     header = "| run | task | protocol | n | " + " | ".join(name for _, name in COLUMNS) + " |"
     table = [header, "|---|---|---|---:|" + "---:|" * len(COLUMNS)]
     for run, task, samples in sorted(entries, key=lambda e: (e[0].label, e[1])):
@@ -56,13 +70,15 @@ def spatialtunnel_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
         protocol = records[0]["protocol"]
         s = metrics.summary(records)
         s.setdefault("unparseable", metrics.unparseable_share(records))
-        cells = [number(s.get(key), signed=key in SIGNED) for key, _ in COLUMNS]
+        ci = {key: (low, high) for key, (_, low, high, _) in spec.intervals(records).items()}
+        cells = [with_interval(s.get(key), ci.get(key), signed=key in SIGNED) for key, _ in COLUMNS]
         table.append(f"| {run.label} | {task} | {protocol} | {s['n']} | " + " | ".join(cells) + " |")
         name = f"{run.label} · {_short(task)}"
         if "size_curve" in s:
             curves[protocol][run.label] = s["size_curve"]
             continue
         bars[name] = {k: s[k] for k in ("v", "v_cons", "v_ctr")}
+        whiskers[name] = {k: ci[k] for k in ("v", "v_cons", "v_ctr")}
         files.append(plots.heatmap(
             metrics.cell_grid(records), metrics.cell_relations(records), metrics.cell_relations(records, two_way=False),
             f"SpatialTunnel per-cell v: {run.label}, {task}\nv={number(s['v'])}  v_cons={number(s['v_cons'])}  "
@@ -76,5 +92,8 @@ def spatialtunnel_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
                                    title="SpatialTunnel phase variant: v, v_cons, v_ctr per run and task "
                                          "(Tables 3 and 8)",
                                    xlabel="v (mean correctness)", reference=0.5, reference_label="chance (0.5)",
-                                   notes=["v_cons: the farther object is higher in the image; v_ctr: it is lower."]))
+                                   errors=whiskers,
+                                   notes=["v_cons: the farther object is higher in the image; v_ctr: it is lower.",
+                                          "Whiskers: 95 % intervals (Wilson under exact match; else a bootstrap over "
+                                          "images, pairs drawn together)."]))
     return files, [*table, "", *LEGEND]

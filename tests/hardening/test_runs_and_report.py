@@ -130,10 +130,12 @@ def test_the_report_replaces_itself_and_reads_right(docs, tmp_path):
     # the columns are the metric names of lmms-eval and rescore (one name per concept)
     assert [c.strip() for c in header.strip("|").split("|")][4:] == [
         "v", "v_cons", "v_ctr", "delta", "v_amb", "v_s010", "v_s030", "delta_s", "unparseable"]
-    assert cells[3:5] == [str(len(docs)), "0.000"]  # n scored, v: unparseable answers are wrong
+    # n scored, v: unparseable answers are wrong; with its 95 % Wilson interval (0 right of n)
+    assert cells[3:5] == [str(len(docs)), f"0.000 [0.000, {3.841459 / (len(docs) + 3.841459):.3f}]"]
     assert cells[7] == "n/a"  # Δ of nothing readable: undefined, not a neutral 0.000
     assert cells[-1] == "1.000"  # unparseable share
-    for term in ("**v**", "**v_cons / v_ctr**", "**delta**", "**v_amb**", "**v_s010 / v_s030 / delta_s**", "**unparseable**", "**n/a**"):
+    for term in ("**v**", "**v_cons / v_ctr**", "**delta**", "**v_amb**", "**v_s010 / v_s030 / delta_s**", "**unparseable**", "**n/a**",
+                 "**[low, high]**"):
         assert term in report
     # a run removed from the folder disappears from the next report too
     for file in (root / "b").iterdir():

@@ -16,6 +16,7 @@ from lmms import run_lmms_eval
 
 from spatial_tasks.common.samples import find_runs
 from spatial_tasks.report import write_report
+from spatial_tasks.results.headlines import headlines
 from spatial_tasks.results.intervals import cluster_bootstrap, wilson
 from spatial_tasks.results.paper import BENCHMARKS, PaperResults, paper_results
 from spatial_tasks.results.schema import (
@@ -209,3 +210,15 @@ def test_verify_grades_a_runs_figures_against_its_paper_row(baseline_runs, tmp_p
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(Path(sys.executable).with_name("spatial-tasks")), *args], capture_output=True,
                           text=True, timeout=300)
+
+
+def test_the_spatialtunnel_tables_intervals_of_v_cons_and_v_ctr():
+    rows = [{"image_id": f"im{i}", "question_id": f"q{i}", "relation_two_way": "consistent",
+             "relation": "consistent", "score": float(i < 8)} for i in range(10)]
+    rows += [{"image_id": f"im{i}", "question_id": f"r{i}", "relation_two_way": "counter",
+              "relation": "counter", "score": float(i < 3)} for i in range(10)]
+    found = headlines()["spatialtunnel"].intervals(rows)
+    assert found["v_cons"] == (0.8, *wilson(8, 10), "wilson") and found["v_ctr"] == (0.3, *wilson(3, 10), "wilson")
+    assert found["v"] == (0.55, *wilson(11, 20), "wilson")
+    assert found["delta"][0] == pytest.approx(0.5) and found["delta"][3] == "cluster_bootstrap"
+    assert "v_cons" not in {h.metric for h in headlines()["spatialtunnel"].headlines}  # not a scorecard column
