@@ -181,9 +181,14 @@ def sdgm(group_means: Iterable[float], ddof: int = 0) -> float:
 def sdgm_population(records: Iterable[Record]) -> list[Record]:
     """The rows of the paper's SDGM analysis: synthetic, regular cue strength (0.9 <= s <= 1.0),
     no ICL, clarity >= 3, with an odd object. (Both target positions; Acc_N keeps the near ones.)"""
-    return [r for r in scored(records)
-            if not is_real(r) and not r.get("icl") and is_regular_strength(r)
-            and isinstance(r.get("ques_clarity"), (int, float)) and r["ques_clarity"] >= MIN_SDGM_CLARITY]
+    return [r for r in records if in_sdgm_population(r)]
+
+
+def in_sdgm_population(record: Record) -> bool:
+    """One row's membership of ``sdgm_population`` (a row-wise rule: the bootstrap relies on it)."""
+    return (record.get("gt_position") in ("near", "far") and not is_real(record) and not record.get("icl")
+            and is_regular_strength(record)
+            and isinstance(record.get("ques_clarity"), (int, float)) and record["ques_clarity"] >= MIN_SDGM_CLARITY)
 
 
 def cue_group(record: Record) -> str | None:

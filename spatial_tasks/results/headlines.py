@@ -7,7 +7,14 @@ import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from spatial_tasks.results.intervals import ITERATIONS, SEED, cluster_bootstrap, wilson
+from spatial_tasks.results.intervals import (
+    ITERATIONS,
+    SEED,
+    GroupedMeans,
+    cluster_bootstrap,
+    grouped_bootstrap,
+    wilson,
+)
 
 Rows = Sequence[dict]
 
@@ -23,12 +30,17 @@ class Headline:
     # whether a task or group with these rows is one the scorecard may show this figure for
     # (O3-D: accuracy, bias and SDGM vision of the marked images; SDGM language of the rest)
     scope: Callable[[Rows], bool] = lambda rows: True
+    # the figure as a function of per-group means (then the bootstrap runs as matrix products;
+    # GroupedMeans.figure(rows) == compute(rows), checked by the tests on real records)
+    grouped: GroupedMeans | None = None
 
     def interval(self, rows: Rows, unit: Callable[[dict], Hashable], iterations: int, seed: int
                  ) -> tuple[float, float, str]:
         counts = self.proportion(rows) if self.proportion is not None else None
         if counts is not None:
             return *wilson(*counts), "wilson"
+        if self.grouped is not None:
+            return *grouped_bootstrap(rows, self.grouped, unit, iterations, seed), "cluster_bootstrap"
         return *cluster_bootstrap(rows, self.compute, unit, iterations, seed), "cluster_bootstrap"
 
 
@@ -65,15 +77,25 @@ def _binary(values: list[float]) -> tuple[float, int] | None:
 def _spatialtunnel() -> BenchmarkHeadlines:
     from spatial_tasks.spatialtunnel import metrics
 
+    def score(row: dict) -> float:
+        return float(row["score"])
+
     def subset(metric: str, relation: str) -> Headline:  # v on the consistent / counter pairs
         def rows_of(rows: Rows) -> list[dict]:
             return [r for r in rows if r.get("relation_two_way") == relation]
         return Headline(metric, metric, lambda rows: metrics.mean_by_relation(rows, relation),
-                        lambda rows: _binary([float(r["score"]) for r in rows_of(rows)]))
+                        lambda rows: _binary([score(r) for r in rows_of(rows)]),
+                        grouped=GroupedMeans(lambda r: r["relation_two_way"] if r["relation_two_way"] == relation
+                                             else None, score, lambda means: means.get(relation, math.nan)))
 
+    gap = GroupedMeans(lambda r: r["relation_two_way"], score,
+                       lambda means: means.get("consistent", math.nan) - means.get("counter", math.nan),
+                       readable=lambda r: r.get("parsed") != "unparseable")
     return BenchmarkHeadlines("spatialtunnel", "SpatialTunnel", lambda r: r.get("image_id") or r["question_id"], (
-        Headline("v", "v", metrics.mean_score, lambda rows: _binary([float(r["score"]) for r in rows])),
-        Headline("delta", "Δ", metrics.consistency_gap)), details=(subset("v_cons", "consistent"), subset("v_ctr", "counter")))
+        Headline("v", "v", metrics.mean_score, lambda rows: _binary([score(r) for r in rows]),
+                 grouped=GroupedMeans(lambda r: "all", score, lambda means: means["all"])),
+        Headline("delta", "Δ", metrics.consistency_gap, grouped=gap)),
+        details=(subset("v_cons", "consistent"), subset("v_ctr", "counter")))
 
 
 # --- O3-D: accuracy, near-far bias, SDGM vision / language (Table 12, Eqs. 1-2) -------------------
@@ -92,21 +114,44 @@ def _o3d() -> BenchmarkHeadlines:
     def language(rows: Rows) -> bool:
         return not any(r.get("is_marked") or r.get("is_real") for r in rows)
 
+    def correct_value(row: dict) -> float:
+        return float(bool(row.get("correct")))
+
+    def readable(row: dict) -> bool:
+        return row.get("label") != "unparseable"
+
+    def acc_n_groups(group: Callable[[dict], Hashable | None]) -> GroupedMeans:  # Eq. 2 over Acc_N groups
+        return GroupedMeans(lambda r: group(r) if metrics.in_sdgm_population(r) and r["gt_position"] == "near"
+                            else None, correct_value, lambda means: metrics.sdgm(list(means.values())), readable)
+
+    bias = GroupedMeans(lambda r: r["gt_position"] if r.get("gt_position") in ("near", "far") else None,
+                        correct_value, lambda means: means.get("far", math.nan) - means.get("near", math.nan),
+                        readable)
+
     return BenchmarkHeadlines("o3d", "O3-D", lambda r: (r.get("subset_name"), r.get("image_name")), (
         Headline("acc", "marked acc", METRICS["acc"], correct, scope=marked),
-        Headline("bias_nf", "bias", METRICS["bias_nf"], scope=marked),
-        Headline("sdgm_vision", "SDGM V", METRICS["sdgm_vision"], scope=marked),
-        Headline("sdgm_language", "SDGM L", METRICS["sdgm_language"], scope=language)))
+        Headline("bias_nf", "bias", METRICS["bias_nf"], scope=marked, grouped=bias),
+        Headline("sdgm_vision", "SDGM V", METRICS["sdgm_vision"], scope=marked,
+                 grouped=acc_n_groups(metrics.cue_group)),
+        Headline("sdgm_language", "SDGM L", METRICS["sdgm_language"], scope=language,
+                 grouped=acc_n_groups(metrics.question_group))))
 
 
 # --- DORI: coarse / granular task averages (Table 2) ----------------------------------------------
 
 def _dori() -> BenchmarkHeadlines:
     from spatial_tasks.dori import metrics
+    from spatial_tasks.dori.schema import TASKS
+
+    def average(granularity: str) -> GroupedMeans:  # Table 2's Avg: mean over tasks of their accuracy
+        return GroupedMeans(lambda r: r["task"] if r["granularity"] == granularity and r["task"] in TASKS else None,
+                            lambda r: float(r["correct"]),
+                            lambda means: sum(means.values()) / len(means) if means else math.nan)
 
     return BenchmarkHeadlines("dori", "DORI", lambda r: r["question_id"], (
-        Headline("avg_coarse", "coarse", lambda rows: metrics.task_average(rows, "coarse")),
-        Headline("avg_granular", "granular", lambda rows: metrics.task_average(rows, "granular"))))
+        Headline("avg_coarse", "coarse", lambda rows: metrics.task_average(rows, "coarse"), grouped=average("coarse")),
+        Headline("avg_granular", "granular", lambda rows: metrics.task_average(rows, "granular"),
+                 grouped=average("granular"))))
 
 
 # --- VAGUE: MCQ accuracy (Table 1) -----------------------------------------------------------------

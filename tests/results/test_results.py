@@ -17,7 +17,7 @@ from lmms import run_lmms_eval
 from spatial_tasks.common.samples import find_runs
 from spatial_tasks.report import write_report
 from spatial_tasks.results.headlines import headlines
-from spatial_tasks.results.intervals import cluster_bootstrap, wilson
+from spatial_tasks.results.intervals import cluster_bootstrap, grouped_bootstrap, wilson
 from spatial_tasks.results.paper import BENCHMARKS, PaperResults, paper_results
 from spatial_tasks.results.schema import (
     FIELDS,
@@ -222,3 +222,59 @@ def test_the_spatialtunnel_tables_intervals_of_v_cons_and_v_ctr():
     assert found["v"] == (0.55, *wilson(11, 20), "wilson")
     assert found["delta"][0] == pytest.approx(0.5) and found["delta"][3] == "cluster_bootstrap"
     assert "v_cons" not in {h.metric for h in headlines()["spatialtunnel"].headlines}  # not a scorecard column
+
+
+def test_grouped_forms_equal_the_metric_functions_on_real_records(baseline_runs):
+    """Every headline figure with a GroupedMeans form gives the metric function's value: O3-D on
+    the authors' released outputs (5 models, marked and language rows), SpatialTunnel on real runs,
+    DORI on random records of every task."""
+    from spatial_tasks.o3d.rescore import records_from_released
+
+    specs = headlines()
+    checked = set()
+    by_model: dict[str, list[dict]] = {}
+    for record in records_from_released(RELEASED):
+        by_model.setdefault(record["model"], []).append(record)
+    for rows in by_model.values():
+        marked = [r for r in rows if r.get("is_marked")]
+        language = [r for r in rows if not r.get("is_marked") and not r.get("is_real")]
+        for headline in specs["o3d"].headlines:
+            if headline.grouped is not None:
+                for scope in (marked, language, rows):
+                    expected = headline.compute(scope)
+                    assert headline.grouped.figure(scope) == pytest.approx(expected, abs=1e-12, nan_ok=True)
+                    checked.add(headline.metric)
+    for run in find_runs(baseline_runs):
+        for path in run.samples.values():
+            rows = records_from_samples(path)
+            for headline in (*specs["spatialtunnel"].headlines, *specs["spatialtunnel"].details):
+                assert headline.grouped.figure(rows) == pytest.approx(headline.compute(rows), abs=1e-12, nan_ok=True)
+                checked.add(headline.metric)
+    rng = random.Random(3)
+    from spatial_tasks.dori.schema import GRANULARITIES, TASKS
+    dori = [{"question_id": f"q{i}", "task": rng.choice(list(TASKS)[:5]), "granularity": rng.choice(GRANULARITIES),
+             "correct": rng.random() < 0.4} for i in range(400)]
+    for headline in specs["dori"].headlines:
+        assert headline.grouped.figure(dori) == pytest.approx(headline.compute(dori), abs=1e-12)
+        checked.add(headline.metric)
+    assert checked == {"bias_nf", "sdgm_vision", "sdgm_language", "v", "delta", "v_cons", "v_ctr", "avg_coarse",
+                       "avg_granular"}
+
+
+def test_grouped_bootstrap_agrees_with_the_row_list_bootstrap():
+    """The matrix form draws with numpy, the row-list form with Python's random: different draws of
+    the same bootstrap, so their intervals agree to resampling noise (here < 0.01)."""
+    rng = random.Random(5)
+    rows = []
+    for image in range(300):
+        level = rng.uniform(0.2, 0.9)
+        rows += [{"image_id": f"im{image}", "relation_two_way": relation, "parsed": "Yes",
+                  "score": min(1.0, max(0.0, level - (0.15 if relation == "counter" else 0) + rng.gauss(0, 0.1)))}
+                 for relation in ("consistent", "counter")]
+    delta = next(h for h in headlines()["spatialtunnel"].headlines if h.metric == "delta")
+    unit = headlines()["spatialtunnel"].unit
+    fast = grouped_bootstrap(rows, delta.grouped, unit, iterations=1000, seed=0)
+    slow = cluster_bootstrap(rows, delta.compute, unit, iterations=1000, seed=0)
+    assert fast[0] < delta.compute(rows) < fast[1]
+    assert abs(fast[0] - slow[0]) < 0.01 and abs(fast[1] - slow[1]) < 0.01
+    assert grouped_bootstrap(rows, delta.grouped, unit, iterations=1000, seed=0) == fast  # seeded
