@@ -25,11 +25,13 @@ def identity_args(model_args: object) -> str:
     return ",".join(sorted(a for a in items if a.partition("=")[0].strip() not in LABEL_DROPS))
 
 
-def records_reader(benchmark: str) -> Callable[[Path], tuple[list[dict], tuple[str, ...] | None]]:
-    """Per-question records of one samples file (and, for O3-D, the task's metric names)."""
+def records_reader(benchmark: str, protocol: str = "auto"
+                   ) -> Callable[[Path], tuple[list[dict], tuple[str, ...] | None]]:
+    """Per-question records of one samples file (and, for O3-D, the task's metric names);
+    ``protocol``: SpatialTunnel's scoring protocol (``rescore spatialtunnel --protocol``)."""
     if benchmark == "spatialtunnel":
         from spatial_tasks.spatialtunnel.rescore import records_from_samples
-        return lambda path: (records_from_samples(path), None)
+        return lambda path: (records_from_samples(path, protocol), None)
     if benchmark == "o3d":
         from spatial_tasks.o3d.rescore import records_from_samples_file
         return records_from_samples_file
@@ -40,7 +42,8 @@ def records_reader(benchmark: str) -> Callable[[Path], tuple[list[dict], tuple[s
     return lambda path: (vague_records(path), None)
 
 
-def run_records(run: Run, iterations: int = ITERATIONS, seed: int = SEED) -> list[ResultRecord]:
+def run_records(run: Run, iterations: int = ITERATIONS, seed: int = SEED, protocol: str = "auto"
+                ) -> list[ResultRecord]:
     """The headline records of one run: per task, then per group (pooled subtasks, as lmms-eval
     reports groups), of the four benchmarks (re-splits and other tasks are left out)."""
     specs = headlines()
@@ -53,7 +56,7 @@ def run_records(run: Run, iterations: int = ITERATIONS, seed: int = SEED) -> lis
     for task, path in sorted(run.samples.items()):
         benchmark = samples_benchmark(path)
         if benchmark in specs:
-            rows, names = records_reader(benchmark)(path)
+            rows, names = records_reader(benchmark, protocol)(path)
             per_task[task] = (benchmark, rows, names)
     scopes = dict(per_task)
     for group, subtasks in sorted((results.get("group_subtasks") or {}).items()):
@@ -115,10 +118,26 @@ def _provenance(results: dict, task: str, model: str, args: str, run_id: str) ->
             "data_source": joined[0], "data_revision": joined[1]}
 
 
-def collect(roots: list[Path], iterations: int = ITERATIONS, seed: int = SEED) -> list[ResultRecord]:
+def collect(roots: list[Path], iterations: int = ITERATIONS, seed: int = SEED, protocol: str = "auto"
+            ) -> list[ResultRecord]:
     """Every run's headline records under the given folders, in a stable order."""
     out = []
     for root in roots:
         for run in find_runs(Path(root)):
-            out += run_records(run, iterations, seed)
+            out += run_records(run, iterations, seed, protocol)
     return out
+
+
+def scope_records(benchmark: str, rows: list[dict], task: str, model: str, run_id: str, data_source: str,
+                  iterations: int = ITERATIONS, seed: int = SEED) -> list[ResultRecord]:
+    """Headline records of per-question records that come from outside an lmms-eval run (O3-D's
+    released outputs): no model_args, versions or revision to record."""
+    meta = {"model": model, "model_args": "", "run_id": run_id, "lmms_eval_version": None, "task_version": None,
+            "data_source": data_source, "data_revision": None}
+    return _task_records(headlines()[benchmark], rows, None, task, meta, iterations, seed)
+
+
+def benchmark_records(roots: list[Path], benchmark: str, protocol: str = "auto") -> list[dict]:
+    """What each ``rescore`` returns under "records": the tidy records of one benchmark's runs, as
+    JSON-ready dicts in the documented schema (``record.schema.json``)."""
+    return [r.model_dump(mode="json") for r in collect(roots, protocol=protocol) if r.benchmark == benchmark]

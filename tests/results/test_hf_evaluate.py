@@ -16,6 +16,7 @@ from lmms import run_lmms_eval
 
 import spatial_tasks
 from spatial_tasks.results.hf_evaluate import ReferenceError_
+from spatial_tasks.results.schema import ResultRecord
 
 RECORD_KEYS = {"spatialtunnel": "v", "o3d": "acc", "dori": "acc", "vague": "acc"}
 
@@ -48,6 +49,14 @@ def _module(benchmark: str):
     return evaluate.load(spatial_tasks.metric_module(benchmark))
 
 
+def _record(result: dict, task: str, metric: str) -> ResultRecord:
+    """The tidy record (documented schema) that ``rescore`` returns for one task's figure."""
+    records = [ResultRecord.model_validate(r) for r in result["records"]]  # each one valid
+    (found,) = [r for r in records if r.task == task and r.metric == metric]
+    assert found.ci_low <= found.value <= found.ci_high and found.ci_method != "none"
+    return found
+
+
 def _same(ours: dict, theirs: dict) -> None:
     shared = [k for k, v in theirs.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
     assert shared, theirs
@@ -64,9 +73,11 @@ def test_spatialtunnel_module_equals_rescore(shuffled_runs):
 
     folder, records, answers = shuffled_runs["spatialtunnel"]
     ours = _module("spatialtunnel").compute(predictions=answers, references=[json.dumps(r) for r in records])
-    (run,) = rescore(folder)["runs"].values()
+    result = rescore(folder)
+    (run,) = result["runs"].values()
     theirs = run["tasks"]["spatialtunnel_sample_phase"]
     _same(ours, theirs)
+    assert _record(result, "spatialtunnel_sample_phase", "v").value == pytest.approx(theirs["v"])
     assert 0 < ours["v"] < 1 and ours["n"] == len(records)
 
 
@@ -75,8 +86,10 @@ def test_o3d_module_equals_rescore(shuffled_runs):
 
     folder, records, answers = shuffled_runs["o3d"]
     ours = _module("o3d").compute(predictions=answers, references=[json.dumps(r) for r in records])
-    (theirs,) = rescore_samples(folder)["models"].values()
+    result = rescore_samples(folder)
+    (theirs,) = result["models"].values()
     _same(ours, {k: v for k, v in theirs.items() if k not in ("tasks", "groups")})
+    assert _record(result, "o3d_sample_markers", "acc").value == pytest.approx(theirs["tasks"]["o3d_sample_markers"]["acc"])
     assert 0 < ours["HP"] < 1
 
 
@@ -85,8 +98,10 @@ def test_dori_module_equals_rescore(shuffled_runs):
 
     folder, records, answers = shuffled_runs["dori"]
     ours = _module("dori").compute(predictions=answers, references=[json.dumps(r) for r in records])
-    (theirs,) = rescore([folder])["runs"].values()
+    result = rescore([folder])
+    (theirs,) = result["runs"].values()
     _same(ours, theirs)
+    assert _record(result, "dori_sample", "avg_coarse").value == pytest.approx(theirs["avg_coarse"])
     assert 0 < ours["avg_coarse"] < 1
 
 
@@ -96,8 +111,10 @@ def test_vague_module_equals_rescore_and_names_a_bad_reference(shuffled_runs):
     folder, records, answers = shuffled_runs["vague"]
     module = _module("vague")
     ours = module.compute(predictions=answers, references=[json.dumps(r) for r in records])
-    (run,) = rescore(folder)["runs"].values()
+    result = rescore(folder)
+    (run,) = result["runs"].values()
     _same(ours, run["vague_sample_vlm"])
+    assert _record(result, "vague_sample_vlm", "acc").value == pytest.approx(run["vague_sample_vlm"]["acc"])
     assert 0 <= ours["acc"] < 1 and ours["n"] == len(records)
     bad = [json.dumps(r) for r in records]
     bad[1] = json.dumps({k: v for k, v in records[1].items() if k != "option_texts"})

@@ -165,6 +165,13 @@ def test_verify_the_released_o3d_outputs_exactly_and_fail_when_they_differ(tmp_p
     result = json.loads(proc.stdout)
     assert result["checked"] == 65 and result["grades"] == {"exact": 65} and result["passed"]
     assert {c["paper_model"] for c in result["cells"]} == {"BLIP2", "InternVL2.5", "LLaVA1.5", "PaliGemma2", "VILA1.5"}
+    # rescore of the release returns its headline figures as tidy records too: 4 per model
+    released = [ResultRecord.model_validate(r) for r in
+                json.loads(_cli("rescore", "o3d", str(RELEASED), "--json").stdout)["records"]]
+    assert len(released) == 20 and {(r.task, r.metric) for r in released} == {
+        ("released:marked", "acc"), ("released:marked", "bias_nf"), ("released:marked", "sdgm_vision"),
+        ("released:language", "sdgm_language")}
+    assert all((r.ci_method == "wilson") == (r.metric == "acc") for r in released)  # no scene ids to resample
     # one model's outputs with every tenth row dropped: not the outputs the paper scored any more
     thinned = tmp_path / "thinned.jsonl"
     with gzip.open(RELEASED, "rt") as src, thinned.open("w") as dst:
