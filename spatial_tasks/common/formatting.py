@@ -29,3 +29,12 @@ def number(value: object, digits: int = 3, signed: bool = False) -> str:
     if rounded == 0:  # also -0.0: zero has no sign
         return f"{0.0:.{digits}f}"
     return f"{rounded:+.{digits}f}" if signed else f"{rounded:.{digits}f}"
+
+
+def with_interval(value: object, interval: tuple[float, float] | None, signed: bool = False) -> str:
+    """"0.570 [0.512, 0.626]": a figure and its 95 % interval (the figure alone without one)."""
+    text = number(value, signed=signed)
+    if (not isinstance(value, (int, float)) or not math.isfinite(value) or interval is None
+            or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in interval)):
+        return text  # an undefined figure has no interval to show
+    return f"{text} [{number(interval[0], signed=signed)}, {number(interval[1], signed=signed)}]"

@@ -11,11 +11,13 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from spatial_tasks.common.formatting import is_defined, number
+from spatial_tasks.common.formatting import is_defined, number, with_interval
 from spatial_tasks.common.plots import PALETTE, grouped_hbars, save, wrap_label
 from spatial_tasks.dori import metrics
 from spatial_tasks.dori.rescore import records_from_samples, split_by_seed
 from spatial_tasks.dori.schema import GRANULARITIES, TASKS
+from spatial_tasks.results.headlines import headlines
+from spatial_tasks.results.intervals import wilson
 
 LEGEND = [
     "- **coarse / granular**: accuracy (share of questions whose selected option is the answer; paper Table 2). "
@@ -28,6 +30,8 @@ LEGEND = [
     "as option A -- exactly what always answering A scores.",
     "- **unparseable / declined / refused**: answers with no readable selection / that chose \"Cannot be "
     "determined\" where it is not the answer (or said so, or \"I don't know\") / that refused; all count as wrong.",
+    "- **[low, high]**: 95 % interval -- Wilson for a task's accuracy, a seeded bootstrap over questions (1,000 "
+    "resamples) for Avg.",
     "- **n/a**: no questions of that kind in the run.",
 ]
 
@@ -46,10 +50,24 @@ def _runs(entries) -> dict[str, list[dict]]:
     return {label: records for label, records in out.items() if records}
 
 
+AVG = "Avg (mean over tasks)"
+
+
+def _intervals(records: list[dict]) -> dict:
+    """95 % intervals: (task, granularity) -> Wilson of its accuracy; AVG -> {granularity: the
+    headline's bootstrap over questions} (spatial_tasks.results)."""
+    groups = metrics.by(records, lambda r: [(r["task"], r["granularity"])])
+    out: dict = {key: wilson(sum(bool(r["correct"]) for r in rows), len(rows)) for key, rows in groups.items()}
+    figures = headlines()["dori"].intervals(records)
+    out[AVG] = {g: figures[f"avg_{g}"][1:3] for g in GRANULARITIES}
+    return out
+
+
 def _task_table(label: str, records: list[dict]) -> list[str]:
     acc = metrics.per_task(records)
     soft = metrics.per_task(records, metrics.soft_accuracy)
     groups = metrics.by(records, lambda r: [(r["task"], r["granularity"])])
+    ci = _intervals(records)
     lines = [f"**{label}** ({len(records)} questions)", "",
              "| task | coarse | granular | granular soft | chance C/G | A first C/G | n C/G |",
              "|---|---:|---:|---:|---:|---:|---:|"]
@@ -57,14 +75,14 @@ def _task_table(label: str, records: list[dict]) -> list[str]:
         if not any((task, g) in groups for g in GRANULARITIES):
             continue
         rs = {g: groups.get((task, g), []) for g in GRANULARITIES}
-        lines.append(f"| {code} {task.replace('_', ' ')} | {number(acc.get((task, 'coarse')))} | "
-                     f"{number(acc.get((task, 'granular')))} | {number(soft.get((task, 'granular')))} | "
+        coarse, granular = (with_interval(acc.get((task, g)), ci.get((task, g))) for g in GRANULARITIES)
+        lines.append(f"| {code} {task.replace('_', ' ')} | {coarse} | {granular} | {number(soft.get((task, 'granular')))} | "
                      f"{number(metrics.chance(rs['coarse']))} / {number(metrics.chance(rs['granular']))} | "
                      f"{number(metrics.expected_always_first(rs['coarse']))} / "
                      f"{number(metrics.expected_always_first(rs['granular']))} | "
                      f"{len(rs['coarse'])}/{len(rs['granular'])} |")
-    lines.append(f"| **Avg** | {number(metrics.task_average(records, 'coarse'))} | "
-                 f"{number(metrics.task_average(records, 'granular'))} | "
+    coarse, granular = (with_interval(metrics.task_average(records, g), ci[AVG][g]) for g in GRANULARITIES)
+    lines.append(f"| **Avg** | {coarse} | {granular} | "
                  f"{number(metrics.task_average(records, 'granular', metrics.soft_accuracy))} | | | |")
     lines += ["", f"unparseable {number(metrics.unparseable_share(records))}, declined "
                   f"{number(metrics.declined_share(records))}, refused {number(metrics.refused_share(records))}", ""]
@@ -109,10 +127,16 @@ def dori_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
         acc = metrics.per_task(records)
         rows = {f"{code} {task.replace('_', ' ')}": {g: acc.get((task, g)) for g in GRANULARITIES}
                 for task, code in TASKS.items() if any((task, g) in acc for g in GRANULARITIES)}
-        rows["Avg (mean over tasks)"] = {g: metrics.task_average(records, g) for g in GRANULARITIES}
+        rows[AVG] = {g: metrics.task_average(records, g) for g in GRANULARITIES}
+        ci = _intervals(records)
+        errors = {f"{code} {task.replace('_', ' ')}": {g: ci.get((task, g)) for g in GRANULARITIES}
+                  for task, code in TASKS.items()} | {AVG: ci[AVG]}
         files.append(grouped_hbars(rows, list(GRANULARITIES), out / f"dori_coarse_granular_{_slug(label)}.png",
                                    title=f"DORI coarse vs granular accuracy per task: {label}", xlabel="accuracy",
-                                   notes=["Coarse: categorical questions; granular: metric ones (Table 2)."]))
+                                   errors={k: {g: v for g, v in e.items() if v} for k, e in errors.items()},
+                                   notes=["Coarse: categorical questions; granular: metric ones (Table 2).",
+                                          "Whiskers: 95 % intervals (Wilson per task; Avg: bootstrap over "
+                                          "questions)."]))
         soft = metrics.per_task(records, metrics.soft_accuracy)
         for task, code in TASKS.items():
             if (task, "granular") in acc:

@@ -100,23 +100,32 @@ def plot_cue_heatmap(lower: Mapping, upper: Mapping | None, path: str | Path, *,
 
 
 def plot_near_far_bias(biases: Mapping[str, float | None], path: str | Path, *, title: str | None = None,
-                       n: Mapping[str, object] | None = None) -> Path:
+                       n: Mapping[str, object] | None = None,
+                       intervals: Mapping[str, tuple[float, float]] | None = None) -> Path:
     """Near-far bias (paper Eq. 1) per model: Acc_F - Acc_N in [-1, 1]; -1 = always "closer"
-    (near), +1 = always "farther". ``n`` (model -> rows) is added to the model names."""
-    rows = {(f"{m} (n={n[m]})" if n and m in n else m): {"bias": b} for m, b in biases.items()}
+    (near), +1 = always "farther". ``n`` (model -> rows) is added to the model names;
+    ``intervals`` (model -> 95 % interval) are drawn as whiskers."""
+    name = {m: (f"{m} (n={n[m]})" if n and m in n else m) for m in biases}
+    rows = {name[m]: {"bias": b} for m, b in biases.items()}
+    errors = {name[m]: {"bias": ci} for m, ci in (intervals or {}).items() if m in name}
     return grouped_hbars(rows, ["bias"], path, title=title or "O3-D near–far bias (Eq. 1)",
                          xlabel="bias_nf = acc_far − acc_near   (−1: always \"closer\" · 0: none · +1: always \"farther\")",
-                         xlim=(-1.0, 1.0), reference=0.0, key_labels={"bias": "bias_nf"}, signed=True,
-                         notes=["n/a: no near and far rows, or no parseable answer."])
+                         xlim=(-1.0, 1.0), reference=0.0, key_labels={"bias": "bias_nf"}, signed=True, errors=errors,
+                         notes=["n/a: no near and far rows, or no parseable answer.",
+                                *(["Whiskers: 95 % intervals, bootstrap over scenes."] if errors else [])])
 
 
 def plot_sdgm(sdgms: Mapping[str, Mapping[str, float | None]], path: str | Path, *, title: str | None = None,
-              ddof: int = 0, groups: Mapping[str, Mapping[str, int]] | None = None) -> Path:
+              ddof: int = 0, groups: Mapping[str, Mapping[str, int]] | None = None,
+              intervals: Mapping[str, Mapping[str, tuple[float, float]]] | None = None) -> Path:
     """Vision vs language influence per model: SDGM of Acc_N over the cue groups and over the
     question groups (paper Eq. 2). ``sdgms``: model -> {"vision": s, "language": s};
-    ``groups`` (model -> {"vision": n, "language": n}) is added to the model names."""
-    rows = {(f"{m} ({groups[m].get('vision')} cue / {groups[m].get('language')} question groups)"
-             if groups and m in groups else m): dict(v) for m, v in sdgms.items()}
+    ``groups`` (model -> {"vision": n, "language": n}) is added to the model names; ``intervals``
+    (model -> {"vision": (low, high), ...}) are drawn as whiskers."""
+    name = {m: (f"{m} ({groups[m].get('vision')} cue / {groups[m].get('language')} question groups)"
+                if groups and m in groups else m) for m in sdgms}
+    rows = {name[m]: dict(v) for m, v in sdgms.items()}
+    errors = {name[m]: dict(ci) for m, ci in (intervals or {}).items() if m in name}
     top = max([0.05, *(v for r in rows.values() for v in r.values() if is_defined(v))])
     std_name = "population std, the paper's Eq. 2" if ddof == 0 else "sample std, the authors' pandas"
     return grouped_hbars(rows, ["vision", "language"], path,
@@ -124,7 +133,10 @@ def plot_sdgm(sdgms: Mapping[str, Mapping[str, float | None]], path: str | Path,
                          xlabel=f"SDGM of Acc_N ({std_name}); larger = more influence",
                          xlim=(0.0, top * 1.15),
                          key_labels={"vision": "vision: σ over cue groups", "language": "language: σ over question groups"},
-                         notes=["n/a: fewer than two groups, or no parseable answer."])
+                         errors=errors,
+                         notes=["n/a: fewer than two groups, or no parseable answer.",
+                                *(["Whiskers: 95 % intervals, bootstrap over scenes (a resampled SDGM is biased "
+                                   "upwards: read them as spread)."] if errors else [])])
 
 
 def plots_from_rescore(result: Mapping, out_dir: str | Path, *, baseline: Mapping | None = None,

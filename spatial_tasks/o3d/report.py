@@ -18,9 +18,10 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from spatial_tasks.common.formatting import number
-from spatial_tasks.o3d import plots
-from spatial_tasks.o3d.rescore import records_from_samples_file, summarise_model, task_metrics
+from spatial_tasks.common.formatting import number, with_interval
+from spatial_tasks.o3d import metrics, plots
+from spatial_tasks.o3d.rescore import SDGM_FAMILIES, records_from_samples_file, summarise_model, task_metrics
+from spatial_tasks.results.headlines import headlines
 
 BASELINE_PREFERENCE = ("rule=depth_model", "rule=depth_oracle")
 
@@ -37,6 +38,9 @@ def _baseline_label(labels: list[str], exclude: str | None = None) -> str | None
     return None
 
 
+POOLED = "(pooled)"
+
+
 def o3d_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
     """entries: (run, task, samples_path) triples. Returns (files written, markdown lines)."""
     out = Path(out)
@@ -45,14 +49,20 @@ def o3d_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
         by_run[run.label].append((task, Path(samples)))
     tasks: dict[str, dict[str, dict]] = {}
     summaries: dict[str, dict] = {}
+    intervals: dict[str, dict] = {}  # label -> task (or POOLED) -> metric -> (value, low, high, method)
+    spec = headlines()["o3d"]
     for label, items in by_run.items():
         pooled: list[dict] = []
-        tasks[label] = {}
+        tasks[label], intervals[label] = {}, {}
         for task, samples in sorted(items):
             records, names = records_from_samples_file(samples)
             tasks[label][task] = task_metrics(records, names)
+            intervals[label][task] = spec.intervals(records)
             pooled += records
         summaries[label] = summarise_model(pooled)
+        # the pooled bias and SDGMs are over the SDGM population (summarise_model): resample that
+        intervals[label][POOLED] = spec.intervals(metrics.sdgm_population(
+            [r for r in pooled if r["image_family"] in SDGM_FAMILIES and r["in_paper"]]))
 
     files: list[Path] = []
     labels = list(summaries)
@@ -67,24 +77,32 @@ def o3d_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
             upper_name=base or "(no depth baseline run)",
             title="O3-D accuracy per cue and cue pair (Fig. 5; regular strength, clarity ≥ 3)"))
     shown = {label: label for label in labels}
+    def pooled_ci(label: str, metric: str) -> tuple[float, float]:
+        return intervals[label][POOLED][metric][1:3]
+
     files.append(plots.plot_near_far_bias(
         {shown[label]: s.get("bias_nf") for label, s in summaries.items()}, out / "o3d_near_far_bias.png",
         n={shown[label]: sum((s.get("n", {}).get("bias_nf") or {}).values()) for label, s in summaries.items()},
+        intervals={shown[label]: pooled_ci(label, "bias_nf") for label in summaries},
         title="O3-D near–far bias (Eq. 1) over the SDGM population (regular strength, clarity ≥ 3)"))
     files.append(plots.plot_sdgm(
         {shown[label]: {"vision": s.get("sdgm_vision"), "language": s.get("sdgm_language")}
          for label, s in summaries.items()},
         out / "o3d_sdgm.png",
         groups={shown[label]: {k: (s.get("n", {}).get(f"sdgm_{k}") or {}).get("groups") for k in ("vision", "language")}
-                for label, s in summaries.items()}))
+                for label, s in summaries.items()},
+        intervals={shown[label]: {k: pooled_ci(label, f"sdgm_{k}") for k in ("vision", "language")}
+                   for label in summaries}))
 
     task_cols = ("acc", "acc_near", "acc_far", "bias_nf", "sdgm_vision", "sdgm_language", "consistency", "unparseable")
     lines = ["| run | task | n | " + " | ".join(task_cols) + " |",
              "|---|---|---:|" + "---:|" * len(task_cols)]
     for label, per_task in tasks.items():
         for task, m in sorted(per_task.items()):
+            ci = intervals[label][task]
             lines.append(f"| {label} | {task} | {m.get('n_scored')} | " + " | ".join(
-                number(m.get(k), signed=k == "bias_nf") for k in task_cols) + " |")
+                with_interval(m.get(k), ci[k][1:3] if k in ci else None, signed=k == "bias_nf") for k in task_cols)
+                + " |")
     cols = ("HP", "OC", "RS", "TG", "SA", "LS", "FO", "FS", "sim0", "sim1", "sim2", "real0", "real1", "real2")
     pooled = ("bias_nf", "sdgm_vision", "sdgm_language", "consistency", "unparseable")
     lines += ["", "Pooled over each run's O3-D tasks: Table 12's cells (accuracy), and bias and SDGMs over the "
@@ -92,12 +110,15 @@ def o3d_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
               "| run | " + " | ".join((*cols, *pooled)) + " |",
               "|---|" + "---:|" * (len(cols) + len(pooled))]
     for label, s in summaries.items():
+        ci = intervals[label][POOLED]
         lines.append(f"| {label} | " + " | ".join(number(s.get(c)) for c in cols) + " | " + " | ".join(
-            number(s.get(k), signed=k == "bias_nf") for k in pooled) + " |")
+            with_interval(s.get(k), ci[k][1:3] if k in ci else None, signed=k == "bias_nf") for k in pooled) + " |")
     return files, [*lines, "", *LEGEND]
 
 
 LEGEND = [
+    "- **[low, high]**: 95 % interval -- Wilson for acc; a seeded bootstrap over scenes (1,000 resamples; a scene's "
+    "near / far and question-variant rows drawn together) for bias_nf and the SDGMs.",
     "- **n**: questions scored (images without an odd object are not scored). **acc**: accuracy; an unparseable "
     "answer counts as wrong. **acc_near / acc_far**: accuracy when the target is nearer / farther than the others "
     "(the paper's Acc_N / Acc_F). Column names are the metric names of lmms-eval's table and of `rescore`.",

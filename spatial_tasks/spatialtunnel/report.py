@@ -7,7 +7,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from spatial_tasks.common.formatting import number
+from spatial_tasks.common.formatting import number, with_interval
 from spatial_tasks.common.plots import grouped_hbars
 from spatial_tasks.results.headlines import headlines
 from spatial_tasks.spatialtunnel import metrics, plots
@@ -36,14 +36,6 @@ LEGEND = [
     f"- **[low, high]**: the 95 % interval of v, v_cons, v_ctr and delta ({INTERVALS_NOTE}).",
     "- **n**: questions scored. **n/a**: not defined for these rows (no such pairs, no size rows, or no readable answer).",
 ]
-
-
-def with_interval(value: float | None, interval: tuple[float, float] | None, signed: bool = False) -> str:
-    """"0.570 [0.512, 0.626]" (the value alone where it has no interval)."""
-    text = number(value, signed=signed)
-    if interval is None or not all(isinstance(x, float) and x == x for x in interval):
-        return text
-    return f"{text} [{number(interval[0], signed=signed)}, {number(interval[1], signed=signed)}]"
 
 
 def _slug(text: str) -> str:

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from spatial_tasks.common.formatting import number
+from spatial_tasks.common.formatting import number, with_interval
 from spatial_tasks.common.plots import grouped_hbars, save, wrap_label
+from spatial_tasks.results.intervals import wilson
 from spatial_tasks.vague.rescore import records_from_samples, summary
 from spatial_tasks.vague.schema import MCQ_SETTINGS
 
@@ -21,7 +22,8 @@ STACK = (("correct", "correct", "#55a868"), ("fs_rate", "fake scene (FS)", "#dd8
          ("unparseable", "no letter read", "#999999"), ("declined", "declined (\"I don't know\")", "#bbbbbb"),
          ("refused", "refused", "#dddddd"))
 LEGEND = [
-    "- **acc**: MCQ accuracy over all items (answers without a letter count as wrong; Table 1). **valid**: answers "
+    "- **acc**: MCQ accuracy over all items (answers without a letter count as wrong; Table 1), with its 95 % "
+    "Wilson interval. **valid**: answers "
     "with a letter (Tables H3/H4); the others were **unparseable**, **declined** (\"I don't know\") or **refused**.",
     "- **FS / SU / NE**: items answered with the fake-scene, superficial-understanding or nonexistent-entity option "
     "(counts; Table 2, Fig. 4).",
@@ -64,11 +66,18 @@ def _stacked(rows: dict[str, dict], path: Path) -> Path:
     return save(fig, path)
 
 
+def _accuracy_interval(records: list[dict]) -> tuple[float, float] | None:
+    """The 95 % Wilson interval of the MCQ accuracy (None for free-form tasks)."""
+    mcq = [r for r in records if r.get("kind") == "mcq"]
+    return wilson(sum(r["chosen"] == r["answer"] for r in mcq), len(mcq)) if mcq else None
+
+
 def vague_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
     """entries: (run, task, samples_path) triples. Returns (files written, markdown lines)."""
     table = ["| run | task | n | acc | valid | FS | SU | NE | BLEU-1 | BERTScore F1 |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     by_setting: dict[str, dict[str, float | None]] = {}
+    whiskers: dict[str, dict[str, tuple[float, float] | None]] = {}
     stacked: dict[str, dict] = {}
     for run, task, samples in sorted(entries, key=lambda e: (e[0].label, e[1])):
         records = records_from_samples(samples)
@@ -76,17 +85,20 @@ def vague_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
             continue
         s = summary(records)
         setting, subset = _setting(task), _subset(task)
-        table.append(f"| {run.label} | {task} | {s['n']} | {number(s.get('acc'))} | {s.get('valid', 'n/a')} | "
+        ci = _accuracy_interval(records)
+        table.append(f"| {run.label} | {task} | {s['n']} | {with_interval(s.get('acc'), ci)} | {s.get('valid', 'n/a')} | "
                      f"{s.get('n_fs', 'n/a')} | {s.get('n_su', 'n/a')} | {s.get('n_ne', 'n/a')} | "
                      f"{number(s.get('bleu1'))} | {number(s.get('bertscore_f1'))} |")
         if setting in MCQ_SETTINGS:
             by_setting.setdefault(f"{run.label} · {subset}", {})[setting] = s["acc"]
+            whiskers.setdefault(f"{run.label} · {subset}", {})[setting] = ci
             stacked[f"{run.label} · {subset} · {SETTING_NAMES[setting]}"] = {**s, "correct": s["acc"]}
     files = []
     if by_setting:
         keys = [k for k in MCQ_SETTINGS if any(k in row for row in by_setting.values())]
         files.append(grouped_hbars(by_setting, keys, out / "vague_accuracy_by_setting.png",
                                    title="VAGUE MCQ accuracy by setting (Table 1)", xlabel="accuracy",
-                                   key_labels=SETTING_NAMES, reference=0.25, reference_label="chance (0.25)"))
+                                   key_labels=SETTING_NAMES, reference=0.25, reference_label="chance (0.25)",
+                                   errors=whiskers, notes=["Whiskers: 95 % Wilson intervals."]))
         files.append(_stacked(stacked, out / "vague_choice_types.png"))
     return files, [*table, "", *LEGEND]

@@ -1,7 +1,8 @@
 """Each benchmark's ``evaluate`` module (``spatial_tasks.metric_module``) gives the figures of
 ``spatial-tasks rescore`` on the same answers: real lmms-eval samples of each bundled sample task,
 with the answers shuffled between questions (seeded) (so that right and wrong answers mix), rescored from the
-rewritten samples file on one side and passed to ``evaluate.load(...).compute`` on the other."""
+rewritten samples file on one side and passed to ``evaluate.load(...).compute`` on the other. The
+same runs also check the report's per-benchmark intervals."""
 
 from __future__ import annotations
 
@@ -144,3 +145,23 @@ def test_a_user_outside_lmms_eval_scores_docs():
 def test_module_files_only_name_their_benchmark():
     for benchmark in RECORD_KEYS:  # the computing lives in spatial_tasks.results.hf_evaluate
         assert f'benchmark = "{benchmark}"' in Path(spatial_tasks.metric_module(benchmark)).read_text()
+
+
+def test_report_sections_show_95_percent_intervals(shuffled_runs, tmp_path):
+    """The same shuffled runs through `spatial-tasks report`: every benchmark's section gives its
+    headline figures with their intervals (Wilson where the figure is a share of right answers)."""
+    from spatial_tasks.report import write_report
+    from spatial_tasks.results.intervals import wilson
+
+    root = shuffled_runs["o3d"][0].parent
+    write_report(root, tmp_path / "report")
+    text = (tmp_path / "report" / "report.md").read_text()
+    _, records, answers = shuffled_runs["vague"]
+    acc = _module("vague").compute(predictions=answers, references=[json.dumps(r) for r in records])["acc"]
+    low, high = wilson(round(acc * len(records)), len(records))
+    assert f"| vague_sample_vlm | {len(records)} | {acc:.3f} [{low:.3f}, {high:.3f}] |" in text
+    dori_avg = next(line for line in text.splitlines() if line.startswith("| **Avg** |"))
+    assert dori_avg.count("[") == 2  # coarse and granular averages with their bootstrap intervals
+    o3d_row = next(line for line in text.splitlines() if "| o3d_sample_markers |" in line)
+    assert o3d_row.count("[") >= 2  # accuracy (Wilson) and bias (bootstrap over scenes) at least
+    assert "| spatialtunnel_sample_phase | exact |" in text and "**[low, high]**" in text
