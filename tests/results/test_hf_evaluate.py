@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import shutil
 from pathlib import Path
 
 import evaluate
@@ -165,3 +166,32 @@ def test_report_sections_show_95_percent_intervals(shuffled_runs, tmp_path):
     o3d_row = next(line for line in text.splitlines() if "| o3d_sample_markers |" in line)
     assert o3d_row.count("[") >= 2  # accuracy (Wilson) and bias (bootstrap over scenes) at least
     assert "| spatialtunnel_sample_phase | exact |" in text and "**[low, high]**" in text
+
+
+def test_verify_maps_o3d_and_dori_runs_to_their_tables(shuffled_runs, tmp_path):
+    """Real O3-D and DORI runs, their results files told they were paper models: Table 12's cells
+    (pooled O3-D tasks) and Table 2's task cells (never its printed averages) are checked, each
+    against the value rescore gives."""
+    from spatial_tasks.dori.rescore import rescore as dori_rescore
+    from spatial_tasks.o3d.rescore import rescore_samples
+    from spatial_tasks.results.verify import verify
+
+    copies = {}
+    for benchmark, hub_id in (("o3d", "OpenGVLab/InternVL2_5-4B"), ("dori", "TIGER-Lab/Mantis-8B-Idefics2")):
+        copies[benchmark] = tmp_path / benchmark
+        shutil.copytree(shuffled_runs[benchmark][0], copies[benchmark])
+        for results_file in copies[benchmark].rglob("*_results.json"):
+            data = json.loads(results_file.read_text())
+            data["config"]["model_args"] = f"pretrained={hub_id}"
+            results_file.write_text(json.dumps(data))
+    cells = verify(list(copies.values()))["cells"]
+    o3d = {c["column"]: c for c in cells if c["benchmark"] == "o3d"}
+    (o3d_figures,) = rescore_samples(copies["o3d"])["models"].values()
+    assert {c["paper_model"] for c in o3d.values()} == {"InternVL2.5"} and "HP" in o3d
+    for column, cell in o3d.items():
+        assert cell["table"] == "table12" and (cell["ours"] is None or cell["ours"] == o3d_figures[column])
+    dori = {c["column"]: c for c in cells if c["benchmark"] == "dori"}
+    (dori_figures,) = dori_rescore([copies["dori"]])["runs"].values()
+    assert dori and not any(column.startswith("avg_") for column in dori)
+    assert all(cell["ours"] == dori_figures[column] and cell["paper_model"] == "Mantis-Idefics2-8B"
+               for column, cell in dori.items())
