@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -54,15 +54,17 @@ def cluster_bootstrap(rows: Sequence[dict], statistic: Callable[[Sequence[dict]]
     if len(units) < 2:
         return math.nan, math.nan
     rng = random.Random(seed)
-    values = []
-    for _ in range(iterations):
-        sample = [row for _ in units for row in units[rng.randrange(len(units))]]
-        value = statistic(sample)
-        if isinstance(value, (int, float)) and math.isfinite(value):
-            values.append(float(value))
+    replicates = (statistic([row for _ in units for row in units[rng.randrange(len(units))]])
+                  for _ in range(iterations))
+    return _percentile_interval(replicates, iterations, level)
+
+
+def _percentile_interval(replicates: Iterable[object], iterations: int, level: float) -> tuple[float, float]:
+    """The percentile interval of the defined replicates (NaN ones dropped); (NaN, NaN) when
+    fewer than half of the ``iterations`` are defined."""
+    values = sorted(float(v) for v in replicates if isinstance(v, (int, float)) and math.isfinite(v))
     if len(values) < iterations / 2:
         return math.nan, math.nan
-    values.sort()
     tail = (1 - level) / 2
     return _quantile(values, tail), _quantile(values, 1 - tail)
 
@@ -134,18 +136,12 @@ def grouped_bootstrap(rows: Sequence[dict], figure: GroupedMeans, unit: Callable
     readable_per_unit = np.bincount(u_idx.astype(int), weights=readable, minlength=n_units)
     names = list(groups)
     rng = np.random.default_rng(seed)
-    out = []
-    for start in range(0, iterations, 250):  # 250 resamples x units counts at a time: bounded memory
-        draws = rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=min(250, iterations - start))
-        group_sums, group_counts, read = draws @ sums, draws @ counts, draws @ readable_per_unit
-        for total, n, any_read in zip(group_sums, group_counts, read, strict=True):
-            if any_read <= 0:
-                continue
-            value = figure.combine({names[g]: total[g] / n[g] for g in range(n_groups) if n[g] > 0})
-            if isinstance(value, (int, float)) and math.isfinite(value):
-                out.append(float(value))
-    if len(out) < iterations / 2:
-        return math.nan, math.nan
-    out.sort()
-    tail = (1 - level) / 2
-    return _quantile(out, tail), _quantile(out, 1 - tail)
+
+    def replicates() -> Iterator[float]:
+        for start in range(0, iterations, 250):  # 250 resamples x units counts at a time: bounded memory
+            draws = rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=min(250, iterations - start))
+            for total, n, any_read in zip(draws @ sums, draws @ counts, draws @ readable_per_unit, strict=True):
+                yield (figure.combine({names[g]: total[g] / n[g] for g in range(n_groups) if n[g] > 0})
+                       if any_read > 0 else math.nan)
+
+    return _percentile_interval(replicates(), iterations, level)
