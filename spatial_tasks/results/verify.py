@@ -1,7 +1,7 @@
 """``spatial-tasks verify``: our figures against the papers' published cells.
 
 Two kinds of input:
-- **lmms-eval output folders** (``--log_samples``): every run's figures, re-scored from its samples,
+- **lmms-eval output folders** (``--log_samples``) and ``spatial-tasks probe`` folders: every run's figures, re-scored from its samples,
   are matched to the paper row of the run's ``pretrained`` model (``paper.PaperResults.match``)
   and graded by |Δ| in points (percentage points; fractions x 100) as EASI grades its checks:
   ≤ 2.5 strong, ≤ 5 acceptable, > 5 a discrepancy.
@@ -16,6 +16,8 @@ Which of our figures is which paper cell (per benchmark):
 - DORI, per run: Table 2's per-task coarse / granular accuracies (not its printed averages,
   which are not always the mean of its own task cells).
 - VAGUE, per task ``vague_<vcr|ego4d>_<lm|sm|vlm>``: Table 1's MCQ accuracy.
+- SpatialTunnel's re-splits of real benchmarks, per task: Table 2 (consistent / counter accuracy).
+- ``spatial-tasks probe`` folders (their metrics.json): Table 5 at the reported layer.
 
 The verdict passes when at least one cell was checked and every checked cell is strong,
 acceptable or exact. A run whose model has no paper row is listed as unmatched, and a cell where
@@ -25,6 +27,7 @@ missing; neither is checked.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import defaultdict
@@ -111,6 +114,20 @@ def _dori_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]
     return [("table2", "run (all DORI tasks)", summary(records))] if records else []
 
 
+def _resplit_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
+    from spatial_tasks.spatialtunnel.resplit.metrics import summary
+
+    out = []
+    for task, records in per_task.items():
+        sources = {r.get("source") for r in records}
+        if len(sources) == 1 and records:
+            figures = summary(records)
+            source = sources.pop()
+            out.append(("table2", task, {f"{source}_consistent": figures["acc_cons"],
+                                         f"{source}_counter": figures["acc_ctr"]}))
+    return out
+
+
 def _vague_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
     from spatial_tasks.vague.rescore import summary
 
@@ -127,7 +144,16 @@ def _vague_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict
 NOT_CHECKED = {"dori": {"avg_coarse", "avg_granular"}}
 
 FIGURES = {"spatialtunnel": _spatialtunnel_figures, "o3d": _o3d_figures, "dori": _dori_figures,
-           "vague": _vague_figures}
+           "vague": _vague_figures, "spatialtunnel_resplit": _resplit_figures}
+PAPER_OF = {"spatialtunnel_resplit": "spatialtunnel"}  # the re-splits are in the SpatialTunnel paper's tables
+
+
+def _records(benchmark: str, path: Path) -> list[dict]:
+    if benchmark == "spatialtunnel_resplit":
+        from spatial_tasks.spatialtunnel.resplit.report import records_from_samples
+        return records_from_samples(path)
+    from spatial_tasks.results.tidy import records_reader
+    return records_reader(benchmark)(path)[0]
 
 
 def run_model(run: Run) -> str:
@@ -143,23 +169,22 @@ def run_model(run: Run) -> str:
 
 def verify_run(run: Run) -> tuple[list[Cell], list[str]]:
     """(cells, "model (benchmark)" for each benchmark of the run without a paper row for its model)."""
-    from spatial_tasks.results.tidy import records_reader
-
     by_benchmark: dict[str, dict[str, list[dict]]] = defaultdict(dict)
     for task, path in sorted(run.samples.items()):
         benchmark = samples_benchmark(path)
         if benchmark in FIGURES:
-            by_benchmark[benchmark][task] = records_reader(benchmark)(path)[0]
+            by_benchmark[benchmark][task] = _records(benchmark, path)
     model, cells, unmatched = run_model(run), [], []
     for benchmark, per_task in by_benchmark.items():
-        paper_model = paper_results(benchmark).match(model)
+        paper = PAPER_OF.get(benchmark, benchmark)
+        paper_model = paper_results(paper).match(model)
         if paper_model is None:
             unmatched.append(f"{model} ({benchmark})")
             continue
         for table_id, scope, figures in FIGURES[benchmark](per_task):
-            for column in paper_results(benchmark).tables[table_id].columns:
+            for column in paper_results(paper).tables[table_id].columns:
                 if column in figures and column not in NOT_CHECKED.get(benchmark, ()):
-                    cell = _cell(str(run.folder), model, paper_model, benchmark, table_id, column, scope,
+                    cell = _cell(str(run.folder), model, paper_model, paper, table_id, column, scope,
                                  figures[column], exact=False)
                     if cell is not None:
                         cells.append(cell)
@@ -186,6 +211,24 @@ def verify_o3d_release(path: Path) -> tuple[list[Cell], list[str]]:
     return cells, unmatched
 
 
+PROBE_COLUMNS = {"coh_h": "Coh_H", "coh_v": "Coh_V", "coh_d": "Coh_D", "vd_ei": "VD-EI"}
+
+
+def verify_probe(folder: Path) -> tuple[list[Cell], list[str]]:
+    """A ``spatial-tasks probe`` folder: Table 5 at the layer its metrics.json reports."""
+    from spatial_tasks.spatialtunnel.probe.run import METRICS
+
+    data = json.loads((folder / METRICS).read_text(encoding="utf-8"))
+    model, at_layer = str(data.get("model")), data.get("at_layer") or {}
+    paper_model = paper_results("spatialtunnel").match(model)
+    if paper_model is None:
+        return [], [f"{model} (probe)"]
+    scope = f"probe, layer {data.get('layer')}"
+    cells = [_cell(str(folder), model, paper_model, "spatialtunnel", "table5", column, scope, at_layer.get(key),
+                   exact=False) for column, key in PROBE_COLUMNS.items()]
+    return [c for c in cells if c is not None], []
+
+
 def verify(paths: list[Path]) -> dict:
     """Every checked cell under ``paths``, the unmatched models, and the verdict."""
     cells: list[Cell] = []
@@ -197,6 +240,12 @@ def verify(paths: list[Path]) -> dict:
             cells += found
             unmatched += [f"{model} (o3d release)" for model in missing]
             continue
+        from spatial_tasks.spatialtunnel.probe.run import METRICS
+
+        for metrics_file in sorted(path.rglob(METRICS)):  # spatial-tasks probe folders
+            found, missing = verify_probe(metrics_file.parent)
+            cells += found
+            unmatched += missing
         for run in find_runs(path):
             found, missing = verify_run(run)
             cells += found

@@ -82,6 +82,19 @@ def test_deltas_are_swapped_minus_original_at_every_layer(tiny_model, pairs, tmp
     assert records[0]["swapped"] == pairs.pairs[0].swapped_question()
 
 
+def test_verify_reads_table5_from_a_probe_folder(tiny_model, pairs, tmp_path):
+    """A probe folder whose model is one of the paper's: its metrics at the reported layer beside Table 5."""
+    from spatial_tasks.results.verify import verify
+
+    run_probe(lambda: tiny_model, pairs, tmp_path / "out", model_name="Qwen/Qwen2.5-VL-3B-Instruct", batch_size=4)
+    recompute(tmp_path / "out", layer=1)  # a 2-layer model has no paper layer: name one
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    cells = {c["column"]: c for c in verify([tmp_path])["cells"]}
+    assert set(cells) == {"coh_h", "coh_v", "coh_d", "vd_ei"}
+    assert cells["vd_ei"]["ours"] == pytest.approx(metrics["at_layer"]["VD-EI"]) and cells["vd_ei"]["paper"] == 0.457
+    assert cells["coh_h"]["scope"] == f"probe, layer {metrics['layer']}" and cells["coh_h"]["table"] == "table5"
+
+
 def pair_image(pair):
     from spatial_tasks.common.images import open_image
 

@@ -106,7 +106,10 @@ def test_a_zero_delta_has_cosine_zero_with_the_others():
 
 def test_paper_tables_are_kept_as_data():
     assert P.PAPER_LAYERS["Qwen2.5-VL-3B"] == (28, 36)
-    assert P.PAPER_TABLE5["Qwen2.5-VL-3B"] == (0.367, 0.293, 0.043, 0.457)
+    assert P.paper_table5("Qwen/Qwen2.5-VL-3B-Instruct", 36) == {"Coh_H": 0.367, "Coh_V": 0.293, "Coh_D": 0.043,
+                                                                 "VD-EI": 0.457}
+    assert P.paper_table5("allenai/Molmo-7B-O-0924", 32)["VD-EI"] == 0.279  # the YAML's row "Molmo-7B-O-0924"
+    assert P.paper_table5("Qwen/Qwen2.5-VL-3B-Instruct", 2) is None
 
 
 def test_vd_ei_code_variant_differs_from_eq3_where_the_means_are_asymmetric():

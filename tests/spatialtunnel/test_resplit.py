@@ -4,6 +4,7 @@ lmms-eval CLI on fixtures in lmms-eval's schemas."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 
@@ -24,6 +25,7 @@ from spatial_tasks.generators.spatialtunnel.resplit_standins import (
 
 from spatial_tasks import harness
 from spatial_tasks.common.validate import DataError
+from spatial_tasks.results.verify import verify
 from spatial_tasks.spatialtunnel.resplit import metrics as resplit
 from spatial_tasks.spatialtunnel.resplit import tasks as resplit_tasks
 from spatial_tasks.spatialtunnel.resplit.docs import ResplitError, resplit_docs, shortcut_relation
@@ -189,6 +191,16 @@ def test_lmms_eval_runs_both_resplit_tasks(tmp_path):
                            "--include_path", str(tmp_path / "mytasks"))
     assert oracle.metrics("emb_depth_split_fixture")["acc_all"] == 1.0
     assert oracle.metrics("cvb_depth_split_fixture")["acc_all"] == 1.0
+    # `spatial-tasks verify` puts the shortcut run beside Table 2 once its results say it was Qwen2.5-VL-3B
+    for results_file in (tmp_path / "vertical").rglob("*_results.json"):
+        data = json.loads(results_file.read_text())
+        data["config"]["model_args"] = "pretrained=Qwen/Qwen2.5-VL-3B-Instruct"
+        results_file.write_text(json.dumps(data))
+    cells = {c["column"]: c for c in verify([tmp_path / "vertical"])["cells"]}
+    assert set(cells) == {"embspatial_consistent", "embspatial_counter", "cv_bench_3d_consistent",
+                          "cv_bench_3d_counter"} and {c["table"] for c in cells.values()} == {"table2"}
+    assert (cells["embspatial_consistent"]["ours"], cells["embspatial_counter"]["ours"]) == (1.0, 0.0)
+    assert (cells["embspatial_consistent"]["paper"], cells["cv_bench_3d_counter"]["paper"]) == pytest.approx((0.547, 0.554))
 
 
 @pytest.mark.network

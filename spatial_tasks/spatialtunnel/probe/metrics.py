@@ -15,9 +15,8 @@ left / right (axis H), above / below (V), far / close (D).
   cos(μ_below, μ_far)]. +1: "far" is encoded as "above"; 0: the two axes are unrelated; −1: "far"
   is encoded as "below".
 
-Paper numbers (Table 5; Coh_H, Coh_V, Coh_D, VD-EI at the chosen layer): Qwen2.5-VL-3B .367 .293
-.043 .457; Molmo-7B .143 .228 .075 .279; NVILA-Lite-2B .323 .289 .052 .539; RoboRefer .649 .830
-.182 .362. Chosen layers (PAPER_LAYERS): Qwen2.5-VL-3B 28 of 36, NVILA-Lite-2B 20 of 28,
+Paper numbers: Table 5 (Coh_H, Coh_V, Coh_D, VD-EI at the chosen layer) is in
+tasks/spatialtunnel/paper_results.yaml (``paper_table5``). Chosen layers (PAPER_LAYERS): Qwen2.5-VL-3B 28 of 36, NVILA-Lite-2B 20 of 28,
 Molmo-7B 23 of 32, Qwen3-VL-235B 87 of 94.
 """
 
@@ -32,11 +31,6 @@ AXIS_OF = {label: axis for axis, pair in AXES.items() for label in pair}
 CANONICAL = {pair[0] for pair in AXES.values()}  # left, above, far
 PAPER_LAYERS = {"Qwen2.5-VL-3B": (28, 36), "NVILA-Lite-2B": (20, 28), "Molmo-7B": (23, 32),
                 "Qwen3-VL-235B": (87, 94)}
-PAPER_TABLE5 = {  # (Coh_H, Coh_V, Coh_D, VD-EI)
-    "Qwen2.5-VL-3B": (0.367, 0.293, 0.043, 0.457), "Molmo-7B": (0.143, 0.228, 0.075, 0.279),
-    "NVILA-Lite-2B": (0.323, 0.289, 0.052, 0.539), "RoboRefer-2B-SFT": (0.649, 0.830, 0.182, 0.362),
-    "Qwen2.5-VL-3B +2M": (0.485, 0.586, 0.052, 0.472),
-}
 
 
 def _check(deltas: np.ndarray, labels: Sequence[str]) -> np.ndarray:
@@ -161,9 +155,17 @@ def paper_layer(model_name: str, num_layers: int) -> int | None:
 
 
 def paper_table5(model_name: str, num_layers: int) -> dict[str, float] | None:
-    """The paper's Table 5 row (Coh_H, Coh_V, Coh_D, VD-EI) for one of its models, else None."""
-    row = PAPER_TABLE5.get(paper_model(model_name, num_layers) or "")
-    return dict(zip(("Coh_H", "Coh_V", "Coh_D", "VD-EI"), row, strict=True)) if row else None
+    """The paper's Table 5 row (Coh_H, Coh_V, Coh_D, VD-EI) for one of its models (``paper_model``),
+    else None; the numbers live in tasks/spatialtunnel/paper_results.yaml."""
+    from spatial_tasks.results.paper import paper_results
+
+    name = paper_model(model_name, num_layers)
+    results = paper_results("spatialtunnel")
+    row = results.match(name) if name else None
+    table = results.tables["table5"]
+    if row not in table.rows:
+        return None
+    return dict(zip(("Coh_H", "Coh_V", "Coh_D", "VD-EI"), (table.fraction(row, c) for c in table.columns), strict=True))
 
 
 def candidate_layers(metrics: Mapping[int, Mapping[str, float]], num_layers: int, near_peak: float = 0.85,

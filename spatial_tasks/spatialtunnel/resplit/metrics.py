@@ -12,14 +12,17 @@ from spatial_tasks.common.stats import mean, share
 BENCHMARK = "spatialtunnel_resplit"
 PAPER_TABLE1 = {"embspatial": {"consistent": 976, "counter": 129, "ambiguous": 101},
                 "cv_bench_3d": {"consistent": 363, "counter": 65, "ambiguous": 172}}
-# Table 2 (accuracy %, consistent / counter): EmbSpatial | CV-Bench-3D.
-PAPER_TABLE2 = {
-    "Molmo-7B": {"embspatial": (63.5, 34.9), "cv_bench_3d": (93.1, 75.4)},
-    "NVILA-Lite-2B": {"embspatial": (49.0, 27.1), "cv_bench_3d": (74.4, 40.0)},
-    "RoboRefer-2B-SFT": {"embspatial": (87.0, 59.7), "cv_bench_3d": (98.9, 95.4)},
-    "Qwen2.5-VL-3B": {"embspatial": (54.7, 32.6), "cv_bench_3d": (75.5, 55.4)},
-    "Qwen3-VL-235B": {"embspatial": (73.3, 41.7), "cv_bench_3d": (98.1, 90.8)},
-}
+
+
+def paper_table2() -> dict[str, dict[str, tuple[float, float]]]:
+    """Table 2 (accuracy %, consistent / counter) per paper model and source (embspatial,
+    cv_bench_3d), from tasks/spatialtunnel/paper_results.yaml."""
+    from spatial_tasks.results.paper import paper_results
+
+    table = paper_results("spatialtunnel").tables["table2"]
+    return {model: {source: (table.rows[model][table.columns.index(f"{source}_consistent")],
+                             table.rows[model][table.columns.index(f"{source}_counter")])
+                    for source in ("embspatial", "cv_bench_3d")} for model in table.rows}
 
 
 def accuracy(records: Sequence[dict], relation: str | None = None) -> float:

@@ -49,7 +49,7 @@ def resplit_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
         bars[f"{run.label} · {NAMES.get(source, source)}"] = {"acc_cons": s["acc_cons"], "acc_ctr": s["acc_ctr"]}
     if not bars:
         return [], []
-    for model, row in metrics.PAPER_TABLE2.items():
+    for model, row in metrics.paper_table2().items():
         for source in sorted(sources):
             cons, ctr = row[source]
             bars[f"paper · {model} · {NAMES[source]}"] = {"acc_cons": cons / 100, "acc_ctr": ctr / 100}
