@@ -192,23 +192,16 @@ def verify_run(run: Run) -> tuple[list[Cell], list[str]]:
 
 
 def verify_o3d_release(path: Path) -> tuple[list[Cell], list[str]]:
-    """Every reproducible Table 12 cell of every released model with a paper row, exactly."""
-    from spatial_tasks.o3d.rescore import REPRODUCIBLE_COLUMNS, rescore_released
+    """Every reproducible Table 12 cell of every released model with a paper row, exactly
+    (the cells ``rescore.compare_to_paper`` selects, graded here)."""
+    from spatial_tasks.o3d.rescore import compare_to_paper, rescore_released
 
     result = rescore_released(path)
-    paper = paper_results("o3d")
-    cells, unmatched = [], []
-    for model, summary in result["models"].items():
-        paper_model = paper.match(model)
-        if paper_model is None:
-            unmatched.append(model)
-            continue
-        for column in REPRODUCIBLE_COLUMNS:
-            cell = _cell(str(path), model, paper_model, "o3d", "table12", column, "released outputs",
-                         summary.get(column), exact=True)
-            if cell is not None:
-                cells.append(cell)
-    return cells, unmatched
+    rows = compare_to_paper(result, EXACT_DECIMALS)
+    cells = [_cell(str(path), row["model"], row["paper_model"], "o3d", "table12", row["cell"], "released outputs",
+                   row["ours"], exact=True) for row in rows]
+    matched = {row["model"] for row in rows}
+    return [c for c in cells if c is not None], [m for m in result["models"] if m not in matched]
 
 
 PROBE_COLUMNS = {"coh_h": "Coh_H", "coh_v": "Coh_V", "coh_d": "Coh_D", "vd_ei": "VD-EI"}
