@@ -54,12 +54,12 @@ class BenchmarkHeadlines:
     # figures with intervals in the benchmark's own tables and plots, not on the scorecard
     details: tuple[Headline, ...] = ()
 
-    def intervals(self, rows: Rows, iterations: int = ITERATIONS, seed: int = SEED
-                  ) -> dict[str, tuple[float, float, float, str]]:
-        """metric -> (value, low, high, method) of every headline and detail figure of these rows
-        (NaN where the figure is undefined)."""
+    def intervals(self, rows: Rows, iterations: int = ITERATIONS, seed: int = SEED,
+                  figures: Sequence[Headline] | None = None) -> dict[str, tuple[float, float, float, str]]:
+        """metric -> (value, low, high, method) of ``figures`` (default: every headline and detail
+        figure) over these rows; NaN where the figure is undefined."""
         out = {}
-        for figure in (*self.headlines, *self.details):
+        for figure in (*self.headlines, *self.details) if figures is None else figures:
             value = figure.compute(rows)
             if isinstance(value, (int, float)) and math.isfinite(value):
                 out[figure.metric] = (float(value), *figure.interval(rows, self.unit, iterations, seed))

@@ -23,12 +23,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.samples import record_problem
 
 BENCHMARKS = ("o3d", "dori", "vague", "spatialtunnel")
 OPTIONS = {"spatialtunnel": ("protocol",), "o3d": (), "dori": (), "vague": ("setting",)}
 
 
-class ReferenceError_(UserError, ValueError):
+class NotAQuestionError(UserError, ValueError):
     """A reference that is not a question of the benchmark."""
 
 
@@ -38,9 +39,9 @@ def _as_dict(reference: str | Mapping, index: int) -> dict:
     try:
         value = json.loads(reference)
     except (TypeError, ValueError):
-        raise ReferenceError_(f"references[{index}]: not a JSON object string ({str(reference)[:60]!r})") from None
+        raise NotAQuestionError(f"references[{index}]: not a JSON object string ({str(reference)[:60]!r})") from None
     if not isinstance(value, dict):
-        raise ReferenceError_(f"references[{index}]: a JSON {type(value).__name__}, not an object")
+        raise NotAQuestionError(f"references[{index}]: a JSON {type(value).__name__}, not an object")
     return value
 
 
@@ -119,9 +120,9 @@ def compute(benchmark: str, predictions: Sequence[str], references: Sequence[str
         try:
             records.append(SCORERS[benchmark](_as_dict(reference, index), prediction, **options))
         except (KeyError, TypeError, ValueError) as error:
-            if isinstance(error, ReferenceError_):
+            if isinstance(error, NotAQuestionError):
                 raise
-            raise ReferenceError_(f"references[{index}]: not a {benchmark} question ({_problem(error)})") from None
+            raise NotAQuestionError(f"references[{index}]: not a {benchmark} question ({record_problem(error)})") from None
     figures = _figures(benchmark, records, ddof)
     return {key: _scalar(value) for key, value in figures.items() if _is_scalar(value)}
 
@@ -132,9 +133,3 @@ def _is_scalar(value: object) -> bool:
 
 def _scalar(value: object) -> object:
     return None if isinstance(value, float) and math.isnan(value) else value
-
-
-def _problem(error: BaseException) -> str:
-    from spatial_tasks.common.samples import record_problem
-
-    return record_problem(error)

@@ -75,17 +75,14 @@ def _task_records(spec: BenchmarkHeadlines, rows: list[dict], names: tuple[str, 
                   meta: dict, iterations: int, seed: int) -> list[ResultRecord]:
     if not spec.applies(rows):
         return []
+    # not every task defines every figure (e.g. SDGM language on the real-image task)
+    chosen = [h for h in spec.headlines if names is None or h.metric in names]
+    found = spec.intervals(rows, iterations, seed, chosen)
     out = []
-    for headline in spec.headlines:
-        if names is not None and headline.metric not in names:
-            continue  # not a figure this task defines (e.g. SDGM language on the real-image task)
-        value = headline.compute(rows)
-        defined = isinstance(value, (int, float)) and math.isfinite(value)
-        low, high, method = headline.interval(rows, spec.unit, iterations, seed) if defined else (
-            math.nan, math.nan, "none")
+    for headline in chosen:
+        value, low, high, method = found[headline.metric]
         out.append(ResultRecord(benchmark=spec.benchmark, task=task, metric=headline.metric,
-                                value=float(value) if defined else None, n=len(rows),
-                                ci_low=_finite(low), ci_high=_finite(high),
+                                value=_finite(value), n=len(rows), ci_low=_finite(low), ci_high=_finite(high),
                                 ci_method=method if _finite(low) is not None else "none",
                                 headline=bool(headline.scope(rows)), **meta))
     return out

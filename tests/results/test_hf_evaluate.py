@@ -17,7 +17,7 @@ import pytest
 from lmms import run_lmms_eval
 
 import spatial_tasks
-from spatial_tasks.results.hf_evaluate import ReferenceError_
+from spatial_tasks.results.hf_evaluate import NotAQuestionError
 from spatial_tasks.results.schema import ResultRecord
 
 RECORD_KEYS = {"spatialtunnel": "v", "o3d": "acc", "dori": "acc", "vague": "acc"}
@@ -120,7 +120,7 @@ def test_vague_module_equals_rescore_and_names_a_bad_reference(shuffled_runs):
     assert 0 <= ours["acc"] < 1 and ours["n"] == len(records)
     bad = [json.dumps(r) for r in records]
     bad[1] = json.dumps({k: v for k, v in records[1].items() if k != "option_texts"})
-    with pytest.raises(ReferenceError_, match=r"references\[1\]: not a vague question.*option_texts"):
+    with pytest.raises(NotAQuestionError, match=r"references\[1\]: not a vague question.*option_texts"):
         module.compute(predictions=answers, references=bad)
     with pytest.raises(ValueError, match=r"no metric module for 'spatial'"):
         spatial_tasks.metric_module("spatial")
