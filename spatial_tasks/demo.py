@@ -152,6 +152,9 @@ def run_demo(out: Path, workers: int = 2) -> Path:
     from spatial_tasks.models.tiny_models import build_tiny_model
     from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
 
+    from spatial_tasks.harness import check_runtime
+
+    check_runtime()  # a known upstream break is one line now, not 16 failed runs later
     started = time.time()
     out = output_folder(out)
     for folder in (out / "runs", out / "logs"):  # a rerun replaces the earlier results

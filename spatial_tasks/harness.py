@@ -42,6 +42,15 @@ What lives here, and why:
    logits with the very prompt ``qwen2_5_vl`` generates from (``lmms_eval_qwen2_5_vl``).
 9. **lmms-eval's Qwen3-VL, Gemma 3 and LLaVA-HF models**, which ``qwen3_vl_yesno``,
    ``gemma3_yesno`` and ``llava_hf_yesno`` extend the same way (``lmms_eval_model_module``).
+10. **What lmms-eval needs at run time but does not pin** (``RUNTIME_NEEDS``): checked before any
+   task or model loads, in the ``lmms-eval`` CLI (``model_manifests``) and in ``spatial-tasks``
+   commands that start lmms-eval (``check_runtime``). A mismatch is one line naming the package,
+   its installed version, the working range and the fix, with exit status 2 -- never a traceback
+   after the model loaded. We name the break rather than patch around it: the fix is the user's
+   one pip command, and the lock (uv.lock) already holds a working version.
+11. **The software of a run** (``common.environment.software()``) goes into each of our tasks'
+   config metadata when its data loads, so lmms-eval's results file names the versions that made
+   it (lmms-eval itself records only "branch@commit" of its own checkout).
 """
 
 from __future__ import annotations
@@ -95,6 +104,55 @@ def check_version(found: str | None = None) -> str:
 
 
 LMMS_EVAL_VERSION = check_version()
+
+
+# ------------------------------------------------------------------------------------------
+# 10. What lmms-eval needs at run time but does not pin
+
+
+@dataclass(frozen=True)
+class RuntimeNeed:
+    """A module lmms-eval imports at run time from a package whose versions it does not bound."""
+
+    package: str
+    module: str
+    works: str  # the versions known to work, as a pip specifier
+    why: str
+
+
+RUNTIME_NEEDS = (
+    RuntimeNeed("filelock", "filelock._api", ">=3.16,<4.3",
+                "lmms-eval 0.7.3's simple_evaluate imports filelock._api (filelock 4.3 removed it)"),
+)
+
+
+class UpstreamBreak(UserError):
+    """An installed package lacks what lmms-eval needs at run time."""
+
+
+def runtime_problems(needs: Sequence[RuntimeNeed] = RUNTIME_NEEDS) -> list[str]:
+    """One line per unmet need: package, installed version, working range, the fix."""
+    import importlib
+
+    out = []
+    for need in needs:
+        try:
+            importlib.import_module(need.module)
+        except ImportError:
+            try:
+                found = _metadata.version(need.package)
+            except _metadata.PackageNotFoundError:
+                found = "not installed"
+            out.append(f"{need.package} {found} breaks lmms-eval: {need.why}; {need.package}{need.works} works. "
+                       f"Fix: pip install '{need.package}{need.works}' (or install the tested set: bash .ci/setup)")
+    return out
+
+
+def check_runtime() -> None:
+    """Raise ``UpstreamBreak`` naming the first unmet runtime need (see ``runtime_problems``)."""
+    problems = runtime_problems()
+    if problems:
+        raise UpstreamBreak(problems[0])
 
 
 # ------------------------------------------------------------------------------------------
@@ -360,6 +418,7 @@ def _install_download() -> None:
         if not isinstance(hook, DocsHook):
             return original(self, dataset_kwargs)
         data = hook.resolve(TaskData.of_task(self))
+        _record_software(self.config)
         try:
             check_hub_reachable(data)
             if hook.reads_source(data):
@@ -386,6 +445,16 @@ def _install_download() -> None:
     ConfigurableTask.download = download
 
 
+def _record_software(config) -> None:
+    """11. The run's software into the task's config metadata, which lmms-eval writes to the
+    results file (``configs.<task>.metadata``); results.tidy copies it into every record."""
+    from spatial_tasks.common.environment import ENVIRONMENT_KEY, software
+
+    metadata = dict(config.metadata) if isinstance(config.metadata, Mapping) else {}
+    metadata[ENVIRONMENT_KEY] = software()
+    config.metadata = metadata
+
+
 def install() -> None:
     """Install the patches (idempotent): task discovery and our tasks' data loading."""
     _install_task_discovery()
@@ -396,6 +465,10 @@ def model_manifests():
     """Entry point ``lmms_eval.models``: our model ids (and, on the way, ``install``)."""
     from lmms_eval.models.registry_v2 import ModelManifest
 
+    problems = runtime_problems()
+    if problems:  # before lmms-eval builds a task or loads a model; SystemExit passes its `except Exception`
+        print(f"spatial-tasks: {problems[0]}", file=sys.stderr, flush=True)
+        raise SystemExit(2)
     install()
     return [ModelManifest(model_id=name, simple_class_path=path) for name, path in MODELS.items()]
 

@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+from spatial_tasks.common.environment import describe, mixed_warning, software
 from spatial_tasks.common.samples import Run, find_runs, samples_benchmark
 from spatial_tasks.paths import output_folder
 from spatial_tasks.results.scorecard import (
@@ -33,7 +34,7 @@ from spatial_tasks.results.scorecard import (
     scorecard_lines,
     write_leaderboard,
 )
-from spatial_tasks.results.tidy import run_records
+from spatial_tasks.results.tidy import run_records, scored_with, software_of
 
 MANIFEST = ".spatial-tasks-report.json"
 TITLES = {"spatialtunnel": "SpatialTunnel", "o3d": "O3-D", "dori": "DORI", "vague": "VAGUE",
@@ -104,6 +105,24 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
     return written
 
 
+def software_lines(runs: Sequence[Run]) -> list[str]:
+    """The "Software" section: each run's recorded versions, a warning when runs compared in this
+    report differ in torch or transformers, and what scored them (this spatial-tasks)."""
+    rows = [(run.label, software_of(run)) for run in runs]
+    lines = ["| run | python | torch | transformers | lmms-eval | datasets | spatial-tasks | commit | lock |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for label, env in rows:
+        cells = [env.get(k) for k in ("python", "torch", "transformers", "lmms_eval", "datasets", "spatial_tasks")]
+        commit, lock = env.get("spatial_tasks_commit"), env.get("lock")
+        lines.append("| " + " | ".join([f"`{label}`", *(c or "?" for c in cells), (commit or "?")[:12],
+                                       (lock[:12] if lock else "none")]) + " |")
+    lines += ["", "As each run recorded them (\"?\": the run predates this record, or its tasks are not ours); "
+              "lock: the sha256 of the uv.lock its environment was installed from (none: installed without it). "
+              f"Figures recomputed by {scored_with()}, {describe(software())}."]
+    warning = mixed_warning([env for _, env in rows], "runs compared in this report")
+    return lines + (["", f"**{warning}**"] if warning else [])
+
+
 def _draw(root: Path | None, runs: list, by_benchmark: dict, makers: dict, intro: Sequence[str],
           probes: Sequence[Path], out: Path, records: Sequence = ()) -> list[Path]:
     """Every figure and report.md, drawn into ``out`` (the staging folder); the files written."""
@@ -120,6 +139,7 @@ def _draw(root: Path | None, runs: list, by_benchmark: dict, makers: dict, intro
         from spatial_tasks.results.verify import paper_rows_lines
 
         sections += ["## Beside the papers", "", *paper_rows_lines(runs), ""]
+        sections += ["## Software", "", *software_lines(runs), ""]
     # SpatialTunnel and its re-splits first, then the other benchmarks in a fixed order
     order = sorted(by_benchmark, key=lambda name: (not name.startswith("spatialtunnel"), name))
     for benchmark, entries in ((name, by_benchmark[name]) for name in order):

@@ -93,3 +93,61 @@ def test_hooks_run_from_a_plain_script_and_docs_work_in_another_process(task, tm
     assert used == {"images": built["images"], "texts": built["texts"]}
     if not task.endswith("_lm"):
         assert all(images for images in built["images"])  # every doc shows its images
+
+
+# --- what lmms-eval needs at run time but does not pin (filelock._api, gone in filelock 4.3) ---------
+
+def _without_filelock_api(tmp_path) -> dict:
+    """An environment whose filelock is shaped as 4.3 ships it: the installed one, copied ahead on
+    PYTHONPATH with ``_api`` moved to another module name (everything else of it still works)."""
+    import os
+    import re
+    import shutil
+    from pathlib import Path
+
+    import filelock
+
+    site = tmp_path / "site"
+    copy = shutil.copytree(Path(filelock.__file__).parent, site / "filelock",
+                           ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "_api.py").rename(copy / "_lock_core.py")
+    for module in copy.glob("*.py"):
+        module.write_text(re.sub(r"\b_api\b", "_lock_core", module.read_text()))
+    return {**os.environ, "PYTHONPATH": str(site), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+
+
+def test_runtime_needs_hold_here_and_a_missing_one_is_one_line():
+    assert harness.runtime_problems() == []
+    missing = harness.RuntimeNeed("filelock", "filelock._gone", ">=3.16,<4.3", "lmms-eval imports filelock._gone")
+    (line,) = harness.runtime_problems([missing])
+    from importlib.metadata import version
+
+    assert line == (f"filelock {version('filelock')} breaks lmms-eval: lmms-eval imports filelock._gone; "
+                    "filelock>=3.16,<4.3 works. Fix: pip install 'filelock>=3.16,<4.3' "
+                    "(or install the tested set: bash .ci/setup)")
+
+
+@pytest.mark.cli
+def test_the_lmms_eval_cli_names_a_broken_filelock_before_anything_loads(tmp_path):
+    from lmms import LMMS_EVAL
+
+    run = subprocess.run([LMMS_EVAL, "--model", "spatial_baseline", "--model_args", "rule=oracle", "--tasks",
+                          "spatialtunnel_sample_phase", "--output_path", str(tmp_path / "out")],
+                         capture_output=True, text=True, timeout=300, env=_without_filelock_api(tmp_path))
+    assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-2000:]
+    assert run.stderr.strip().splitlines()[-1].startswith("spatial-tasks: filelock ")
+    assert "breaks lmms-eval" in run.stderr and "pip install 'filelock>=3.16,<4.3'" in run.stderr
+    assert "Traceback" not in run.stderr and not (tmp_path / "out").exists()
+
+
+@pytest.mark.cli
+def test_spatial_tasks_demo_names_a_broken_filelock_at_once(tmp_path):
+    from pathlib import Path
+
+    cli = str(Path(sys.executable).with_name("spatial-tasks"))
+    run = subprocess.run([cli, "demo", "--out", str(tmp_path / "demo")], capture_output=True, text=True,
+                         timeout=300, env=_without_filelock_api(tmp_path))
+    assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-2000:]
+    (line,) = [x for x in run.stderr.splitlines() if x.strip()]
+    assert "filelock" in line and "breaks lmms-eval" in line and "pip install 'filelock>=3.16,<4.3'" in line
+    assert not (tmp_path / "demo" / "runs").exists()  # stopped before the first evaluation

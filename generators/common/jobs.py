@@ -31,7 +31,6 @@ import json
 import logging
 import multiprocessing
 import os
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -166,22 +165,6 @@ def _unlink_quietly(path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- provenance
-
-
-def git_commit(start: Path | None = None) -> str:
-    """The commit of the checkout holding ``start`` (this package by default), "+dirty" when
-    tracked files changed; "unknown" outside a git checkout or before the first commit."""
-    folder = Path(start) if start is not None else Path(__file__).resolve().parent
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True,
-                                text=True, timeout=10, check=False)
-        if commit.returncode != 0:
-            return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=folder,
-                               capture_output=True, text=True, timeout=10, check=False)
-        return commit.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
 
 
 def available_cpus() -> int:

@@ -22,11 +22,10 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .jobs import git_commit
+from spatial_tasks.common.environment import git_commit, package_version
 
 # Flags that change how fast a run is, never what it makes.
 SPEED_ONLY_FLAGS = frozenset({"workers", "threads_per_worker", "backend", "device", "ray", "ray_address", "threads",
@@ -59,13 +58,7 @@ def command_line(generator: str, flags: Mapping[str, Any], out: Path) -> str:
 
 def package_versions() -> dict[str, str | None]:
     """Installed versions of what shapes the rows (None: not installed)."""
-    out: dict[str, str | None] = {}
-    for name in PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
+    return {name: package_version(name) for name in PACKAGES}
 
 
 def record(generator: str, flags: Mapping[str, Any], out: Path, *, renderer_version: int | None,

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: the software fields (python_version ... lock_hash, scored_with)
 SCHEMA_FILE = Path(__file__).with_name("record.schema.json")
 
 
@@ -20,7 +20,7 @@ class ResultRecord(BaseModel):
     """One (model, task, metric) figure with its interval and where it came from."""
 
     model_config = ConfigDict(extra="forbid", title="spatial-tasks result record")
-    schema_version: Literal["1"] = SCHEMA_VERSION
+    schema_version: Literal["1", "2"] = SCHEMA_VERSION  # "1" files (no software fields) still read
     model: str = Field(description="lmms-eval model id (--model)")
     model_args: str = Field(description="--model_args that identify the model: sorted, placement and batching "
                                         "args (device, batch_size, dtype, ...) dropped")
@@ -35,7 +35,20 @@ class ResultRecord(BaseModel):
     headline: bool = Field(default=False, description="the figure's task or group is one the scorecard may show it "
                                                       "for (spatial_tasks/results/headlines.py)")
     run_id: str = Field(description="<timestamp>:<model>:<hash of model and model_args> of the lmms-eval run")
-    lmms_eval_version: str | None = Field(default=None, description="as the run's results file records it")
+    # The software of the run that produced the answers (null: the run did not record it, or the
+    # answers come from outside lmms-eval, as O3-D's released outputs do).
+    lmms_eval_version: str | None = Field(default=None, description="lmms-eval's installed version in the run")
+    python_version: str | None = None
+    torch_version: str | None = None
+    transformers_version: str | None = None
+    datasets_version: str | None = None
+    spatial_tasks_version: str | None = Field(default=None, description="spatial-tasks in the run (its prompts)")
+    spatial_tasks_commit: str | None = Field(default=None, description="git commit of that spatial-tasks checkout; "
+                                                                       "'+dirty' with local changes")
+    lock_hash: str | None = Field(default=None, description="sha256 of the uv.lock the run's environment was "
+                                                            "installed from; null: installed without it")
+    scored_with: str | None = Field(default=None, description="the spatial-tasks that computed this figure: "
+                                                              "'VERSION (COMMIT)'")
     task_version: str | None = None
     data_source: str | None = Field(default=None, description="dataset_path, or the local data files")
     data_revision: str | None = None

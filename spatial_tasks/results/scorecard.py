@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from spatial_tasks.common.environment import mixed_warning, software
 from spatial_tasks.common.formatting import number
 from spatial_tasks.results.headlines import headlines
 from spatial_tasks.results.schema import SCHEMA_VERSION, ResultRecord, merge, write_csv
@@ -55,13 +56,22 @@ def scorecard_lines(records: Sequence[ResultRecord]) -> list[str]:
         lines.append("| " + " | ".join([name, *(_cell(by_key.get((model, args, b, h.metric))) for b, h in columns)])
                      + " |")
     scopes = sorted({(r.benchmark, r.task, r.n) for r in chosen})
-    lines += ["", "Value [95 % interval]: Wilson for plain accuracies, a seeded cluster bootstrap over images / "
+    warning = mixed_warning([record_software(r) for r in chosen], "rows of this scorecard")
+    lines += [*(["", f"**{warning}**"] if warning else []), "", "Value [95 % interval]: Wilson for plain accuracies, a seeded cluster bootstrap over images / "
               "scenes / items otherwise (paired items resampled together; `spatial_tasks/results/intervals.py`). "
               "Each figure comes from the largest task or group that defines it (O3-D: accuracy, bias and SDGM "
               "vision over the marked images, SDGM language over the language-variation tasks; VAGUE: the VLM "
               "setting): "
               + "; ".join(f"{specs[b].title} `{t}` (n = {n})" for b, t, n in scopes) + "."]
     return lines
+
+
+def record_software(record: ResultRecord) -> dict[str, str | None]:
+    """A record's run software, keyed as ``common.environment.software()`` keys it."""
+    return {"python": record.python_version, "torch": record.torch_version,
+            "transformers": record.transformers_version, "lmms_eval": record.lmms_eval_version,
+            "datasets": record.datasets_version, "spatial_tasks": record.spatial_tasks_version,
+            "spatial_tasks_commit": record.spatial_tasks_commit, "lock": record.lock_hash}
 
 
 def write_leaderboard(records: Sequence[ResultRecord], out: Path, previous: Path | None = None) -> list[Path]:
@@ -73,6 +83,7 @@ def write_leaderboard(records: Sequence[ResultRecord], out: Path, previous: Path
         rows = merge([ResultRecord.model_validate(r) for r in data.get("records", [])], rows)
     document = {"schema_version": SCHEMA_VERSION, "schema": "spatial_tasks/results/record.schema.json",
                 "key": ["model", "model_args", "benchmark", "task", "metric", "run_id"],
+                "written_with": software(),  # each record names its own run's software
                 "records": [r.model_dump() for r in rows]}
     json_path = out / LEADERBOARD_JSON
     json_path.write_text(json.dumps(document, indent=1, allow_nan=False) + "\n", encoding="utf-8")

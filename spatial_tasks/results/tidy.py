@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
+from spatial_tasks.common.environment import ENVIRONMENT_KEY, software
 from spatial_tasks.common.samples import LABEL_DROPS, Run, find_runs, samples_benchmark
 from spatial_tasks.results.headlines import BenchmarkHeadlines, headlines
 from spatial_tasks.results.intervals import ITERATIONS, SEED
@@ -103,14 +104,46 @@ def _data_source(config: dict) -> tuple[str | None, str | None]:
     return (None if source is None else str(source)), (None if revision is None else str(revision))
 
 
+def run_software(config: dict) -> dict:
+    """The software one task of a run recorded (harness: config metadata); {} for runs made
+    before spatial-tasks recorded it, or by tasks that are not ours."""
+    metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+    found = metadata.get(ENVIRONMENT_KEY)
+    return {k: (None if v is None else str(v)) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def software_of(run: Run) -> dict:
+    """The software one lmms-eval run recorded ({} when none of its tasks did)."""
+    configs = run.results().get("configs") or {}
+    return next((e for e in (run_software(c) for c in configs.values() if isinstance(c, dict)) if e), {})
+
+
+def software_fields(env: dict) -> dict:
+    """A recorded software dict (``common.environment.software``) as record fields."""
+    return {"lmms_eval_version": env.get("lmms_eval"), "python_version": env.get("python"),
+            "torch_version": env.get("torch"), "transformers_version": env.get("transformers"),
+            "datasets_version": env.get("datasets"), "spatial_tasks_version": env.get("spatial_tasks"),
+            "spatial_tasks_commit": env.get("spatial_tasks_commit"), "lock_hash": env.get("lock")}
+
+
+def scored_with() -> str:
+    """This spatial-tasks, which computes the figures: "VERSION (COMMIT)"."""
+    env = software()
+    return f"{env['spatial_tasks'] or '?'} ({env['spatial_tasks_commit'] or 'no git checkout'})"
+
+
 def _provenance(results: dict, task: str, model: str, args: str, run_id: str) -> dict:
     configs = results.get("configs") or {}
     members = [task] if task in configs else list((results.get("group_subtasks") or {}).get(task) or ())
     sources = [_data_source(configs.get(t) or {}) for t in members]  # a group: its subtasks' sources
     joined = [" | ".join(sorted({s[i] for s in sources if s[i]})) or None for i in (0, 1)]
     version = (results.get("versions") or {}).get(task)
-    return {"model": model, "model_args": args, "run_id": run_id,
-            "lmms_eval_version": str(results["lmms_eval_version"]) if results.get("lmms_eval_version") else None,
+    env = next((e for e in (run_software(configs.get(t) or {}) for t in members) if e), {})
+    fields = software_fields(env)
+    if not fields["lmms_eval_version"]:  # an older run: lmms-eval's own "branch@commit", if it says anything
+        recorded = str(results.get("lmms_eval_version") or "")
+        fields["lmms_eval_version"] = recorded if recorded and recorded != "unknown@unknown" else None
+    return {"model": model, "model_args": args, "run_id": run_id, **fields, "scored_with": scored_with(),
             "task_version": None if version is None else str(version),
             "data_source": joined[0], "data_revision": joined[1]}
 
@@ -128,8 +161,8 @@ def collect(roots: list[Path], iterations: int = ITERATIONS, seed: int = SEED, p
 def scope_records(benchmark: str, rows: list[dict], task: str, model: str, run_id: str, data_source: str,
                   iterations: int = ITERATIONS, seed: int = SEED) -> list[ResultRecord]:
     """Headline records of per-question records that come from outside an lmms-eval run (O3-D's
-    released outputs): no model_args, versions or revision to record."""
-    meta = {"model": model, "model_args": "", "run_id": run_id, "lmms_eval_version": None, "task_version": None,
+    released outputs): no model_args, run software or revision to record."""
+    meta = {"model": model, "model_args": "", "run_id": run_id, "task_version": None, "scored_with": scored_with(),
             "data_source": data_source, "data_revision": None}
     return _task_records(headlines()[benchmark], rows, None, task, meta, iterations, seed)
 

@@ -35,7 +35,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from spatial_tasks.common.samples import Run, find_runs, samples_benchmark
+from spatial_tasks.common.environment import mixed_warning
 from spatial_tasks.results.paper import paper_results
+from spatial_tasks.results.tidy import software_of
 
 STRONG, ACCEPTABLE = 2.5, 5.0  # |Δ| in points (EASI's bands)
 EXACT_DECIMALS = 4  # Table 12 prints 4 decimals
@@ -226,6 +228,7 @@ def verify(paths: list[Path]) -> dict:
     """Every checked cell under ``paths``, the unmatched models, and the verdict."""
     cells: list[Cell] = []
     unmatched: list[str] = []
+    software: dict[str, dict] = {}  # run -> the software it recorded
     for path in paths:
         path = Path(path)
         if path.is_file():
@@ -240,6 +243,7 @@ def verify(paths: list[Path]) -> dict:
             cells += found
             unmatched += missing
         for run in find_runs(path):
+            software[f"{run.folder}:{run.stamp}"] = software_of(run)
             found, missing = verify_run(run)
             cells += found
             unmatched += missing
@@ -249,6 +253,7 @@ def verify(paths: list[Path]) -> dict:
     checked = [c for c in cells if c.grade != "missing"]  # our figure undefined there: nothing to compare
     return {"cells": [asdict(c) for c in cells], "grades": dict(grades),
             "unmatched_models": sorted(set(unmatched)), "checked": len(checked),
+            "software": software, "software_warning": mixed_warning(list(software.values()), "runs verified here"),
             "passed": bool(checked) and all(c.passed for c in checked)}
 
 
@@ -268,6 +273,8 @@ def verify_lines(result: dict) -> list[str]:
     if result["unmatched_models"]:
         lines.append("No paper row for: " + ", ".join(result["unmatched_models"]) +
                      " (tasks/<benchmark>/paper_results.yaml lists each paper's models, Hub ids and aliases).")
+    if result.get("software_warning"):
+        lines.append(result["software_warning"])
     if not result["checked"]:
         lines.append("FAILED: nothing was verified -- no run or released file matched a paper model.")
     else:

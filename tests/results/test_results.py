@@ -37,7 +37,16 @@ from spatial_tasks.spatialtunnel.rescore import records_from_samples
 
 def test_the_shipped_json_schema_is_the_records_schema():
     assert json.loads(SCHEMA_FILE.read_text()) == json_schema()  # regenerate: python -m spatial_tasks.results.schema
-    assert json_schema()["properties"]["schema_version"]["const"] == "1"
+    version = json_schema()["properties"]["schema_version"]
+    assert version["default"] == "2" and version["enum"] == ["1", "2"]  # "1" files (no software fields) still read
+    old = {k: v for k, v in ResultRecord(model="m", model_args="", benchmark="o3d", task="t", metric="acc", value=0.5,
+                                         n=2, run_id="r").model_dump().items() if k in _SCHEMA_1_FIELDS}
+    assert ResultRecord.model_validate({**old, "schema_version": "1"}).torch_version is None
+
+
+_SCHEMA_1_FIELDS = {"schema_version", "model", "model_args", "benchmark", "task", "metric", "value", "n", "ci_low",
+                    "ci_high", "ci_method", "headline", "run_id", "lmms_eval_version", "task_version", "data_source",
+                    "data_revision"}
 
 
 def test_wilson_interval_known_values():
@@ -96,7 +105,16 @@ def test_tidy_records_of_a_real_run(baseline_runs, tmp_path):
     v = by[("spatialtunnel_sample", "v")]
     assert v.ci_method == "wilson" and v.ci_low < v.value < v.ci_high and v.n == 344
     assert v.model == "spatial_baseline" and v.model_args == "rule=vertical" and v.headline
-    assert v.lmms_eval_version and v.task_version and v.data_source.startswith("parquet:")
+    assert v.task_version and v.data_source.startswith("parquet:")
+    # the software of the run, as the run recorded it (harness: task config metadata)
+    from importlib.metadata import version
+
+    from spatial_tasks.common.environment import lock_hash, software
+
+    assert (v.lmms_eval_version, v.torch_version, v.transformers_version, v.datasets_version, v.spatial_tasks_version) \
+        == tuple(version(p) for p in ("lmms-eval", "torch", "transformers", "datasets", "spatial-tasks"))
+    assert v.python_version == software()["python"] and v.lock_hash == lock_hash()
+    assert v.spatial_tasks_commit == software()["spatial_tasks_commit"] and v.scored_with.startswith(version("spatial-tasks"))
     written = read_jsonl(write_jsonl(records, tmp_path / "r.jsonl"))
     assert written == records and tuple(written[0].model_dump()) == FIELDS
     assert merge(records, records) == records  # appending the same run adds nothing

@@ -1,0 +1,103 @@
+"""The software a run was made with: package versions, this checkout's commit and the lock it
+was installed from. Every result names these (a VLM's score moves with transformers' processors
+and chat templates), and the report and ``verify`` warn when compared rows differ.
+
+``software()`` is what an lmms-eval run records (in each of our tasks' config metadata, under
+``ENVIRONMENT_KEY``) and what the tidy records copy.
+"""
+
+from __future__ import annotations
+
+import functools
+import platform
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+ENVIRONMENT_KEY = "spatial_tasks_environment"
+# Written by .ci/setup after it installed uv.lock into the environment: the lock's sha256.
+LOCK_STAMP = "spatial-tasks-lock.sha256"
+# (record field, distribution): the packages whose versions every result names.
+PACKAGES = (("torch", "torch"), ("transformers", "transformers"), ("lmms_eval", "lmms-eval"),
+            ("datasets", "datasets"), ("spatial_tasks", "spatial-tasks"))
+# What moves a VLM's numbers between two runs of the same model: compared rows must agree on these.
+MODEL_SIDE = ("torch", "transformers")
+
+
+def package_version(name: str) -> str | None:
+    """The installed version of a distribution; None when it is not installed."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def git_commit(start: Path | None = None) -> str:
+    """The commit of the checkout holding ``start`` (this package by default), "+dirty" when
+    tracked files changed; "unknown" outside a git checkout (an installed wheel) or before the
+    first commit."""
+    folder = Path(start) if start is not None else Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True,
+                                text=True, timeout=10, check=False)
+        if commit.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=folder,
+                               capture_output=True, text=True, timeout=10, check=False)
+        return commit.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def lock_hash(prefix: str | Path | None = None) -> str | None:
+    """The sha256 of the uv.lock this environment was installed from (``.ci/setup`` stamps it);
+    None for an environment installed without the lock (``pip install -e .``, a wheel)."""
+    stamp = Path(prefix if prefix is not None else sys.prefix) / LOCK_STAMP
+    try:
+        text = stamp.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return text if len(text) == 64 and all(c in "0123456789abcdef" for c in text) else None
+
+
+@functools.cache
+def software() -> dict[str, str | None]:
+    """This process's software: python, the ``PACKAGES`` versions, spatial-tasks' commit and the
+    lock's hash (each None where unknown). Computed once per process."""
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    out.update({field: package_version(dist) for field, dist in PACKAGES})
+    commit = git_commit()
+    out["spatial_tasks_commit"] = None if commit == "unknown" else commit
+    out["lock"] = lock_hash()
+    return out
+
+
+def describe(env: dict[str, str | None]) -> str:
+    """One line: "python 3.13.0, torch 2.15.0, ..., lock 2043f8a0990f" (unknowns as "?")."""
+    parts = [f"{k} {v if v else '?'}" for k, v in env.items() if k not in ("spatial_tasks_commit", "lock")]
+    commit = env.get("spatial_tasks_commit")
+    lock = env.get("lock")
+    return ", ".join(parts) + (f" ({commit[:12]})" if commit else "") + \
+        (f", lock {lock[:12]}" if lock else ", no lock")
+
+
+def differing(envs: list[dict[str, str | None]], fields: tuple[str, ...] = MODEL_SIDE) -> dict[str, list[str]]:
+    """Of ``fields``, those on which the given environments disagree: {field: sorted distinct
+    known values}. Unknown values (None) are not a disagreement."""
+    out = {}
+    for field in fields:
+        values = sorted({str(e.get(field)) for e in envs if e.get(field)})
+        if len(values) > 1:
+            out[field] = values
+    return out
+
+
+def mixed_warning(envs: list[dict[str, str | None]], what: str = "rows compared here") -> str | None:
+    """A warning when ``envs`` disagree on torch or transformers (``MODEL_SIDE``), else None."""
+    found = differing(envs)
+    if not found:
+        return None
+    listed = "; ".join(f"{field} {', '.join(values)}" for field, values in found.items())
+    return (f"Warning: the {what} ran with different versions ({listed}): a VLM's scores move with its "
+            f"processor and chat template, so differences between these rows may come from the software.")
