@@ -1,7 +1,8 @@
 """A small version-adaptive layer over Blender's Python module (``bpy`` 4.5 LTS and 5.x).
 
 Scene scripts call these helpers instead of bpy where the API moved between releases, so one
-script renders with bpy 4.5 (Python 3.11) and bpy 5.2 (Python 3.13):
+script renders with bpy 5.2 (Python 3.13, what ``[render]`` installs) and with bpy 4.5 (a hand-installed
+Blender 4.5 LTS; spatial-tasks itself no longer runs on the Python 3.11 its wheels need):
 
 * sky texture type: ``'NISHITA'`` (4.5) is ``'SINGLE_SCATTERING'`` (5.x), same pixels;
 * multilayer EXR output needs ``image_settings.media_type = 'MULTI_LAYER_IMAGE'`` in 5.x;
@@ -37,7 +38,7 @@ from spatial_tasks.common.errors import UserError
 
 INSTALL_HINT = (
     "Blender's Python module is needed to render: pip install 'spatial-tasks[render]' "
-    "(bpy 5.2 on Python 3.13, bpy 4.5 on Python 3.11)"
+    "(bpy 5.2, which has wheels for Python 3.13 only)"
 )
 
 # Canonical pass names (5.x spelling) for the names a multilayer EXR may carry.

@@ -30,7 +30,7 @@ from spatial_tasks.results.schema import (
 )
 from spatial_tasks.results.scorecard import headline_records
 from spatial_tasks.results.tidy import identity_args, run_records
-from spatial_tasks.results.verify import grade_points, verify
+from spatial_tasks.results.verify import grade_points, verify, verify_lines
 from spatial_tasks.spatialtunnel import metrics as st_metrics
 from spatial_tasks.spatialtunnel.rescore import records_from_samples
 
@@ -304,3 +304,30 @@ def test_grouped_bootstrap_agrees_with_the_row_list_bootstrap():
     assert fast[0] < delta.compute(rows) < fast[1]
     assert abs(fast[0] - slow[0]) < 0.01 and abs(fast[1] - slow[1]) < 0.01
     assert grouped_bootstrap(rows, delta.grouped, unit, iterations=1000, seed=0) == fast  # seeded
+
+
+def test_report_and_verify_warn_when_compared_runs_ran_with_other_software(baseline_runs, tmp_path):
+    from spatial_tasks.common.environment import ENVIRONMENT_KEY
+
+    runs = tmp_path / "runs"
+    shutil.copytree(baseline_runs, runs)
+    out = tmp_path / "report"
+    write_report(runs, out)
+    text = (out / "report.md").read_text()
+    assert "## Software" in text and "Warning" not in text  # one environment: nothing to warn about
+    assert json.loads((out / "leaderboard.json").read_text())["written_with"]["torch"]
+    # the oracle run told it ran with another transformers
+    for results_file in (runs / "oracle").rglob("*_results.json"):
+        data = json.loads(results_file.read_text())
+        for config in data["configs"].values():
+            config["metadata"][ENVIRONMENT_KEY]["transformers"] = "5.17.0"
+        results_file.write_text(json.dumps(data))
+    write_report(runs, out)
+    text = (out / "report.md").read_text()
+    assert "**Warning: the rows of this scorecard ran with different versions (transformers 5.17.0, " in text
+    assert "**Warning: the runs compared in this report ran with different versions (transformers 5.17.0, " in text
+    assert "| 5.17.0 |" in text[text.index("## Software"):]
+    result = verify([runs])
+    assert result["software_warning"].startswith("Warning: the runs verified here ran with different versions "
+                                                 "(transformers 5.17.0, ")
+    assert result["software_warning"] in verify_lines(result)
