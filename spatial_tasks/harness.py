@@ -47,7 +47,7 @@ What lives here, and why:
    commands that start lmms-eval (``check_runtime``). A mismatch is one line naming the package,
    its installed version, the working range and the fix, with exit status 2 -- never a traceback
    after the model loaded. We name the break rather than patch around it: the fix is the user's
-   one pip command, and the lock (uv.lock) already holds a working version.
+   one pip command, and the lock (requirements.lock) already holds a working version.
 11. **The software of a run** (``common.environment.software()``) goes into each of our tasks'
    config metadata when its data loads, so lmms-eval's results file names the versions that made
    it (lmms-eval itself records only "branch@commit" of its own checkout).

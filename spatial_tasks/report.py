@@ -34,7 +34,7 @@ from spatial_tasks.results.scorecard import (
     scorecard_lines,
     write_leaderboard,
 )
-from spatial_tasks.results.tidy import run_records, scored_with, software_of
+from spatial_tasks.results.tidy import run_records, software_of
 
 MANIFEST = ".spatial-tasks-report.json"
 TITLES = {"spatialtunnel": "SpatialTunnel", "o3d": "O3-D", "dori": "DORI", "vague": "VAGUE",
@@ -117,8 +117,8 @@ def software_lines(runs: Sequence[Run]) -> list[str]:
         lines.append("| " + " | ".join([f"`{label}`", *(c or "?" for c in cells), (commit or "?")[:12],
                                        (lock[:12] if lock else "none")]) + " |")
     lines += ["", "As each run recorded them (\"?\": the run predates this record, or its tasks are not ours); "
-              "lock: the sha256 of the uv.lock its environment was installed from (none: installed without it). "
-              f"Figures recomputed by {scored_with()}, {describe(software())}."]
+              "lock: the sha256 of the requirements.lock its environment was installed from (none: installed without it). "
+              f"Figures recomputed here with {describe(software())}."]
     warning = mixed_warning([env for _, env in rows], "runs compared in this report")
     return lines + (["", f"**{warning}**"] if warning else [])
 

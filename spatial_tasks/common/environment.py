@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 
 ENVIRONMENT_KEY = "spatial_tasks_environment"
-# Written by .ci/setup after it installed uv.lock into the environment: the lock's sha256.
+# Written by .ci/setup after it installed requirements.lock into the environment: the lock's sha256.
 LOCK_STAMP = "spatial-tasks-lock.sha256"
 # (record field, distribution): the packages whose versions every result names.
 PACKAGES = (("torch", "torch"), ("transformers", "transformers"), ("lmms_eval", "lmms-eval"),
@@ -51,7 +51,7 @@ def git_commit(start: Path | None = None) -> str:
 
 
 def lock_hash(prefix: str | Path | None = None) -> str | None:
-    """The sha256 of the uv.lock this environment was installed from (``.ci/setup`` stamps it);
+    """The sha256 of the requirements.lock this environment was installed from (``.ci/setup`` stamps it);
     None for an environment installed without the lock (``pip install -e .``, a wheel)."""
     stamp = Path(prefix if prefix is not None else sys.prefix) / LOCK_STAMP
     try:
@@ -74,12 +74,13 @@ def software() -> dict[str, str | None]:
 
 
 def describe(env: dict[str, str | None]) -> str:
-    """One line: "python 3.13.0, torch 2.15.0, ..., lock 2043f8a0990f" (unknowns as "?")."""
-    parts = [f"{k} {v if v else '?'}" for k, v in env.items() if k not in ("spatial_tasks_commit", "lock")]
-    commit = env.get("spatial_tasks_commit")
-    lock = env.get("lock")
-    return ", ".join(parts) + (f" ({commit[:12]})" if commit else "") + \
-        (f", lock {lock[:12]}" if lock else ", no lock")
+    """One line: "spatial-tasks 0.1.0 (1ae376978c12), python 3.13.0, torch 2.15.0, ...,
+    lock c467798c4bb1" (unknowns as "?")."""
+    commit, lock = env.get("spatial_tasks_commit"), env.get("lock")
+    head = f"spatial-tasks {env.get('spatial_tasks') or '?'}" + (f" ({commit[:12]})" if commit else "")
+    parts = [f"{k.replace('_', '-')} {v or '?'}" for k, v in env.items()
+             if k not in ("spatial_tasks", "spatial_tasks_commit", "lock")]
+    return ", ".join([head, *parts, f"lock {lock[:12]}" if lock else "installed without the lock"])
 
 
 def differing(envs: list[dict[str, str | None]], fields: tuple[str, ...] = MODEL_SIDE) -> dict[str, list[str]]:

@@ -19,7 +19,8 @@ SCHEMA_FILE = Path(__file__).with_name("record.schema.json")
 class ResultRecord(BaseModel):
     """One (model, task, metric) figure with its interval and where it came from."""
 
-    model_config = ConfigDict(extra="forbid", title="spatial-tasks result record")
+    # protected_namespaces=(): pydantic < 2.10 warns on every import about the field "model_args"
+    model_config = ConfigDict(extra="forbid", title="spatial-tasks result record", protected_namespaces=())
     schema_version: Literal["1", "2"] = SCHEMA_VERSION  # "1" files (no software fields) still read
     model: str = Field(description="lmms-eval model id (--model)")
     model_args: str = Field(description="--model_args that identify the model: sorted, placement and batching "
@@ -45,8 +46,8 @@ class ResultRecord(BaseModel):
     spatial_tasks_version: str | None = Field(default=None, description="spatial-tasks in the run (its prompts)")
     spatial_tasks_commit: str | None = Field(default=None, description="git commit of that spatial-tasks checkout; "
                                                                        "'+dirty' with local changes")
-    lock_hash: str | None = Field(default=None, description="sha256 of the uv.lock the run's environment was "
-                                                            "installed from; null: installed without it")
+    lock_hash: str | None = Field(default=None, description="sha256 of the requirements.lock the run's "
+                                                            "environment was installed from; null: installed without it")
     scored_with: str | None = Field(default=None, description="the spatial-tasks that computed this figure: "
                                                               "'VERSION (COMMIT)'")
     task_version: str | None = None

@@ -320,14 +320,14 @@ def test_report_and_verify_warn_when_compared_runs_ran_with_other_software(basel
     for results_file in (runs / "oracle").rglob("*_results.json"):
         data = json.loads(results_file.read_text())
         for config in data["configs"].values():
-            config["metadata"][ENVIRONMENT_KEY]["transformers"] = "5.17.0"
+            config["metadata"][ENVIRONMENT_KEY]["transformers"] = "4.0.0"  # no environment here has it
         results_file.write_text(json.dumps(data))
     write_report(runs, out)
     text = (out / "report.md").read_text()
-    assert "**Warning: the rows of this scorecard ran with different versions (transformers 5.17.0, " in text
-    assert "**Warning: the runs compared in this report ran with different versions (transformers 5.17.0, " in text
-    assert "| 5.17.0 |" in text[text.index("## Software"):]
+    assert "**Warning: the rows of this scorecard ran with different versions (transformers 4.0.0, " in text
+    assert "**Warning: the runs compared in this report ran with different versions (transformers 4.0.0, " in text
+    assert "| 4.0.0 |" in text[text.index("## Software"):]
     result = verify([runs])
     assert result["software_warning"].startswith("Warning: the runs verified here ran with different versions "
-                                                 "(transformers 5.17.0, ")
+                                                 "(transformers 4.0.0, ")
     assert result["software_warning"] in verify_lines(result)
