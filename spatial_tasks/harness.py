@@ -144,7 +144,7 @@ def runtime_problems(needs: Sequence[RuntimeNeed] = RUNTIME_NEEDS) -> list[str]:
             except _metadata.PackageNotFoundError:
                 found = "not installed"
             out.append(f"{need.package} {found} breaks lmms-eval: {need.why}; {need.package}{need.works} works. "
-                       f"Fix: pip install '{need.package}{need.works}' (or install the tested set: bash .ci/setup)")
+                       f"Fix: pip install '{need.package}{need.works}' (or, in a checkout, the tested set: bash .ci/setup)")
     return out
 
 

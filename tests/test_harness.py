@@ -124,7 +124,7 @@ def test_runtime_needs_hold_here_and_a_missing_one_is_one_line():
 
     assert line == (f"filelock {version('filelock')} breaks lmms-eval: lmms-eval imports filelock._gone; "
                     "filelock>=3.16,<4.3 works. Fix: pip install 'filelock>=3.16,<4.3' "
-                    "(or install the tested set: bash .ci/setup)")
+                    "(or, in a checkout, the tested set: bash .ci/setup)")
 
 
 @pytest.mark.cli

@@ -183,14 +183,20 @@ def test_generate_end_to_end(tmp_path):
     assert sorted(upload_list(again)) == ["README.md", "canonical_orientation/test-00000-of-00001.parquet",
                                           "viewer_scene_direction/test-00000-of-00001.parquet"]
     co = [d for d in docs if d["task"] == "canonical_orientation" and d["granularity"] == "granular"]
+    restorable = 0
     for doc in co:  # the shown image, restored by the answer, is the source render
         truth = json.loads(doc["truth"])
         from spatial_tasks.common.images import open_ref
 
         shown = open_ref(doc["image"])
+        if truth["restore"] is None:  # a drawn symmetric pattern: nothing to restore (the paper's Fig. 24)
+            assert truth["image"].startswith("pattern-") and gen.is_symmetric(shown), truth
+            continue
+        restorable += 1
         restored = gen.apply_operations(shown, truth["restore"])
         source = Image.open(work / truth["image"]).convert("RGB")
         assert np.array_equal(np.asarray(restored), np.asarray(source))
+    assert restorable == 6  # every render of the work folder (the 2 drawn patterns have no orientation)
 
 
 def test_cli_flag_errors_are_one_line(tmp_path):
