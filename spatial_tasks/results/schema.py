@@ -60,6 +60,11 @@ class ResultRecord(BaseModel):
 
 
 FIELDS = tuple(ResultRecord.model_fields)
+# common.environment.software()'s keys -> the record fields that hold them (one mapping, both ways).
+SOFTWARE_FIELDS = {"lmms_eval": "lmms_eval_version", "python": "python_version", "torch": "torch_version",
+                   "transformers": "transformers_version", "datasets": "datasets_version",
+                   "spatial_tasks": "spatial_tasks_version", "spatial_tasks_commit": "spatial_tasks_commit",
+                   "lock": "lock_hash"}
 
 
 def json_schema() -> dict:

@@ -11,7 +11,7 @@ from pathlib import Path
 from spatial_tasks.common.environment import mixed_warning, software
 from spatial_tasks.common.formatting import number
 from spatial_tasks.results.headlines import headlines
-from spatial_tasks.results.schema import SCHEMA_VERSION, ResultRecord, merge, write_csv
+from spatial_tasks.results.schema import SCHEMA_VERSION, SOFTWARE_FIELDS, ResultRecord, merge, write_csv
 
 LEADERBOARD_JSON, LEADERBOARD_CSV = "leaderboard.json", "leaderboard.csv"
 
@@ -68,10 +68,7 @@ def scorecard_lines(records: Sequence[ResultRecord]) -> list[str]:
 
 def record_software(record: ResultRecord) -> dict[str, str | None]:
     """A record's run software, keyed as ``common.environment.software()`` keys it."""
-    return {"python": record.python_version, "torch": record.torch_version,
-            "transformers": record.transformers_version, "lmms_eval": record.lmms_eval_version,
-            "datasets": record.datasets_version, "spatial_tasks": record.spatial_tasks_version,
-            "spatial_tasks_commit": record.spatial_tasks_commit, "lock": record.lock_hash}
+    return {key: getattr(record, field) for key, field in SOFTWARE_FIELDS.items()}
 
 
 def write_leaderboard(records: Sequence[ResultRecord], out: Path, previous: Path | None = None) -> list[Path]:

@@ -13,7 +13,7 @@ from spatial_tasks.common.environment import ENVIRONMENT_KEY, software
 from spatial_tasks.common.samples import LABEL_DROPS, Run, find_runs, samples_benchmark
 from spatial_tasks.results.headlines import BenchmarkHeadlines, headlines
 from spatial_tasks.results.intervals import ITERATIONS, SEED
-from spatial_tasks.results.schema import ResultRecord
+from spatial_tasks.results.schema import SOFTWARE_FIELDS, ResultRecord
 
 
 def identity_args(model_args: object) -> str:
@@ -120,10 +120,7 @@ def software_of(run: Run) -> dict:
 
 def software_fields(env: dict) -> dict:
     """A recorded software dict (``common.environment.software``) as record fields."""
-    return {"lmms_eval_version": env.get("lmms_eval"), "python_version": env.get("python"),
-            "torch_version": env.get("torch"), "transformers_version": env.get("transformers"),
-            "datasets_version": env.get("datasets"), "spatial_tasks_version": env.get("spatial_tasks"),
-            "spatial_tasks_commit": env.get("spatial_tasks_commit"), "lock_hash": env.get("lock")}
+    return {field: env.get(key) for key, field in SOFTWARE_FIELDS.items()}
 
 
 def scored_with() -> str:
