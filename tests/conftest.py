@@ -96,3 +96,34 @@ def openai_server() -> Iterator[OpenAIStubServer]:
     """
     with OpenAIStubServer() as server:
         yield server
+
+
+def shared_across_workers(tmp_path_factory: pytest.TempPathFactory, name: str, make) -> Path:
+    """``make(folder)`` once per test session, whichever pytest-xdist worker asks first; the others
+    wait for it and get the same folder (each worker has its own session fixtures). A run that
+    failed is not retried by the next worker: its error is raised there too."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    base = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder, done, failed = base / name, base / f"{name}.done", base / f"{name}.failed"
+    with FileLock(str(base / f"{name}.lock")):
+        if failed.exists():
+            raise RuntimeError(f"{name}: building it failed in another worker: {failed.read_text()}")
+        if not done.exists():
+            try:
+                make(folder)
+            except BaseException as err:
+                failed.write_text(f"{type(err).__name__}: {err}"[:2000])
+                raise
+            done.touch()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def golden_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Real lmms-eval runs of the baseline over every bundled sample (``tests/golden_figures.RUNS``:
+    one run per benchmark, relabelled as a paper model), made once per session. Read-only."""
+    from golden_figures import make_runs
+
+    return shared_across_workers(tmp_path_factory, "golden_runs", make_runs)

@@ -1,0 +1,45 @@
+"""Every figure of rescore, results, verify, the report's tables and leaderboard.json stays what it
+was before the benchmarks became one unit each (tests/golden_figures.py says what is compared)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from golden_figures import GOLDEN, figures
+
+
+def _differences(ours: object, golden: object, where: str = "") -> list[str]:
+    """Where the two documents differ (floats within 1e-8: BLAS may round the last bits)."""
+    if isinstance(golden, dict) and isinstance(ours, dict):
+        out = [f"{where}/{k}: missing" for k in golden if k not in ours]
+        out += [f"{where}/{k}: new" for k in ours if k not in golden]
+        for key in golden:
+            if key in ours:
+                out += _differences(ours[key], golden[key], f"{where}/{key}")
+        return out
+    if isinstance(golden, list) and isinstance(ours, list):
+        if len(golden) != len(ours):
+            return [f"{where}: {len(ours)} items, golden {len(golden)}"]
+        return [d for i, (a, b) in enumerate(zip(ours, golden, strict=True)) for d in _differences(a, b, f"{where}[{i}]")]
+    if isinstance(golden, float) and isinstance(ours, (int, float)) and not isinstance(ours, bool):
+        return [] if math.isclose(ours, golden, rel_tol=0, abs_tol=1e-8) else [f"{where}: {ours!r} != golden {golden!r}"]
+    return [] if ours == golden else [f"{where}: {ours!r} != golden {golden!r}"]
+
+
+def test_the_figures_are_the_golden_ones(golden_runs, tmp_path):
+    golden = json.loads(GOLDEN.read_text())
+    ours = json.loads(json.dumps(figures(golden_runs, tmp_path / "report")))
+    differences = _differences(ours, golden)
+    assert not differences, "\n".join(differences[:40])
+    assert golden["verify"]["grades"]["exact"] == 65  # every reproducible Table 12 cell of the release, exact
+
+
+def test_the_comparison_sees_a_moved_figure():
+    golden = json.loads(GOLDEN.read_text())
+    moved = json.loads(json.dumps(golden))
+    moved["results"][0]["value"] = (moved["results"][0]["value"] or 0) + 1e-6
+    assert _differences(moved, golden) and not _differences(golden, golden)
+    with pytest.raises(AssertionError):
+        assert not _differences({**golden, "results": golden["results"][1:]}, golden)
