@@ -47,11 +47,11 @@ def main() -> None:
         start = time.perf_counter()
         low, high, method = headline.interval(scope, spec.unit, args.iterations, 0)
         took = time.perf_counter() - start
-        line = (f"{headline.metric:14} {headline.compute(scope):8.4f} [{low:.4f}, {high:.4f}] {method:17} "
+        line = (f"{headline.metric:14} {headline.value(scope):8.4f} [{low:.4f}, {high:.4f}] {method:17} "
                 f"{took:7.2f} s")
         if args.python and headline.grouped is not None:
             start = time.perf_counter()
-            slow = cluster_bootstrap(scope, headline.compute, spec.unit, args.iterations, 0)
+            slow = cluster_bootstrap(scope, headline.value, spec.unit, args.iterations, 0)
             line += f"   row-list: [{slow[0]:.4f}, {slow[1]:.4f}] {time.perf_counter() - start:7.2f} s"
         print(line)
 

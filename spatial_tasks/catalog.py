@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import yaml
 
-from spatial_tasks.paths import output_folder, tasks_dir
+from spatial_tasks.paths import output_folder
+from spatial_tasks.registry import benchmarks, get
 
 TASK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,99}$")
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
@@ -32,6 +33,7 @@ class TaskEntry:
     kind: str  # task | group
     source: str  # default data: Hub id [config] or the bundled sample
     path: Path
+    benchmark: str  # the registered benchmark whose task folder holds it
 
 
 def _config(path: Path) -> dict:
@@ -40,7 +42,7 @@ def _config(path: Path) -> dict:
     return load_yaml_config(str(path), mode="simple")
 
 
-def _source(cfg: dict, path: Path | None = None) -> str:
+def _source(cfg: dict, note: str | None = None) -> str:
     if cfg.get("dataset_path") == "parquet":
         return "bundled sample (offline)"
     kwargs = cfg.get("dataset_kwargs") or {}
@@ -49,8 +51,8 @@ def _source(cfg: dict, path: Path | None = None) -> str:
     where = f"{cfg.get('dataset_path')}" + (f" [{name}]" if name else "")
     if files:
         where += " " + ",".join(str(f) for f in files.values())
-    if path is not None and path.parent.name == "dori":
-        return f"{where} (configs discovered at load time)"
+    if note:
+        return f"{where} ({note})"
     return where + f" split={cfg.get('test_split')}"
 
 
@@ -62,13 +64,18 @@ def task_catalog() -> list[TaskEntry]:
 @cache
 def _read_catalog() -> tuple[TaskEntry, ...]:
     entries = []
-    for path in sorted(tasks_dir().rglob("*.yaml")):
-        cfg = _config(path)
-        if "group" in cfg:
-            subtasks = cfg.get("task", [])
-            entries.append(TaskEntry(cfg["group"], "group", "= " + " + ".join(map(str, subtasks)), path))
-        elif "task" in cfg:
-            entries.append(TaskEntry(cfg["task"], "task", _source(cfg, path), path))
+    folders: dict[Path, str] = {}  # a task folder belongs to the first benchmark that names it
+    for benchmark in benchmarks().values():
+        folders.setdefault(benchmark.tasks_folder().resolve(), benchmark.name)
+    for folder, name in folders.items():
+        note = get(name).source_note
+        for path in sorted(folder.rglob("*.yaml")):
+            cfg = _config(path)
+            if "group" in cfg:
+                subtasks = cfg.get("task", [])
+                entries.append(TaskEntry(cfg["group"], "group", "= " + " + ".join(map(str, subtasks)), path, name))
+            elif "task" in cfg:
+                entries.append(TaskEntry(cfg["task"], "task", _source(cfg, note), path, name))
     return tuple(entries)
 
 
@@ -107,9 +114,7 @@ def write_custom_task(base_task: str, data: str | None, out: Path, name: str | N
     if any(e.name == name for e in task_catalog()):
         raise ValueError(f"--name {name!r} is already one of our tasks; pick another name")
     spec: dict = {"include": str(entry.path), "task": name}
-    if data is not None and entry.path.parent.name in READ_WHOLE:
-        spec.update(_whole_source_spec(entry.path.parent.name, base_task, data, base_cfg, config, split))
-    elif data is not None:
+    if data is not None:
         spec.update(_data_spec(entry, base_cfg, data, config, split))
     elif config is not None or split is not None:
         raise ValueError("--config and --split need --data (they choose what to read from it)")
@@ -119,175 +124,67 @@ def write_custom_task(base_task: str, data: str | None, out: Path, name: str | N
         spec["metadata"] = _metadata_spec(base_task, base_cfg, metadata)
     if data is None and not prompt and not metadata:
         raise ValueError("nothing to change: pass --data, --prompt KEY=VALUE and/or --metadata KEY=VALUE")
-    return _write_yaml(Path(out), name, spec, overwrite)
+    return write_yaml(Path(out), name, spec, overwrite)
+
+
+@dataclass(frozen=True)
+class CustomData:
+    """What ``custom-task --data`` asks for, handed to the benchmark's ``custom_data`` rule:
+    ``local`` is the resolved local folder (None for a Hub id). ``generic(dataset_name)`` is the
+    shared rule: the datasets folder or Hub repo in the layout ``spatial-tasks publish`` writes."""
+
+    benchmark: str
+    base_task: str
+    base_cfg: dict
+    data: str
+    local: Path | None
+    config: str | None
+    split: str | None
+
+    @property
+    def repo(self) -> str:
+        """``data`` as a Hub id (``hub:`` taken off)."""
+        return self.data.removeprefix(HUB_PREFIX)
+
+    def default_config(self) -> str | None:
+        """The base task's config (for a bundled-sample task: the folder of its parquet file)."""
+        if self.config is not None:
+            return self.config
+        if self.base_cfg.get("dataset_path") == "parquet":
+            return _config_for_sample(self.base_cfg)
+        return self.base_cfg.get("dataset_name")
+
+    def generic(self, dataset_name: str | None) -> dict:
+        if self.local is None:
+            return {"dataset_path": self.repo, "dataset_name": dataset_name,
+                    "test_split": self.split or str(self.base_cfg["test_split"]), "dataset_kwargs": {}}
+        chosen = _choose_split(self.split, self.local, dataset_name, self.base_cfg)
+        return {"dataset_path": str(self.local), "dataset_name": dataset_name, "test_split": chosen,
+                "dataset_kwargs": {}}
+
+    def whole_source(self, check: Callable[[Path], None], test_split: str) -> dict:
+        """For tasks that read a whole source (every file, config and split) and keep their own
+        questions: the custom task names the source; a local one is ``check``ed first."""
+        if self.config is not None or self.split is not None:
+            raise ValueError(f"--config/--split: {self.benchmark} tasks read the whole of --data and keep their own "
+                             "questions; point --data at the data you want instead")
+        if self.local is not None:
+            check(self.local)
+        return {"dataset_path": str(self.local) if self.local is not None else self.repo, "dataset_name": None,
+                "test_split": test_split, "dataset_kwargs": {}}
 
 
 def _data_spec(entry: TaskEntry, base_cfg: dict, data: str, config: str | None, split: str | None) -> dict:
-    local = _local_folder(data)
-    benchmark = entry.path.parent.name
-    dataset_name = config or (base_cfg.get("dataset_name") if base_cfg.get("dataset_path") != "parquet"
-                              else _config_for_sample(base_cfg))
-    if benchmark == "o3d":
-        dataset_name = config or "visual_questions"
-    if benchmark == "spatialtunnel" and dataset_name is None:
-        dataset_name = _spatialtunnel_config(base_cfg)
-    if benchmark == "spatialtunnel" and config is not None and config.endswith(TABLE_SUFFIXES):
-        # one table of the official layout, named as a file (--config phase_variation.parquet)
-        return {"dataset_path": str(local) if local is not None else data.removeprefix(HUB_PREFIX), "dataset_name": None,
-                "test_split": split or "train", "dataset_kwargs": {"data_files": {split or "train": config}}}
-    if local is None:
-        data = data.removeprefix(HUB_PREFIX)
-        if benchmark == "spatialtunnel" and config is None and data == base_cfg.get("dataset_path"):
-            # the official release itself (another revision, say): its tables, as the base task reads them
-            kwargs = {k: v for k, v in (base_cfg.get("dataset_kwargs") or {}).items() if k == "revision"}
-            return {"dataset_path": data, "dataset_name": None, "test_split": split or "train",
-                    "dataset_kwargs": {**kwargs, "data_files": {split or "train": f"{dataset_name}.parquet"}}}
-        # any other Hub id: the layout `spatial-tasks publish` writes (one config per table)
-        return {"dataset_path": data, "dataset_name": dataset_name, "test_split": split or str(base_cfg["test_split"]),
-                "dataset_kwargs": {}}
-    if benchmark == "o3d":
-        _check_o3d_folder(local, base_cfg)
-    if benchmark == "spatialtunnel" and config is None:
-        table = _official_table(local, dataset_name)
-        if table is not None:  # the official layout: <config>.parquet / .tsv at the top of the folder
-            _check_spatialtunnel_table(table)
-            return {"dataset_path": str(local), "dataset_name": None, "test_split": split or "train",
-                    "dataset_kwargs": {"data_files": {split or "train": table.name}}}
-    chosen = _choose_split(split, local, dataset_name, base_cfg)
-    return {"dataset_path": str(local), "dataset_name": dataset_name, "test_split": chosen, "dataset_kwargs": {}}
-
-
-def _spatialtunnel_config(base_cfg: dict) -> str | None:
-    """The table a SpatialTunnel task reads (phase_variation, size_variation), from its data_files."""
-    files = (base_cfg.get("dataset_kwargs") or {}).get("data_files") or {}
-    for file in files.values():
-        stem = Path(str(file)).stem
-        return Path(str(file)).parent.name if stem.startswith("test-") else stem
-    return None
-
-
-TABLE_SUFFIXES = (".parquet", ".tsv")
-
-
-def _official_table(local: Path, config: str | None) -> Path | None:
-    """``<config>.parquet`` (else ``.tsv``) at the top of a folder in the official release's layout."""
-    for suffix in (".parquet", ".tsv"):
-        if config and (local / f"{config}{suffix}").is_file():
-            return local / f"{config}{suffix}"
-    return None
-
-
-def _check_spatialtunnel_table(table: Path) -> None:
-    """An official-layout table must be readable, have rows, and have columns the loader recognises
-    (its header only: the rows are checked when the task loads them)."""
-    import datasets
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from spatial_tasks.common.origin import in_memory
-    from spatial_tasks.spatialtunnel.load import detect_format
-
-    try:
-        if table.suffix == ".parquet":
-            meta = pq.read_metadata(table)
-            schema, rows = meta.schema.to_arrow_schema(), meta.num_rows
-        else:
-            import pandas as pd
-
-            head = pd.read_csv(table, sep="\t", nrows=2)
-            schema, rows = pa.Schema.from_pandas(head, preserve_index=False), len(head)
-    except Exception as err:  # noqa: BLE001 - any unreadable file is reported with its path
-        raise ValueError(f"--data {table}: cannot read this table ({_first_line(err)})") from None
-    if rows == 0:
-        raise ValueError(f"--data {table}: the table has no rows")
-    detect_format(datasets.Dataset(schema.empty_table()), in_memory(str(table)))
-
-
-# Benchmarks whose tasks read a whole source (every file, config and split) and keep their own questions.
-READ_WHOLE = ("dori", "vague")
-
-
-def _whole_source_spec(benchmark: str, base_task: str, data: str, base_cfg: dict, config: str | None,
-                       split: str | None) -> dict:
-    """DORI and VAGUE tasks read a whole source and keep their own questions (a VAGUE folder in the
-    GitHub layout, or DORI's undeclared configs, are read by spatial_tasks itself; the Hub release
-    of VAGUE by lmms-eval): the custom task names the source; a local one is checked first."""
-    if config is not None or split is not None:
-        raise ValueError(f"--config/--split: {benchmark} tasks read the whole of --data and keep their own questions; "
-                         "point --data at the data you want instead")
-    local = _local_folder(data)
-    if local is not None:
-        _check_whole_source(benchmark, base_task, local)
-    test_split = "train" if benchmark == "vague" else str(base_cfg.get("test_split") or "test")
-    return {"dataset_path": str(local) if local is not None else data.removeprefix(HUB_PREFIX), "dataset_name": None,
-            "test_split": test_split,
-            "dataset_kwargs": {}}
-
-
-def _check_whole_source(benchmark: str, base_task: str, local: Path) -> None:
-    """The folder holds what ``base_task`` reads (else a one-line error saying what it holds)."""
-    if benchmark == "vague":
-        from spatial_tasks.vague.load import check_folder
-
-        check_folder(local, subset=next((s for s in ("vcr", "ego4d") if f"_{s}_" in f"{base_task}_"), None))
-        return
-    from spatial_tasks.dori.load import check_folder
-    from spatial_tasks.dori.schema import GRANULARITIES, TASKS
-
-    wanted = [(t, g) for t in TASKS for g in GRANULARITIES if base_task == f"dori_{t}_{g}"]
-    check_folder(local, wanted)
-
-
-def write_seed_tasks(out: Path, seeds: str | Sequence[int], data: str | None = None, overwrite: bool = False,
-                     only: str | Sequence[str] | None = None) -> list[Path]:
-    """For each seed S: the 14 DORI tasks (or ``only`` those: "compound_rotation" for both
-    granularities, "compound_rotation_granular" for one) as ``dori_<task>_<granularity>_sS`` with that
-    option-order seed and a group ``dori_sS`` (acc: the mean of the task accuracies), all in ``out``.
-    ``lmms-eval --include_path OUT --tasks dori_s42,dori_s1998,dori_s107983`` then runs the paper's
-    three seeds, and ``spatial-tasks rescore dori`` reports mean +- std/sqrt(3). A local ``data``
-    must hold every chosen task's questions."""
-    from spatial_tasks.dori.tasks import TASK_NAMES
-
-    if isinstance(seeds, str):  # the command line's "42,1998,107983"
-        try:
-            seeds = [int(s) for s in seeds.split(",") if s.strip()]
-        except ValueError:
-            raise ValueError(f"--seeds {seeds!r}: comma-separated integers, e.g. 42,1998,107983") from None
-    if isinstance(only, str):
-        only = [o.strip() for o in only.split(",") if o.strip()]
-    if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
-        raise ValueError(f"--seeds {seeds}: give distinct integers >= 0")
-    chosen = list(TASK_NAMES)
-    if only:
-        unknown = [o for o in only if not any(t == o or t.rsplit("_", 1)[0] == o for t in TASK_NAMES)]
-        if unknown:
-            raise ValueError(f"--only {unknown[0]!r}: not a DORI task (one of {', '.join(TASK_NAMES)}, or a task "
-                             "name without its granularity)")
-        chosen = [t for t in TASK_NAMES if t in only or t.rsplit("_", 1)[0] in only]
-    local = _local_folder(data) if data is not None else None
-    if local is not None:
-        from spatial_tasks.dori.load import check_folder
-
-        check_folder(local, [tuple(t.rsplit("_", 1)) for t in chosen])
-    written = []
-    for seed in seeds:
-        names = []
-        for base in chosen:
-            task = f"dori_{base}_s{seed}"
-            written.append(write_custom_task(f"dori_{base}", data, out, name=task, prompt={"seed": str(seed)},
-                                             overwrite=overwrite))
-            names.append(task)
-        group = {"group": f"dori_s{seed}", "task": names,
-                 "aggregate_metric_list": [{"metric": "acc", "aggregation": "mean", "weight_by_size": False}],
-                 "metadata": {"version": 0.1, "seed": seed}}
-        written.append(_write_yaml(Path(out), f"dori_s{seed}", group, overwrite))
-    return written
+    request = CustomData(entry.benchmark, entry.name, base_cfg, data, local_folder(data), config, split)
+    rule = get(entry.benchmark).custom_data
+    special = rule(request) if rule is not None else None
+    return special if special is not None else request.generic(request.default_config())
 
 
 HUB_PREFIX = "hub:"  # --data hub:ORG/NAME: a Hub dataset this machine cannot see (offline), taken as given
 
 
-def _local_folder(data: str) -> Path | None:
+def local_folder(data: str) -> Path | None:
     """The local dataset folder ``data`` names, None for a Hub id, an error for anything else.
 
     "data/st" and "org/name" look alike, so a missing folder is never silently taken for a Hub
@@ -395,34 +292,7 @@ def _choose_split(split: str | None, local: Path, dataset_name: str | None, base
     return str(base_cfg.get("test_split")) if base_cfg.get("test_split") in names else names[0]
 
 
-def _check_o3d_folder(local: Path, base_cfg: dict) -> None:
-    """A local O3-D folder must be in the official layout with the subsets the task reads."""
-    import datasets
-
-    from spatial_tasks.o3d.tasks import subsets_of_task
-
-    if not (local / "visual_questions").is_dir() and not (local / "README.md").is_file():
-        raise ValueError(f"--data {local}: not an O3-D dataset folder in the official layout (expected "
-                         "visual_questions/ and one folder per image subset, or a README.md declaring configs)")
-    try:
-        configs = set(datasets.get_dataset_config_names(str(local)))
-    except Exception as err:  # noqa: BLE001
-        raise ValueError(f"--data {local}: not a dataset folder datasets can read ({_first_line(err)})") from None
-    if "visual_questions" not in configs:
-        raise ValueError(f"--data {local}: lacks the config 'visual_questions' (the questions; it has: {sorted(configs)})")
-    wanted = subsets_of_task(getattr(base_cfg.get("process_docs"), "value", ""))
-    present = [c for c in wanted if c in configs]
-    if wanted and not present:
-        raise ValueError(f"--data {local}: holds none of the image subsets {list(wanted)} this task reads "
-                         f"(it has: {sorted(configs)})")
-    absent = [c for c in wanted if c not in configs]
-    if absent:  # a generated folder may hold some cue sets only: the task evaluates those
-        from loguru import logger
-
-        logger.warning(f"--data {local}: the task will evaluate the subsets present {present}; absent: {absent}")
-
-
-def _write_yaml(out: Path, name: str, spec: dict, overwrite: bool) -> Path:
+def write_yaml(out: Path, name: str, spec: dict, overwrite: bool) -> Path:
     out = output_folder(out)
     path = (out / f"{name}.yaml").resolve()
     if path.parent != out.resolve():  # the name is an identifier; this guards the rule itself

@@ -376,13 +376,26 @@ def hub_unreachable() -> str | None:
 # 1 + 3. Installing into lmms-eval
 
 
+def _our_task_folders() -> list[str]:
+    """This package's task folder and those of registered benchmarks that live outside it."""
+    from spatial_tasks.registry import benchmarks
+
+    ours = os.path.realpath(tasks_dir())
+    folders = [str(tasks_dir())]
+    for benchmark in benchmarks().values():
+        folder = os.path.realpath(benchmark.tasks_folder())
+        if not (folder + os.sep).startswith(ours + os.sep) and folder not in map(os.path.realpath, folders):
+            folders.append(folder)
+    return folders
+
+
 def _with_our_tasks(include_path):
-    ours = str(tasks_dir())
+    ours = _our_task_folders()
     if include_path is None:
-        return [ours]
+        return ours
     paths = [include_path] if isinstance(include_path, str) else list(include_path)
     normalised = {os.path.realpath(p) for p in paths}
-    return paths if os.path.realpath(ours) in normalised else [*paths, ours]
+    return [*paths, *(p for p in ours if os.path.realpath(p) not in normalised)]
 
 
 def _install_task_discovery() -> bool:

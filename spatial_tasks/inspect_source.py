@@ -4,7 +4,7 @@ First contact with an unknown layout should teach something. For a local folder,
 from the local Hugging Face cache (nothing is downloaded), this lists the files, then every config
 and split ``datasets`` finds there with its columns and their types and one sample row (long
 values cut, images shown as their size), and says for each split which benchmark reader accepts
-its layout (``READERS``: the columns and types the loaders check first) or, when none does, the
+its layout (each benchmark's ``inspect_split``: the columns and types the loaders check first) or, when none does, the
 first reason each gives. Rows are read lazily (streaming), so a large release costs seconds; the
 rows themselves are checked when a task loads them.
 
@@ -22,8 +22,8 @@ from typing import Any
 
 import datasets
 
-from spatial_tasks.common.origin import in_memory
 from spatial_tasks.common.validate import DataError, kind_of
+from spatial_tasks.registry import benchmarks
 
 SAMPLE_ROWS = 8  # rows read per split to try the readers on
 MAX_FILES = 40
@@ -58,97 +58,18 @@ class Report:
 
 
 # ------------------------------------------------------------------------------------------
-# Readers: does a split's layout fit a benchmark's loader?
+# Readers: each benchmark's ``inspect_split`` / ``inspect_folder`` (its description)
 
 
-def _spatialtunnel(ds: datasets.Dataset, name: str) -> str:
-    """The tunnel tables, probing pairs, or the real benchmarks the re-splits read."""
-    import random
-    from collections import Counter
-
-    from spatial_tasks.spatialtunnel import load
-    from spatial_tasks.spatialtunnel.probe import data as probe_data
-    from spatial_tasks.spatialtunnel.resplit import docs as resplit
-
-    for columns, task in ((resplit.EMBSPATIAL_COLUMNS, "EmbSpatial-Bench (spatialtunnel_embspatial_depth_split)"),
-                          (resplit.CV_BENCH_COLUMNS, "CV-Bench 3D (spatialtunnel_cv_bench_3d_split)")):
-        if set(columns) <= set(ds.column_names):
-            return f"accepted: {task}"
-    try:
-        return f"accepted: {load.detect_format(ds, in_memory(name))} (spatialtunnel_phase / _size)"
-    except DataError as err:
-        first = str(err)
-    try:
-        origin = in_memory(name)
-        layout = probe_data.detect_layout(ds.column_names, origin)
-        skipped, rows = Counter(), []
-        pairs = probe_data.pairs_of_table(ds, origin, layout, random.Random(0), skipped, rows, strict=False)
-    except DataError:
-        return first
-    if not pairs:
-        return f"{first}; as probing pairs ({layout} layout) no sample row makes a pair: {rows[0] if rows else skipped}"
-    return f"accepted: contrastive-probing pairs, {layout} layout (spatial-tasks probe --data)"
+def readers() -> dict[str, Callable[..., str]]:
+    """benchmark -> its split reader ``(dataset, "config/split", files) -> verdict``."""
+    return {name: b.inspect_split for name, b in benchmarks().items() if b.inspect_split is not None}
 
 
-def _o3d(ds: datasets.Dataset, name: str) -> str:
-    from spatial_tasks.o3d import schema
-    from spatial_tasks.o3d.load import QUESTION_KINDS
-
-    missing = [c for c in QUESTION_KINDS if c not in ds.column_names]
-    if not missing:
-        return "accepted: O3-D visual_questions (the image subsets are read from the same source)"
-    subset = [c for c in schema.REQUIRED_SUBSET_COLUMNS if c not in ds.column_names]
-    images = [c for c, f in ds.features.items() if isinstance(f, datasets.Image)]
-    if not subset and images:
-        return f"accepted: an O3-D image subset (image columns {images})"
-    lacking = subset or "an image column"
-    return f"neither O3-D's visual_questions (missing {missing}) nor an image subset (missing {lacking})"
-
-
-def _dori(ds: datasets.Dataset, name: str, files: list[str] = ()) -> str:
-    from spatial_tasks.common.origin import Origin
-    from spatial_tasks.dori import load
-
-    if load.is_generated(ds):
-        return "accepted: DORI, spatial-tasks generator layout"
-    data = [f for f in files if f.endswith((".parquet", ".jsonl", ".json", ".csv", ".tsv", ".arrow"))]
-    named = data and all(load.task_from_text(f) for f in data)
-    origin = Origin(label=name, files=tuple((f, 0) for f in data)) if named else in_memory(name)
-    try:
-        load.map_columns(ds, origin, name)
-        how = " (task and granularity from the file paths)" if named and "task" not in load.resolve_columns(
-            ds.column_names) else ""
-        return f"accepted: DORI, an official-release layout (columns mapped by name){how}"
-    except DataError as err:
-        return str(err)
-
-
-def _vague(ds: datasets.Dataset, name: str) -> str:
-    from spatial_tasks.vague import load
-
-    missing = [c for c in load.TABLE_COLUMNS if c not in ds.column_names]
-    if missing:
-        return f"not the VAGUE release's table: missing column(s) {missing}"
-    return "accepted: VAGUE, the Hub release's table (subsets from image_name)"
-
-
-READERS: dict[str, Callable[..., str]] = {
-    "spatialtunnel": _spatialtunnel, "o3d": _o3d, "dori": _dori, "vague": _vague}
-
-
-def _folder_readers(folder: Path, benchmarks: list[str]) -> dict[str, str]:
+def _folder_readers(folder: Path, chosen: list[str]) -> dict[str, str]:
     """Layouts our loaders read as a whole folder, without ``datasets``."""
-    out = {}
-    if "vague" in benchmarks:
-        from spatial_tasks.vague import load
-
-        try:
-            layout = load.check_folder(folder)
-            out["vague"] = "accepted: " + ("the Hub release's layout" if layout == "hub" else
-                                           "the GitHub layout (item files + <image_name>_annot.jpg images)")
-        except DataError as err:
-            out["vague"] = str(err)
-    return out
+    return {name: b.inspect_folder(folder) for name, b in benchmarks().items()
+            if name in chosen and b.inspect_folder is not None}
 
 
 # ------------------------------------------------------------------------------------------
@@ -205,8 +126,7 @@ def _split_report(folder: Path, config: str, split: str, benchmarks: list[str], 
         {k: [] for k in features}, features=features)
     for benchmark in benchmarks:
         try:
-            extra = (files,) if benchmark == "dori" else ()
-            report.readers[benchmark] = READERS[benchmark](sample, f"{config}/{split}", *extra)
+            report.readers[benchmark] = readers()[benchmark](sample, f"{config}/{split}", files)
         except Exception as err:  # noqa: BLE001 - a reader that cannot judge says so
             report.readers[benchmark] = f"cannot judge ({type(err).__name__}: {err})"
     return report
@@ -214,15 +134,15 @@ def _split_report(folder: Path, config: str, split: str, benchmarks: list[str], 
 
 def inspect_source(source: str, benchmark: str | None = None) -> Report:
     """The report of ``source`` (see the module docstring); ``benchmark`` limits the readers tried."""
-    if benchmark is not None and benchmark not in READERS:
-        raise ValueError(f"--benchmark {benchmark!r}: one of {', '.join(READERS)}")
-    benchmarks = [benchmark] if benchmark else list(READERS)
+    if benchmark is not None and benchmark not in readers():
+        raise ValueError(f"--benchmark {benchmark!r}: one of {', '.join(readers())}")
+    chosen = [benchmark] if benchmark else list(readers())
     folder = resolve(source)
     report = Report(source=source, folder=str(folder))
     files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
                    if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
     report.files, report.more_files = files[:MAX_FILES], max(0, len(files) - MAX_FILES)
-    report.folder_readers = _folder_readers(folder, benchmarks)
+    report.folder_readers = _folder_readers(folder, chosen)
     try:
         configs = datasets.get_dataset_config_names(str(folder))
     except Exception as err:  # noqa: BLE001
@@ -235,7 +155,7 @@ def inspect_source(source: str, benchmark: str | None = None) -> Report:
             report.splits.append(SplitReport(config=config, split="?", error=f"cannot list its splits: {err}"))
             continue
         for split in splits:
-            report.splits.append(_split_report(folder, config, split, benchmarks, files))
+            report.splits.append(_split_report(folder, config, split, chosen, files))
     return report
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from spatial_tasks.common.environment import describe, mixed_warning, software
 from spatial_tasks.common.samples import Run, find_runs, samples_benchmark
 from spatial_tasks.paths import output_folder
+from spatial_tasks.registry import benchmarks
 from spatial_tasks.results.scorecard import (
     LEADERBOARD_CSV,
     LEADERBOARD_JSON,
@@ -37,19 +38,6 @@ from spatial_tasks.results.scorecard import (
 from spatial_tasks.results.tidy import run_records, software_of
 
 MANIFEST = ".spatial-tasks-report.json"
-TITLES = {"spatialtunnel": "SpatialTunnel", "o3d": "O3-D", "dori": "DORI", "vague": "VAGUE",
-          "spatialtunnel_resplit": "SpatialTunnel: consistent / counter re-splits of real benchmarks"}
-
-
-def _figure_makers() -> dict:
-    from spatial_tasks.dori.report import dori_figures
-    from spatial_tasks.o3d.report import o3d_figures
-    from spatial_tasks.spatialtunnel.report import spatialtunnel_figures
-    from spatial_tasks.spatialtunnel.resplit.report import resplit_figures
-    from spatial_tasks.vague.report import vague_figures
-
-    return {"spatialtunnel": spatialtunnel_figures, "o3d": o3d_figures, "dori": dori_figures, "vague": vague_figures,
-            "spatialtunnel_resplit": resplit_figures}
 
 
 def remove_previous_report(out: Path) -> int:
@@ -73,7 +61,7 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
     """Write every benchmark's figures and report.md under ``out`` (an earlier report there is
     replaced); ``intro`` lines go under the title; ``probes`` are ``spatial-tasks probe`` folders
     (their section is redrawn from the saved deltas). Returns the files written."""
-    makers = _figure_makers()
+    makers = {name: b for name, b in benchmarks().items() if b.report is not None}
     out = output_folder(out)
     by_benchmark: dict[str, list[tuple[Run, str, Path]]] = defaultdict(list)
     runs = find_runs(root) if root is not None else []
@@ -140,19 +128,16 @@ def _draw(root: Path | None, runs: list, by_benchmark: dict, makers: dict, intro
 
         sections += ["## Beside the papers", "", *paper_rows_lines(runs), ""]
         sections += ["## Software", "", *software_lines(runs), ""]
-    # SpatialTunnel and its re-splits first, then the other benchmarks in a fixed order
-    order = sorted(by_benchmark, key=lambda name: (not name.startswith("spatialtunnel"), name))
-    for benchmark, entries in ((name, by_benchmark[name]) for name in order):
-        files, lines = makers[benchmark](entries, out)
+    for name in (name for name in makers if name in by_benchmark):  # in registry order
+        files, lines = makers[name].report(by_benchmark[name], out)
         written += files
-        sections += [f"## {TITLES.get(benchmark, benchmark)}", "", *lines, ""]
+        sections += [f"## {makers[name].title_for_report()}", "", *lines, ""]
         sections += [f"![{p.stem}]({p.name})" for p in files] + [""]
     if probes:
-        from spatial_tasks.spatialtunnel.probe.report import probe_section
-
-        files, lines = probe_section(list(probes), out)
+        (title, section), = [b.study_section for b in benchmarks().values() if b.study_section is not None]
+        files, lines = section(list(probes), out)
         written += files
-        sections += ["## SpatialTunnel: contrastive probing (§5)", "", *lines, ""]
+        sections += [f"## {title}", "", *lines, ""]
         sections += [f"![{p.stem}]({p.name})" for p in files] + [""]
     index = out / "report.md"
     index.write_text("\n".join(sections), encoding="utf-8")

@@ -1,27 +1,37 @@
-"""``spatial-tasks prompts BENCHMARK`` for the benchmarks without an enumerable prompt space: the
-prompts a model is shown, rendered by lmms-eval's own task objects (the same YAML, hooks and
-prompt parameters as a run) from the bundled ``*_sample`` tasks, offline -- one per kind of
-question (DORI: task x granularity; SpatialTunnel: question template; VAGUE: setting).
-O3-D's 1,026 prompts are enumerated by ``o3d.prompts.prompt_space`` instead."""
+"""``spatial-tasks prompts BENCHMARK``: a benchmark's whole prompt space when it has one (its
+``prompt_space``: O3-D's 1,026 questions), else the prompts a model is shown, rendered by
+lmms-eval's own task objects (the same YAML, hooks and prompt parameters as a run) from the bundled
+``*_sample`` tasks, offline -- one per kind of question (its ``prompt_kind``: DORI task x
+granularity, SpatialTunnel question template; none: one per task)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from spatial_tasks.catalog import task_catalog
+from spatial_tasks.registry import benchmarks, get
 
-# What makes two docs show a different kind of prompt (None: the task's first doc stands for all).
-KIND: dict[str, Callable[[Mapping], object] | None] = {
-    "dori": lambda d: (d["task"], d["granularity"]),
-    "spatialtunnel": lambda d: d.get("template_id"),
-    "vague": None,
-}
+
+def prompt_benchmarks() -> tuple[str, ...]:
+    """The benchmarks with prompts to list: a prompt space, or task YAMLs of their own (the
+    re-splits' tasks are listed with SpatialTunnel's, whose folder they share)."""
+    return tuple(name for name, b in benchmarks().items()
+                 if b.prompt_space is not None or b.task_folder in (None, name))
+
+
+def prompts(benchmark: str) -> Iterator[dict]:
+    """Every prompt line ``spatial-tasks prompts BENCHMARK`` prints."""
+    spec = get(benchmark)
+    if spec.prompt_space is not None:
+        yield from spec.prompt_space()
+    else:
+        yield from sample_prompts(benchmark)
 
 
 def sample_tasks(benchmark: str) -> list[str]:
     """The benchmark's bundled-sample tasks (they need no network)."""
     return [e.name for e in task_catalog()
-            if e.kind == "task" and e.path.parent.name == benchmark and e.source.startswith("bundled sample")]
+            if e.kind == "task" and e.benchmark == benchmark and e.source.startswith("bundled sample")]
 
 
 def sample_prompts(benchmark: str) -> Iterator[dict]:
@@ -33,7 +43,7 @@ def sample_prompts(benchmark: str) -> Iterator[dict]:
 
     names = sample_tasks(benchmark)
     tasks = get_task_dict(names, TaskManager())
-    kind = KIND[benchmark]
+    kind = get(benchmark).prompt_kind
     for name in names:
         task = tasks[name]
         docs = task.test_docs() if task.has_test_docs() else task.validation_docs()

@@ -81,12 +81,11 @@ def figures(root: Path, report_dir: Path) -> dict:
     from spatial_tasks.demo import offline_bertscore
 
     os.environ.update(offline_bertscore())  # VAGUE's BERTScore, offline, as in the runs
+    from spatial_tasks.dori.rescore import rescore as dori_rescore
     from spatial_tasks.o3d.rescore import rescore as o3d_rescore
     from spatial_tasks.report import write_report
     from spatial_tasks.results.tidy import collect
     from spatial_tasks.results.verify import verify
-
-    from spatial_tasks.dori.rescore import rescore as dori_rescore
     from spatial_tasks.spatialtunnel.rescore import rescore as st_rescore
     from spatial_tasks.vague.rescore import rescore as vague_rescore
 

@@ -13,9 +13,11 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
+from spatial_tasks.benchmark import Headline, Scorecard
 from spatial_tasks.common.choice import DECLINED, REFUSED, UNPARSEABLE, outcome_share
 from spatial_tasks.common.stats import is_defined, mean
 from spatial_tasks.dori.schema import GRANULARITIES, TASKS
+from spatial_tasks.results.intervals import GroupedMeans
 
 
 def accuracy(records: Sequence[dict]) -> float:
@@ -107,3 +109,16 @@ def seed_summary(values: Sequence[float], ddof: int = 0) -> tuple[float, float]:
         return centre, math.nan
     var = sum((x - centre) ** 2 for x in xs) / (len(xs) - ddof)
     return centre, math.sqrt(var) / math.sqrt(len(xs))
+
+
+# --- The scorecard: the coarse and granular averages over tasks (Table 2's Avg, computed from our
+# task cells), each defined once here; the tests check each equals ``task_average``.
+
+def _average(granularity: str) -> Headline:
+    """Table 2's Avg: the unweighted mean over the tasks present of their accuracy."""
+    return Headline(f"avg_{granularity}", granularity, GroupedMeans(
+        lambda r: r["task"] if r["granularity"] == granularity and r["task"] in TASKS else None,
+        lambda r: float(r["correct"]), lambda means: sum(means.values()) / len(means) if means else math.nan))
+
+
+SCORECARD = Scorecard(unit=lambda r: r["question_id"], headlines=(_average("coarse"), _average("granular")))

@@ -14,9 +14,9 @@ from matplotlib.figure import Figure
 from spatial_tasks.common.formatting import is_defined, number, with_interval
 from spatial_tasks.common.plots import PALETTE, grouped_hbars, save, wrap_label
 from spatial_tasks.dori import metrics
+from spatial_tasks.dori.metrics import SCORECARD
 from spatial_tasks.dori.rescore import records_from_samples, split_by_seed
 from spatial_tasks.dori.schema import GRANULARITIES, TASKS
-from spatial_tasks.results.headlines import headlines
 from spatial_tasks.results.intervals import wilson
 
 LEGEND = [
@@ -58,7 +58,7 @@ def _intervals(records: list[dict]) -> dict:
     headline's bootstrap over questions} (spatial_tasks.results)."""
     groups = metrics.by(records, lambda r: [(r["task"], r["granularity"])])
     out: dict = {key: wilson(sum(bool(r["correct"]) for r in rows), len(rows)) for key, rows in groups.items()}
-    figures = headlines()["dori"].intervals(records)
+    figures = SCORECARD.intervals(records)
     out[AVG] = {g: figures[f"avg_{g}"][1:3] for g in GRANULARITIES}
     return out
 

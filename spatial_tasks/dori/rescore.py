@@ -106,7 +106,4 @@ def rescore(paths: list[Path], ddof: int = 0) -> dict:
     if not runs:
         raise SamplesError(f"{', '.join(map(str, paths))}: no DORI samples found (expected lmms-eval --log_samples "
                            "output: <stamp>_samples_dori_*.jsonl)")
-    from spatial_tasks.results.tidy import benchmark_records
-
-    return {"runs": {label: summary(records) for label, records in runs.items()}, "seeds": over_seeds(runs, ddof),
-            "records": benchmark_records([Path(p) for p in paths], BENCHMARK)}
+    return {"runs": {label: summary(records) for label, records in runs.items()}, "seeds": over_seeds(runs, ddof)}

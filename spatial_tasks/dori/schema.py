@@ -10,8 +10,6 @@ Fine-grained Multi-axis Perception Tasks", arXiv 2505.21649.
 
 from __future__ import annotations
 
-import datasets
-
 BENCHMARK = "dori"
 
 # The seven tasks in the paper's order (Table 2 columns), with the paper's short names.
@@ -98,20 +96,32 @@ DOC_FIELDS = (
     "source", "category", "broad_classes", "natural", "n_options", "object_a", "object_b",
 )
 
-# Our generator's parquet layout (one row per question; ``image2`` is empty for one-image tasks).
-BOX_FEATURE = {"label": datasets.Value("string"), "box": datasets.List(datasets.Value("float32"))}
-GENERATED_FEATURES = datasets.Features({
-    "question_id": datasets.Value("string"),
-    "task": datasets.Value("string"),
-    "granularity": datasets.Value("string"),
-    "image": datasets.Image(),
-    "image2": datasets.Image(),
-    "boxes": datasets.List(BOX_FEATURE),
-    "question": datasets.Value("string"),
-    "options": datasets.List(datasets.Value("string")),
-    "answer": datasets.Value("string"),
-    "option_values": datasets.Value("string"),
-    "truth": datasets.Value("string"),
-    "source": datasets.Value("string"),
-    "category": datasets.Value("string"),
-})
+# Our generator's parquet layout (one row per question; ``image2`` is empty for one-image tasks):
+# ``GENERATED_FEATURES`` / ``BOX_FEATURE``, built on first use (``__getattr__``) so that importing the
+# schema does not import ``datasets`` (the registry and ``spatial-tasks --help`` import it).
+def _generated_features() -> dict:
+    import datasets
+
+    box = {"label": datasets.Value("string"), "box": datasets.List(datasets.Value("float32"))}
+    return {"BOX_FEATURE": box, "GENERATED_FEATURES": datasets.Features({
+        "question_id": datasets.Value("string"),
+        "task": datasets.Value("string"),
+        "granularity": datasets.Value("string"),
+        "image": datasets.Image(),
+        "image2": datasets.Image(),
+        "boxes": datasets.List(box),
+        "question": datasets.Value("string"),
+        "options": datasets.List(datasets.Value("string")),
+        "answer": datasets.Value("string"),
+        "option_values": datasets.Value("string"),
+        "truth": datasets.Value("string"),
+        "source": datasets.Value("string"),
+        "category": datasets.Value("string"),
+    })}
+
+
+def __getattr__(name: str):
+    if name in ("BOX_FEATURE", "GENERATED_FEATURES"):
+        globals().update(_generated_features())
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

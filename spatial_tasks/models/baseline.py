@@ -1,8 +1,9 @@
 """``spatial_baseline``: a reference model that answers from the doc's ground-truth geometry.
 
 For sanity checks and demos: ``--model spatial_baseline --model_args rule=vertical``. Each
-benchmark registers its own rules with ``@rule(benchmark, name)`` (SpatialTunnel's live in
-spatial_tasks/spatialtunnel/baselines.py); the benchmark is read from the task name's prefix.
+benchmark registers its own rules with ``@rule(benchmark, name)`` in the module its description
+names (``Benchmark.baselines``, e.g. spatial_tasks/spatialtunnel/baselines.py); the benchmark is
+the doc's ``benchmark`` field, else the task name's prefix.
 A rule receives the canonical doc and the extra model_args (and the task name, if it has a ``task``
 parameter) and returns the response text.
 """
@@ -19,14 +20,13 @@ from tqdm import tqdm
 
 RuleFn = Callable[..., str]
 RULES: dict[str, dict[str, RuleFn]] = {}
-# Modules that define rules, imported on first use so `import spatial_tasks` stays light.
-RULE_MODULES = {
-    "spatialtunnel": "spatial_tasks.spatialtunnel.baselines",
-    "o3d": "spatial_tasks.o3d.baselines",
-    "dori": "spatial_tasks.dori.baselines",
-    "vague": "spatial_tasks.vague.baselines",
-    "spatialtunnel_resplit": "spatial_tasks.spatialtunnel.resplit.baselines",
-}
+
+
+def rule_modules() -> dict[str, str]:
+    """benchmark -> the module that registers its rules (imported on first use: it may be heavy)."""
+    from spatial_tasks.registry import benchmarks
+
+    return {name: b.baselines for name, b in benchmarks().items() if b.baselines}
 
 
 def rule(benchmark: str, name: str) -> Callable[[RuleFn], RuleFn]:
@@ -39,17 +39,18 @@ def rule(benchmark: str, name: str) -> Callable[[RuleFn], RuleFn]:
 
 def benchmark_of(doc: dict, task_name: str) -> str:
     """The doc's ``benchmark`` field (every canonical doc has one), else the task-name prefix."""
-    if doc.get("benchmark") in RULE_MODULES:
+    modules = rule_modules()
+    if doc.get("benchmark") in modules:
         return doc["benchmark"]
-    for benchmark in sorted(RULE_MODULES, key=len, reverse=True):
+    for benchmark in sorted(modules, key=len, reverse=True):
         if task_name.startswith(benchmark):
             return benchmark
     raise ValueError(f"spatial_baseline: task {task_name!r} belongs to no benchmark with baseline rules "
-                     f"({', '.join(sorted(RULE_MODULES))})")
+                     f"({', '.join(sorted(modules))})")
 
 
 def rules_for(benchmark: str) -> dict[str, RuleFn]:
-    importlib.import_module(RULE_MODULES[benchmark])
+    importlib.import_module(rule_modules()[benchmark])
     return RULES.get(benchmark, {})
 
 

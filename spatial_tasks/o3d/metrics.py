@@ -40,6 +40,9 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
+from spatial_tasks.benchmark import Headline, Scorecard
+from spatial_tasks.results.intervals import GroupedMeans
+
 Record = Mapping[str, object]
 
 REGULAR_STRENGTH = (0.9, 1.0)
@@ -286,3 +289,53 @@ def modified_sdgm_all(records: Iterable[Record], ddof: int = 0,
         raise ValueError(f"ddof must be 0 (paper) or 1 (authors' pandas), not {ddof!r}")
     groups = _acc_n_groups(records, question_group, population)
     return {t: _modified_from_means(groups, t, ddof)["sdgm"] for t in LANGUAGE_TAGS}
+
+
+# ---------------------------------------------------------------------------------------------
+# The scorecard: accuracy on the marked images, the near-far bias (Eq. 1), SDGM vision and
+# language (Eq. 2), each defined once here; the tests check each equals the live task metric.
+# ---------------------------------------------------------------------------------------------
+
+def _correct(row: dict) -> float:
+    return float(bool(row.get("correct")))
+
+
+def _readable(row: dict) -> bool:
+    return row.get("label") != "unparseable"
+
+
+def _marked(rows) -> bool:
+    return all(r.get("is_marked") for r in rows)
+
+
+def _language(rows) -> bool:
+    return not any(r.get("is_marked") or r.get("is_real") for r in rows)
+
+
+def _accuracy(rows) -> float:
+    """Accuracy over the scored rows (Table 12's cells); unparseable answers are wrong."""
+    return accuracy(rows)["acc"]
+
+
+def _scored_counts(rows) -> tuple[float, int]:
+    rows = scored(rows)
+    return sum(bool(r.get("correct")) for r in rows), len(rows)
+
+
+def _acc_n_sdgm(group: Callable[[dict], Hashable | None]) -> GroupedMeans:
+    """Eq. 2: the SDGM of target-near accuracy Acc_N over the groups, on the SDGM population."""
+    return GroupedMeans(lambda r: group(r) if in_sdgm_population(r) and r["gt_position"] == "near" else None,
+                        _correct, lambda means: sdgm(list(means.values())), _readable)
+
+
+SCORECARD = Scorecard(
+    unit=lambda r: (r.get("subset_name"), r.get("image_name")),  # a scene's near/far and question rows
+    headlines=(
+        Headline("acc", "marked acc", _accuracy, _scored_counts, scope=_marked),
+        Headline("bias_nf", "bias", GroupedMeans(  # Eq. 1: Acc_F - Acc_N
+            lambda r: r["gt_position"] if r.get("gt_position") in ("near", "far") else None,
+            _correct, lambda means: means.get("far", math.nan) - means.get("near", math.nan), _readable),
+            scope=_marked),
+        Headline("sdgm_vision", "SDGM V", _acc_n_sdgm(cue_group), scope=_marked),
+        Headline("sdgm_language", "SDGM L", _acc_n_sdgm(question_group), scope=_language),
+    ))

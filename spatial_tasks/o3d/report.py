@@ -20,8 +20,8 @@ from pathlib import Path
 
 from spatial_tasks.common.formatting import number, with_interval
 from spatial_tasks.o3d import metrics, plots
+from spatial_tasks.o3d.metrics import SCORECARD
 from spatial_tasks.o3d.rescore import SDGM_FAMILIES, records_from_samples_file, summarise_model, task_metrics
-from spatial_tasks.results.headlines import headlines
 
 BASELINE_PREFERENCE = ("rule=depth_model", "rule=depth_oracle")
 
@@ -50,7 +50,7 @@ def o3d_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
     tasks: dict[str, dict[str, dict]] = {}
     summaries: dict[str, dict] = {}
     intervals: dict[str, dict] = {}  # label -> task (or POOLED) -> metric -> (value, low, high, method)
-    spec = headlines()["o3d"]
+    spec = SCORECARD
     for label, items in by_run.items():
         pooled: list[dict] = []
         tasks[label], intervals[label] = {}, {}

@@ -296,30 +296,11 @@ def rescore_released(path: str | Path, ddof: int = 0) -> dict:
         "rows": len(records),
         "ddof": ddof,
         "models": {m: summarise_model(rows, ddof) for m, rows in sorted(by_model.items())},
-        "records": _released_records(by_model, Path(path)),
         "not_reproducible": {
             "sim2": "the release lacks the 2-cue marked result files; only the FS+OC pair is present",
             "overall": "the paper's real half pooled rows that cannot be recovered from the release",
         },
     }
-
-
-def _released_records(by_model: dict[str, list[dict]], path: Path) -> list[dict]:
-    """Tidy result records of the headline figures per released model: marked images (accuracy,
-    bias, SDGM vision) and the language-variation rows (SDGM language). Accuracy gets its Wilson
-    interval; the others none: the release names no scene per row, so nothing can be resampled
-    by scene."""
-    from spatial_tasks.results.tidy import scope_records
-
-    out = []
-    for model, rows in sorted(by_model.items()):
-        scopes = {"released:marked": [r for r in rows if r.get("is_marked")],
-                  "released:language": [r for r in rows if not r.get("is_marked") and not r.get("is_real")]}
-        for task, scope in scopes.items():
-            out += [record.model_dump(mode="json") for record in  # each figure in its own scope only
-                    scope_records("o3d", scope, task, model, f"released:{path.name}:{model}", str(path))
-                    if record.headline]
-    return out
 
 
 def compare_to_paper(result: dict, decimals: int = 4) -> list[dict]:
@@ -440,10 +421,7 @@ def rescore_samples(path: str | Path, ddof: int = 0) -> dict:
     if not models:
         raise ValueError(f"{path}: no O3-D samples found (expected lmms-eval --log_samples *_samples_*.jsonl "
                          "of o3d_* tasks)")
-    from spatial_tasks.results.tidy import benchmark_records
-
-    return {"format": SAMPLES_FORMAT, "source": str(path), "ddof": ddof, "models": models,
-            "records": benchmark_records([Path(path)], "o3d")}
+    return {"format": SAMPLES_FORMAT, "source": str(path), "ddof": ddof, "models": models}
 
 
 FORMATS = ("auto", RELEASED_FORMAT, "lmms-samples")

@@ -16,9 +16,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from spatial_tasks.common.errors import UserError
-from spatial_tasks.paths import benchmark_tasks_dir
+from spatial_tasks.paths import tasks_dir
 
-BENCHMARKS = ("o3d", "spatialtunnel", "dori", "vague")
 FILE_NAME = "paper_results.yaml"
 
 
@@ -87,11 +86,12 @@ def _normal(name: str) -> str:
 
 
 @cache
-def paper_results(benchmark: str) -> PaperResults:
-    """The validated tables of one benchmark's task folder."""
-    if benchmark not in BENCHMARKS:
-        raise PaperDataError(f"no paper tables for {benchmark!r}; benchmarks: {', '.join(BENCHMARKS)}")
-    path = benchmark_tasks_dir(benchmark) / FILE_NAME
+def paper_results(benchmark: str, folder: Path | None = None) -> PaperResults:
+    """The validated tables of one benchmark's task folder (``folder``; default: this package's
+    ``tasks/<benchmark>``)."""
+    path = (tasks_dir() / benchmark if folder is None else Path(folder)) / FILE_NAME
+    if not path.is_file():
+        raise PaperDataError(f"no paper tables for {benchmark!r}: {path} does not exist")
     try:
         return PaperResults.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
     except (OSError, yaml.YAMLError, ValidationError) as error:

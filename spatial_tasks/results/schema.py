@@ -25,7 +25,8 @@ class ResultRecord(BaseModel):
     model: str = Field(description="lmms-eval model id (--model)")
     model_args: str = Field(description="--model_args that identify the model: sorted, placement and batching "
                                         "args (device, batch_size, dtype, ...) dropped")
-    benchmark: Literal["spatialtunnel", "o3d", "dori", "vague"]
+    benchmark: str = Field(pattern=r"^[a-z][a-z0-9_]*$",
+                           description="the benchmark's registered name (`spatial-tasks benchmarks` lists them)")
     task: str = Field(description="lmms-eval task or group the figure is computed over")
     metric: str
     value: float | None = Field(description="the figure; null when undefined")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from spatial_tasks.common.environment import mixed_warning, software
 from spatial_tasks.common.formatting import number
-from spatial_tasks.results.headlines import headlines
+from spatial_tasks.registry import benchmarks
 from spatial_tasks.results.schema import SCHEMA_VERSION, SOFTWARE_FIELDS, ResultRecord, merge, write_csv
 
 LEADERBOARD_JSON, LEADERBOARD_CSV = "leaderboard.json", "leaderboard.csv"
@@ -44,9 +44,9 @@ def scorecard_lines(records: Sequence[ResultRecord]) -> list[str]:
     chosen = headline_records(records)
     if not chosen:
         return []
-    specs = headlines()
+    specs = {name: b for name, b in benchmarks().items() if b.scorecard is not None}
     present = [b for b in specs if any(r.benchmark == b for r in chosen)]
-    columns = [(b, h) for b in present for h in specs[b].headlines]
+    columns = [(b, h) for b in present for h in specs[b].scorecard.headlines]
     models = sorted({(r.model, r.model_args) for r in chosen})
     by_key = {(r.model, r.model_args, r.benchmark, r.metric): r for r in chosen}
     head = ["model", *(f"{specs[b].title} {h.label}" for b, h in columns)]

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+from spatial_tasks.benchmark import Benchmark
 from spatial_tasks.common.environment import ENVIRONMENT_KEY, software
 from spatial_tasks.common.samples import LABEL_DROPS, Run, find_runs, samples_benchmark
-from spatial_tasks.results.headlines import BenchmarkHeadlines, headlines
+from spatial_tasks.registry import benchmarks, get
 from spatial_tasks.results.intervals import ITERATIONS, SEED
 from spatial_tasks.results.schema import SOFTWARE_FIELDS, ResultRecord
+
+Options = Mapping[str, Any]
 
 
 def identity_args(model_args: object) -> str:
@@ -26,28 +30,21 @@ def identity_args(model_args: object) -> str:
     return ",".join(sorted(a for a in items if a.partition("=")[0].strip() not in LABEL_DROPS))
 
 
-def records_reader(benchmark: str, protocol: str = "auto"
-                   ) -> Callable[[Path], tuple[list[dict], tuple[str, ...] | None]]:
-    """Per-question records of one samples file (and, for O3-D, the task's metric names);
-    ``protocol``: SpatialTunnel's scoring protocol (``rescore spatialtunnel --protocol``)."""
-    if benchmark == "spatialtunnel":
-        from spatial_tasks.spatialtunnel.rescore import records_from_samples
-        return lambda path: (records_from_samples(path, protocol), None)
-    if benchmark == "o3d":
-        from spatial_tasks.o3d.rescore import records_from_samples_file
-        return records_from_samples_file
-    if benchmark == "dori":
-        from spatial_tasks.dori.rescore import records_from_samples as dori_records
-        return lambda path: (dori_records(path), None)
-    from spatial_tasks.vague.rescore import records_from_samples as vague_records
-    return lambda path: (vague_records(path), None)
+def read_records(benchmark: Benchmark, path: Path, options: Options = {}) -> list[dict]:
+    """The records of one samples file, with the ``options`` this benchmark takes (``protocol`` ...)."""
+    return benchmark.records_from_samples(path, **{k: v for k, v in options.items() if k in benchmark.options})
 
 
-def run_records(run: Run, iterations: int = ITERATIONS, seed: int = SEED, protocol: str = "auto"
+def _metric_names(benchmark: Benchmark, path: Path) -> tuple[str, ...] | None:
+    return benchmark.metric_names(path) if benchmark.metric_names is not None else None
+
+
+def run_records(run: Run, iterations: int = ITERATIONS, seed: int = SEED, options: Options = {}
                 ) -> list[ResultRecord]:
     """The headline records of one run: per task, then per group (pooled subtasks, as lmms-eval
-    reports groups), of the four benchmarks (re-splits and other tasks are left out)."""
-    specs = headlines()
+    reports groups), of every benchmark with a scorecard (other tasks are left out); ``options``:
+    each benchmark takes the ones it knows (SpatialTunnel's ``protocol``)."""
+    specs = {name: b for name, b in benchmarks().items() if b.scorecard is not None}
     results = run.results()
     config = results.get("config") if isinstance(results.get("config"), dict) else {}
     model = str(config.get("model") or run.folder.name)
@@ -57,8 +54,8 @@ def run_records(run: Run, iterations: int = ITERATIONS, seed: int = SEED, protoc
     for task, path in sorted(run.samples.items()):
         benchmark = samples_benchmark(path)
         if benchmark in specs:
-            rows, names = records_reader(benchmark, protocol)(path)
-            per_task[task] = (benchmark, rows, names)
+            rows = read_records(specs[benchmark], path, options)
+            per_task[task] = (benchmark, rows, _metric_names(specs[benchmark], path))
     scopes = dict(per_task)
     for group, subtasks in sorted((results.get("group_subtasks") or {}).items()):
         members = [per_task[t] for t in subtasks or () if t in per_task]
@@ -72,17 +69,18 @@ def run_records(run: Run, iterations: int = ITERATIONS, seed: int = SEED, protoc
     return out
 
 
-def _task_records(spec: BenchmarkHeadlines, rows: list[dict], names: tuple[str, ...] | None, task: str,
+def _task_records(spec: Benchmark, rows: list[dict], names: tuple[str, ...] | None, task: str,
                   meta: dict, iterations: int, seed: int) -> list[ResultRecord]:
-    if not spec.applies(rows):
+    card = spec.scorecard
+    if card is None or not card.applies(rows):
         return []
     # not every task defines every figure (e.g. SDGM language on the real-image task)
-    chosen = [h for h in spec.headlines if names is None or h.metric in names]
-    found = spec.intervals(rows, iterations, seed, chosen)
+    chosen = [h for h in card.headlines if names is None or h.metric in names]
+    found = card.intervals(rows, iterations, seed, chosen)
     out = []
     for headline in chosen:
         value, low, high, method = found[headline.metric]
-        out.append(ResultRecord(benchmark=spec.benchmark, task=task, metric=headline.metric,
+        out.append(ResultRecord(benchmark=spec.name, task=task, metric=headline.metric,
                                 value=_finite(value), n=len(rows), ci_low=_finite(low), ci_high=_finite(high),
                                 ci_method=method if _finite(low) is not None else "none",
                                 headline=bool(headline.scope(rows)), **meta))
@@ -145,26 +143,38 @@ def _provenance(results: dict, task: str, model: str, args: str, run_id: str) ->
             "data_source": joined[0], "data_revision": joined[1]}
 
 
-def collect(roots: list[Path], iterations: int = ITERATIONS, seed: int = SEED, protocol: str = "auto"
+def collect(roots: Sequence[Path], iterations: int = ITERATIONS, seed: int = SEED, options: Options = {}
             ) -> list[ResultRecord]:
     """Every run's headline records under the given folders, in a stable order."""
     out = []
     for root in roots:
         for run in find_runs(Path(root)):
-            out += run_records(run, iterations, seed, protocol)
+            out += run_records(run, iterations, seed, options)
     return out
 
 
-def scope_records(benchmark: str, rows: list[dict], task: str, model: str, run_id: str, data_source: str,
-                  iterations: int = ITERATIONS, seed: int = SEED) -> list[ResultRecord]:
+def outside_records(benchmark: str, rows: list[dict], run_id: str, data_source: str,
+                    iterations: int = ITERATIONS, seed: int = SEED) -> list[dict]:
     """Headline records of per-question records that come from outside an lmms-eval run (O3-D's
-    released outputs): no model_args, run software or revision to record."""
-    meta = {"model": model, "model_args": "", "run_id": run_id, "task_version": None, "scored_with": scored_with(),
-            "data_source": data_source, "data_revision": None}
-    return _task_records(headlines()[benchmark], rows, None, task, meta, iterations, seed)
+    released outputs), per model (each row's ``model``) and per scope (``released_scopes``; each
+    figure in its own scope only), as JSON-ready dicts. Nothing to resample by scene: the release
+    names none, so only proportions get an interval. No model_args, run software or revision."""
+    spec = get(benchmark)
+    by_model: dict[str, list[dict]] = {}
+    for row in rows:
+        by_model.setdefault(str(row.get("model")), []).append(row)
+    out = []
+    for model, model_rows in sorted(by_model.items()):
+        scopes = spec.released_scopes(model_rows) if spec.released_scopes is not None else {"released": model_rows}
+        meta = {"model": model, "model_args": "", "run_id": f"{run_id}:{model}", "task_version": None,
+                "scored_with": scored_with(), "data_source": data_source, "data_revision": None}
+        for task, scope in scopes.items():
+            out += [r.model_dump(mode="json") for r in _task_records(spec, scope, None, task, meta, iterations, seed)
+                    if r.headline]
+    return out
 
 
-def benchmark_records(roots: list[Path], benchmark: str, protocol: str = "auto") -> list[dict]:
-    """What each ``rescore`` returns under "records": the tidy records of one benchmark's runs, as
+def benchmark_records(roots: Sequence[Path], benchmark: str, options: Options = {}) -> list[dict]:
+    """What ``rescore --json`` adds under "records": the tidy records of one benchmark's runs, as
     JSON-ready dicts in the documented schema (``record.schema.json``)."""
-    return [r.model_dump(mode="json") for r in collect(roots, protocol=protocol) if r.benchmark == benchmark]
+    return [r.model_dump(mode="json") for r in collect(roots, options=options) if r.benchmark == benchmark]

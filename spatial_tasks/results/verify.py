@@ -27,15 +27,15 @@ missing; neither is checked.
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from spatial_tasks.common.samples import Run, find_runs, samples_benchmark
+from spatial_tasks.benchmark import Benchmark
 from spatial_tasks.common.environment import mixed_warning
+from spatial_tasks.common.samples import Run, find_runs, samples_benchmark
+from spatial_tasks.registry import benchmarks, get
 from spatial_tasks.results.paper import paper_results
 from spatial_tasks.results.tidy import software_of
 
@@ -71,7 +71,7 @@ def grade_points(delta: float | None) -> str:
 
 def _cell(source: str, model: str, paper_model: str, benchmark: str, table_id: str, column: str, scope: str,
           ours: float | None, exact: bool) -> Cell | None:
-    table = paper_results(benchmark).tables[table_id]
+    table = _paper(get(benchmark)).tables[table_id]
     if paper_model not in table.rows:
         return None
     published = table.fraction(paper_model, column)
@@ -88,74 +88,10 @@ def _cell(source: str, model: str, paper_model: str, benchmark: str, table_id: s
                 float(ours) if defined else None, published, delta, grade)
 
 
-# --- our figures, per benchmark: (table, scope, {column: value}) --------------------------------
-
-def _spatialtunnel_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
-    from spatial_tasks.spatialtunnel.metrics import summary
-
-    tables = {("logit", "phase"): "table3", ("exact", "phase"): "table8", ("logit", "size"): "table9"}
-    out = []
-    for task, records in per_task.items():
-        kinds = {(r.get("protocol"), r.get("variant")) for r in records}
-        if len(kinds) == 1 and (kind := kinds.pop()) in tables:
-            out.append((tables[kind], task, summary(records)))
-    return out
-
-
-def _o3d_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
-    from spatial_tasks.o3d.rescore import summarise_model
-
-    records = [r for rows in per_task.values() for r in rows]
-    return [("table12", "run (all O3-D tasks)", summarise_model(records, 0))] if records else []
-
-
-def _dori_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
-    from spatial_tasks.dori.rescore import summary
-
-    records = [r for rows in per_task.values() for r in rows]
-    return [("table2", "run (all DORI tasks)", summary(records))] if records else []
-
-
-def _resplit_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
-    from spatial_tasks.spatialtunnel.resplit.metrics import summary
-
-    out = []
-    for task, records in per_task.items():
-        sources = {r.get("source") for r in records}
-        if len(sources) == 1 and records:
-            figures = summary(records)
-            source = sources.pop()
-            out.append(("table2", task, {f"{source}_consistent": figures["acc_cons"],
-                                         f"{source}_counter": figures["acc_ctr"]}))
-    return out
-
-
-def _vague_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
-    from spatial_tasks.vague.rescore import summary
-
-    out = []
-    for task, records in per_task.items():
-        match = re.fullmatch(r"vague_(vcr|ego4d)_(lm|sm|vlm)", task)
-        if match and records:
-            out.append(("table1", task, {f"{match[1]}_{match[2]}": summary(records).get("acc")}))
-    return out
-
-
-# Cells that are not checked: DORI's printed Avg is not always the mean of its own task cells
-# (Mantis-CLIP coarse: 23.8 printed, 26.5 the mean), so only the task cells are compared.
-NOT_CHECKED = {"dori": {"avg_coarse", "avg_granular"}}
-
-FIGURES = {"spatialtunnel": _spatialtunnel_figures, "o3d": _o3d_figures, "dori": _dori_figures,
-           "vague": _vague_figures, "spatialtunnel_resplit": _resplit_figures}
-PAPER_OF = {"spatialtunnel_resplit": "spatialtunnel"}  # the re-splits are in the SpatialTunnel paper's tables
-
-
-def _records(benchmark: str, path: Path) -> list[dict]:
-    if benchmark == "spatialtunnel_resplit":
-        from spatial_tasks.spatialtunnel.resplit.report import records_from_samples
-        return records_from_samples(path)
-    from spatial_tasks.results.tidy import records_reader
-    return records_reader(benchmark)(path)[0]
+def _paper(benchmark: Benchmark):
+    """The paper tables a benchmark's figures are checked against (its ``paper``'s task folder)."""
+    owner = get(benchmark.paper)
+    return paper_results(owner.name, owner.tasks_folder())
 
 
 def run_model(run: Run) -> str:
@@ -171,57 +107,62 @@ def run_model(run: Run) -> str:
 
 def verify_run(run: Run) -> tuple[list[Cell], list[str]]:
     """(cells, "model (benchmark)" for each benchmark of the run without a paper row for its model)."""
+    checked = {name: b for name, b in benchmarks().items() if b.paper_figures is not None}
     by_benchmark: dict[str, dict[str, list[dict]]] = defaultdict(dict)
     for task, path in sorted(run.samples.items()):
         benchmark = samples_benchmark(path)
-        if benchmark in FIGURES:
-            by_benchmark[benchmark][task] = _records(benchmark, path)
+        if benchmark in checked:
+            by_benchmark[benchmark][task] = checked[benchmark].records_from_samples(path)
     model, cells, unmatched = run_model(run), [], []
     for benchmark, per_task in by_benchmark.items():
-        paper = PAPER_OF.get(benchmark, benchmark)
-        paper_model = paper_results(paper).match(model)
+        spec = checked[benchmark]
+        paper = _paper(spec)
+        paper_model = paper.match(model)
         if paper_model is None:
             unmatched.append(f"{model} ({benchmark})")
             continue
-        for table_id, scope, figures in FIGURES[benchmark](per_task):
-            for column in paper_results(paper).tables[table_id].columns:
-                if column in figures and column not in NOT_CHECKED.get(benchmark, ()):
-                    cell = _cell(str(run.folder), model, paper_model, paper, table_id, column, scope,
+        for table_id, scope, figures in spec.paper_figures(per_task):
+            for column in paper.tables[table_id].columns:
+                if column in figures and column not in spec.not_checked:
+                    cell = _cell(str(run.folder), model, paper_model, spec.paper, table_id, column, scope,
                                  figures[column], exact=False)
                     if cell is not None:
                         cells.append(cell)
     return cells, unmatched
 
 
-def verify_o3d_release(path: Path) -> tuple[list[Cell], list[str]]:
-    """Every reproducible Table 12 cell of every released model with a paper row, exactly
-    (the cells ``rescore.compare_to_paper`` selects, graded here)."""
-    from spatial_tasks.o3d.rescore import compare_to_paper, rescore_released
-
-    result = rescore_released(path)
-    rows = compare_to_paper(result, EXACT_DECIMALS)
-    cells = [_cell(str(path), row["model"], row["paper_model"], "o3d", "table12", row["cell"], "released outputs",
-                   row["ours"], exact=True) for row in rows]
+def verify_release(path: Path) -> tuple[list[Cell], list[str]]:
+    """A file of released outputs (a benchmark's ``release_cells`` reads it: O3-D's authors'
+    outputs): every reproducible cell of every released model with a paper row, exactly."""
+    readers = [b for b in benchmarks().values() if b.release_cells is not None]
+    if not readers:
+        raise ValueError(f"{path}: a file, and no benchmark reads released outputs")
+    spec = readers[0]
+    rows, models = spec.release_cells(path, EXACT_DECIMALS)
+    cells = [_cell(str(path), row["model"], row["paper_model"], spec.paper, row["table"], row["cell"],
+                   "released outputs", row["ours"], exact=True) for row in rows]
     matched = {row["model"] for row in rows}
-    return [c for c in cells if c is not None], [m for m in result["models"] if m not in matched]
+    return [c for c in cells if c is not None], [f"{m} ({spec.name} release)" for m in models if m not in matched]
 
 
-PROBE_COLUMNS = {"coh_h": "Coh_H", "coh_v": "Coh_V", "coh_d": "Coh_D", "vd_ei": "VD-EI"}
-
-
-def verify_probe(folder: Path) -> tuple[list[Cell], list[str]]:
-    """A ``spatial-tasks probe`` folder: Table 5 at the layer its metrics.json reports."""
-    from spatial_tasks.spatialtunnel.probe.run import METRICS
-
-    data = json.loads((folder / METRICS).read_text(encoding="utf-8"))
-    model, at_layer = str(data.get("model")), data.get("at_layer") or {}
-    paper_model = paper_results("spatialtunnel").match(model)
-    if paper_model is None:
-        return [], [f"{model} (probe)"]
-    scope = f"probe, layer {data.get('layer')}"
-    cells = [_cell(str(folder), model, paper_model, "spatialtunnel", "table5", column, scope, at_layer.get(key),
-                   exact=False) for column, key in PROBE_COLUMNS.items()]
-    return [c for c in cells if c is not None], []
+def verify_studies(root: Path) -> tuple[list[Cell], list[str]]:
+    """Results of studies that are not lmms-eval runs (a benchmark's ``study_figures``: SpatialTunnel's
+    ``spatial-tasks probe`` folders, Table 5 at the reported layer) found under ``root``."""
+    cells: list[Cell] = []
+    unmatched: list[str] = []
+    for spec in benchmarks().values():
+        if spec.study_figures is None:
+            continue
+        paper = _paper(spec)
+        for folder, model, table_id, scope, figures in spec.study_figures(root):
+            paper_model = paper.match(model)
+            if paper_model is None:
+                unmatched.append(f"{model} ({scope.split(',')[0]})")
+                continue
+            found = [_cell(str(folder), model, paper_model, spec.paper, table_id, column, scope, value, exact=False)
+                     for column, value in figures.items()]
+            cells += [c for c in found if c is not None]
+    return cells, unmatched
 
 
 def verify(paths: list[Path]) -> dict:
@@ -232,16 +173,13 @@ def verify(paths: list[Path]) -> dict:
     for path in paths:
         path = Path(path)
         if path.is_file():
-            found, missing = verify_o3d_release(path)
-            cells += found
-            unmatched += [f"{model} (o3d release)" for model in missing]
-            continue
-        from spatial_tasks.spatialtunnel.probe.run import METRICS
-
-        for metrics_file in sorted(path.rglob(METRICS)):  # spatial-tasks probe folders
-            found, missing = verify_probe(metrics_file.parent)
+            found, missing = verify_release(path)
             cells += found
             unmatched += missing
+            continue
+        found, missing = verify_studies(path)
+        cells += found
+        unmatched += missing
         for run in find_runs(path):
             software[f"{run.folder}:{run.stamp}"] = software_of(run)
             found, missing = verify_run(run)

@@ -20,7 +20,9 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from spatial_tasks.benchmark import Headline, Scorecard, binary
 from spatial_tasks.common.stats import mean, share
+from spatial_tasks.results.intervals import GroupedMeans
 
 SIZE_SMALL_FAR = 0.10  # s1 = 0.1: far object small, size consistent with depth
 SIZE_LARGE_FAR = 0.30  # s1 = 0.3: far object large, size conflicts with depth
@@ -147,3 +149,33 @@ def summary(records: Sequence[dict]) -> dict:
     if any("parsed" in r for r in records):
         out["unparseable"] = unparseable_share(records)
     return out
+
+
+# --- The scorecard: v and Δ (Tables 3 / 8 / 9), v_cons and v_ctr with intervals in its own tables.
+# Each figure is defined once here (a GroupedMeans: its value and its bootstrap); the tests check
+# that each equals the function above that the live lmms-eval task reports.
+
+def _score_value(row: dict) -> float:
+    return float(row["score"])
+
+
+def _relation(relation: str) -> Headline:
+    """v on the consistent / counter pairs (Table 3's v_cons, v_ctr)."""
+    return Headline(f"v_{'cons' if relation == 'consistent' else 'ctr'}", relation,
+                    GroupedMeans(lambda r: r["relation_two_way"] if r["relation_two_way"] == relation else None,
+                                 _score_value, lambda means: means.get(relation, math.nan)),
+                    lambda rows: binary([_score_value(r) for r in rows if r.get("relation_two_way") == relation]))
+
+
+SCORECARD = Scorecard(
+    unit=lambda r: r.get("image_id") or r["question_id"],  # an image's four questions are paired
+    headlines=(
+        Headline("v", "v", GroupedMeans(lambda r: "all", _score_value, lambda means: means["all"]),
+                 lambda rows: binary([_score_value(r) for r in rows])),
+        Headline("delta", "Δ", GroupedMeans(
+            lambda r: r["relation_two_way"], _score_value,
+            lambda means: means.get("consistent", math.nan) - means.get("counter", math.nan),
+            readable=lambda r: r.get("parsed") != "unparseable")),
+    ),
+    details=(_relation("consistent"), _relation("counter")),
+)

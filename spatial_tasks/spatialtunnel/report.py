@@ -9,8 +9,8 @@ from pathlib import Path
 
 from spatial_tasks.common.formatting import number, with_interval
 from spatial_tasks.common.plots import grouped_hbars
-from spatial_tasks.results.headlines import headlines
 from spatial_tasks.spatialtunnel import metrics, plots
+from spatial_tasks.spatialtunnel.metrics import SCORECARD
 from spatial_tasks.spatialtunnel.rescore import records_from_samples
 
 # Column names are the metric names of lmms-eval's table and of `rescore` (the legend gives the paper's symbols).
@@ -52,7 +52,7 @@ def spatialtunnel_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
     curves: dict[str, dict[str, dict[float, float]]] = defaultdict(dict)
     bars: dict[str, dict[str, float]] = {}
     whiskers: dict[str, dict[str, tuple[float, float]]] = {}
-    spec = headlines()["spatialtunnel"]
+    spec = SCORECARD
     header = "| run | task | protocol | n | " + " | ".join(name for _, name in COLUMNS) + " |"
     table = [header, "|---|---|---|---:|" + "---:|" * len(COLUMNS)]
     for run, task, samples in sorted(entries, key=lambda e: (e[0].label, e[1])):

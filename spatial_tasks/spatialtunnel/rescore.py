@@ -52,8 +52,8 @@ def rescore(path: Path, protocol: str = "auto") -> dict:
 
     ``{"runs": {label: {"tasks": {task: summary}, "groups": {group: summary}}}}`` where a summary
     is ``metrics.summary`` (v, v_cons, v_ctr, delta, v_amb, n per subset, cell_grid, the size
-    sweep, unparseable); ``"records"``: the headline figures with intervals as tidy result records
-    (``spatial_tasks.results``).
+    sweep, unparseable). The CLI adds ``"records"``, the headline figures with intervals as tidy result
+    records (``spatial_tasks.results.tidy.benchmark_records``).
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"--protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
@@ -74,7 +74,4 @@ def rescore(path: Path, protocol: str = "auto") -> dict:
     if not runs:
         raise SamplesError(f"{path}: no SpatialTunnel samples found (expected lmms-eval --log_samples "
                            "output: <stamp>_samples_spatialtunnel*.jsonl)")
-    from spatial_tasks.results.tidy import benchmark_records
-
-    return {"format": "lmms-samples", "source": str(path), "runs": runs,
-            "records": benchmark_records([Path(path)], BENCHMARK, protocol)}
+    return {"format": "lmms-samples", "source": str(path), "runs": runs}

@@ -18,6 +18,7 @@ from functools import cache
 
 from loguru import logger as log
 
+from spatial_tasks.benchmark import Headline, Scorecard, binary
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.stats import mean
 from spatial_tasks.vague.schema import WRONG_TYPES
@@ -206,3 +207,22 @@ def mean_bertscore(records: Sequence[dict]) -> float:
         log.error(f"VAGUE BERTScore with {model!r}: {type(err).__name__}: {reason}; reporting n/a{hint}")
         return math.nan
     return mean(scores)
+
+
+# --- The scorecard: MCQ accuracy in the VLM setting (Table 1), defined once here.
+
+def _mcq(rows) -> list[dict]:
+    return [r for r in rows if r.get("kind") == "mcq"]
+
+
+def _accuracy(rows) -> float:
+    return accuracy(_mcq(rows)) if _mcq(rows) else math.nan
+
+
+SCORECARD = Scorecard(
+    unit=lambda r: r["item_id"],
+    headlines=(Headline("acc", "VLM acc", _accuracy,
+                        lambda rows: binary([float(r["chosen"] == r["answer"]) for r in _mcq(rows)]),
+                        scope=lambda rows: all(r.get("setting") == "vlm" for r in rows)),),
+    applies=lambda rows: bool(_mcq(rows)),
+)

@@ -43,8 +43,8 @@ def summary(records: list[dict]) -> dict:
 
 
 def rescore(path: Path) -> dict:
-    """``{"runs": {label: {task: summary}}, "records": [...]}`` for every run under ``path``; the
-    records are the headline figures with intervals as tidy result records (``spatial_tasks.results``)."""
+    """``{"runs": {label: {task: summary}}}`` for every run under ``path`` (the CLI adds the tidy
+    result records: ``spatial_tasks.results.tidy.benchmark_records``)."""
     runs = {}
     for run in find_runs(Path(path)):
         tasks = {}
@@ -57,6 +57,4 @@ def rescore(path: Path) -> dict:
     if not runs:
         raise SamplesError(f"{path}: no VAGUE samples found (expected lmms-eval --log_samples output: "
                            "<stamp>_samples_vague_*.jsonl)")
-    from spatial_tasks.results.tidy import benchmark_records
-
-    return {"runs": runs, "records": benchmark_records([Path(path)], BENCHMARK)}
+    return {"runs": runs}

@@ -78,7 +78,7 @@ CASES = [
     ("bad protocol", ["rescore", "spatialtunnel", "{a_file}", "--protocol", "banana"], 2,
      r"^error: --protocol must be one of auto, exact, logit"),
     ("unknown benchmark", ["prompts", "nope"], 2,
-     r"^error: BENCHMARK must be one of o3d, dori, spatialtunnel, vague, not 'nope'$"),
+     r"^error: BENCHMARK must be one of spatialtunnel, o3d, dori, vague, not 'nope'$"),
     ("missing file", ["rescore", "o3d", "/nonexistent-folder"], 2, r"^error: /nonexistent-folder: no such file or folder$"),
     ("missing folder", ["rescore", "spatialtunnel", "/nonexistent-folder"], 2,
      r"^error: /nonexistent-folder: no such file or folder$"),

@@ -19,6 +19,7 @@ from lmms import run_lmms_eval
 import spatial_tasks
 from spatial_tasks.results.hf_evaluate import NotAQuestionError
 from spatial_tasks.results.schema import ResultRecord
+from spatial_tasks.results.tidy import benchmark_records
 
 RECORD_KEYS = {"spatialtunnel": "v", "o3d": "acc", "dori": "acc", "vague": "acc"}
 
@@ -51,9 +52,9 @@ def _module(benchmark: str):
     return evaluate.load(spatial_tasks.metric_module(benchmark))
 
 
-def _record(result: dict, task: str, metric: str) -> ResultRecord:
-    """The tidy record (documented schema) that ``rescore`` returns for one task's figure."""
-    records = [ResultRecord.model_validate(r) for r in result["records"]]  # each one valid
+def _record(folder: Path, benchmark: str, task: str, metric: str) -> ResultRecord:
+    """The tidy record (documented schema) that ``rescore --json`` adds for one task's figure."""
+    records = [ResultRecord.model_validate(r) for r in benchmark_records([folder], benchmark)]  # each one valid
     (found,) = [r for r in records if r.task == task and r.metric == metric]
     assert found.ci_low <= found.value <= found.ci_high and found.ci_method != "none"
     return found
@@ -79,7 +80,7 @@ def test_spatialtunnel_module_equals_rescore(shuffled_runs):
     (run,) = result["runs"].values()
     theirs = run["tasks"]["spatialtunnel_sample_phase"]
     _same(ours, theirs)
-    assert _record(result, "spatialtunnel_sample_phase", "v").value == pytest.approx(theirs["v"])
+    assert _record(folder, "spatialtunnel", "spatialtunnel_sample_phase", "v").value == pytest.approx(theirs["v"])
     assert 0 < ours["v"] < 1 and ours["n"] == len(records)
 
 
@@ -91,7 +92,7 @@ def test_o3d_module_equals_rescore(shuffled_runs):
     result = rescore_samples(folder)
     (theirs,) = result["models"].values()
     _same(ours, {k: v for k, v in theirs.items() if k not in ("tasks", "groups")})
-    assert _record(result, "o3d_sample_markers", "acc").value == pytest.approx(theirs["tasks"]["o3d_sample_markers"]["acc"])
+    assert _record(folder, "o3d", "o3d_sample_markers", "acc").value == pytest.approx(theirs["tasks"]["o3d_sample_markers"]["acc"])
     assert 0 < ours["HP"] < 1
 
 
@@ -103,7 +104,7 @@ def test_dori_module_equals_rescore(shuffled_runs):
     result = rescore([folder])
     (theirs,) = result["runs"].values()
     _same(ours, theirs)
-    assert _record(result, "dori_sample", "avg_coarse").value == pytest.approx(theirs["avg_coarse"])
+    assert _record(folder, "dori", "dori_sample", "avg_coarse").value == pytest.approx(theirs["avg_coarse"])
     assert 0 < ours["avg_coarse"] < 1
 
 
@@ -116,7 +117,7 @@ def test_vague_module_equals_rescore_and_names_a_bad_reference(shuffled_runs):
     result = rescore(folder)
     (run,) = result["runs"].values()
     _same(ours, run["vague_sample_vlm"])
-    assert _record(result, "vague_sample_vlm", "acc").value == pytest.approx(run["vague_sample_vlm"]["acc"])
+    assert _record(folder, "vague", "vague_sample_vlm", "acc").value == pytest.approx(run["vague_sample_vlm"]["acc"])
     assert 0 <= ours["acc"] < 1 and ours["n"] == len(records)
     bad = [json.dumps(r) for r in records]
     bad[1] = json.dumps({k: v for k, v in records[1].items() if k != "option_texts"})

@@ -1,0 +1,1 @@
+"""ToyBench: a tiny fifth benchmark that lives only in the tests (see ../README.md)."""
