@@ -46,6 +46,17 @@ def binary(values: list[float]) -> tuple[float, int] | None:
     return (sum(values), len(values)) if values and all(v in (0.0, 1.0) for v in values) else None
 
 
+def distinct(records: Sequence[dict], *keys: str) -> dict[str, str]:
+    """A benchmark's ``settings``: each key's distinct values over the records, sorted and joined by
+    commas (a key no record has is left out)."""
+    out = {}
+    for key in keys:
+        values = sorted({str(r[key]) for r in records if r.get(key) is not None})
+        if values:
+            out[key] = ",".join(values)
+    return out
+
+
 @dataclass(frozen=True)
 class Headline:
     """One headline figure, defined once: ``figure`` is either a ``GroupedMeans`` (a function of
@@ -184,8 +195,9 @@ class Benchmark:
     prompt_space: Callable[[], Iterator[dict]] | None = None
     # -- custom-task: the data spec for --data (None: the shared rule for a datasets folder / Hub id)
     custom_data: Callable[[Any], dict | None] | None = None  # (catalog.CustomData) -> spec
-    # -- the settings a record was scored with (BERTScore backbone, seed, answer rule ...)
-    settings: Callable[[Sequence[dict]], dict[str, Any]] | None = None
+    # -- the settings its figures depend on, from the records (BERTScore backbone, option-order
+    # seed, answer reader, protocol): recorded in every result record and shown in the report
+    settings: Callable[[Sequence[dict]], dict[str, str]] | None = None
     demo: Demo | None = None
     # its CLI commands: a module (CLI level: it may use the results layer) with COMMANDS = [Command]
     commands: str | None = None

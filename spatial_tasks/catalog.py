@@ -222,7 +222,7 @@ def _check_hub_dataset(repo: str) -> None:
 
     if (Path(constants.HF_HUB_CACHE) / f"datasets--{repo.replace('/', '--')}").is_dir():
         return
-    from spatial_tasks.harness import hub_unreachable
+    from spatial_tasks.common.hub import hub_unreachable
 
     where = f"--data {repo}: no such folder here"
     why = hub_unreachable()

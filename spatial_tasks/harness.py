@@ -56,7 +56,6 @@ What lives here, and why:
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
 import re
@@ -351,26 +350,7 @@ def check_hub_reachable(data: TaskData) -> None:
         raise HubUnreachable(f"Couldn't reach {data.path!r} on the Hub: {why}")
 
 
-def hub_unreachable() -> str | None:
-    """Why the Hub cannot be reached (HF_HUB_OFFLINE set, or its host does not resolve and no proxy
-    is set), or None when it may be: a cheap check before anything that would retry for a minute."""
-    import socket
-    from urllib.parse import urlparse
-
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
-        return "HF_HUB_OFFLINE is set"
-    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
-                                       "all_proxy")):
-        return None
-    from huggingface_hub import constants
-
-    host = urlparse(constants.ENDPOINT).hostname or "huggingface.co"
-    try:
-        socket.getaddrinfo(host, 443)
-    except OSError as err:
-        return f"{host} does not resolve ({getattr(err, 'strerror', None) or err})"
-    return None
-
+from spatial_tasks.common.hub import hub_unreachable  # noqa: E402,F401 (a check every layer may make)
 
 # ------------------------------------------------------------------------------------------
 # 1 + 3. Installing into lmms-eval
@@ -538,9 +518,8 @@ class RecordRef:
     __repr__ = __str__
 
 
-def is_record_ref(value: object) -> bool:
-    """Whether a logged value is a RecordRef's pointer string."""
-    return isinstance(value, str) and value.startswith("<") and " record: see '" in value and value.endswith("'>")
+# Reading the pointer back is the samples reader's job: common/samples.py, is_record_ref.
+from spatial_tasks.common.samples import is_record_ref  # noqa: E402,F401
 
 
 def fan_out(record: dict, names: Sequence[str]) -> dict:
@@ -604,37 +583,13 @@ def pool_subtasks(values: list, sizes: list, weight_by_size: bool = True) -> flo
 # ------------------------------------------------------------------------------------------
 # 6. First-token logits carried in the response text
 
-PAYLOAD_KEY = "spatial_tasks_yesno"  # marks a response string as a logit payload
-
-
-def encode_payload(answer: str, logit_yes: float, logit_no: float, text: str = "", **extra: Any) -> str:
-    """A *_yesno model's response: the first-token logits as JSON (``extra``: e.g. the token ids)."""
-    return json.dumps({PAYLOAD_KEY: 1, "answer": answer, "logit_yes": logit_yes, "logit_no": logit_no,
-                       "text": text, **extra})
-
-
-def is_payload(response: object) -> bool:
-    """Whether a response claims to be a logit payload (it may still be malformed)."""
-    return isinstance(response, str) and PAYLOAD_KEY in response
-
-
-def decode_payload(response: object) -> dict | None:
-    """The payload of a *_yesno response as a dict (logit_yes, logit_no as floats, text, and any
-    extra fields); None for plain text and a malformed payload. Never raises."""
-    if not is_payload(response):
-        return None
-    try:
-        data = json.loads(response)
-        if not isinstance(data, dict):
-            return None
-        logit_yes, logit_no = data["logit_yes"], data["logit_no"]
-        if isinstance(logit_yes, bool) or isinstance(logit_no, bool):
-            return None
-        return {**data, "logit_yes": float(logit_yes), "logit_no": float(logit_no),
-                "text": str(data.get("text", ""))[:200]}
-    except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
-        return None
-
+# The format itself is ours, not lmms-eval's: common/yesno.py (the task and model code read it
+# there too); the seam's part is that a generate_until response reaches process_results untouched.
+from spatial_tasks.common.yesno import (  # noqa: E402,F401
+    PAYLOAD_KEY,
+    is_payload,  # noqa: E402,F401
+)
+from spatial_tasks.common.yesno import encode_payload_fields as encode_payload  # noqa: E402,F401
 
 # ------------------------------------------------------------------------------------------
 # 7. lmms-eval's own answer readers

@@ -111,6 +111,29 @@ def software_lines(runs: Sequence[Run]) -> list[str]:
     return lines + (["", f"**{warning}**"] if warning else [])
 
 
+def settings_lines(by_benchmark: dict[str, list]) -> list[str]:
+    """The "Scoring settings" section: per run and benchmark, the settings its figures depend on
+    (each benchmark's ``settings`` of its records: BERTScore backbone, option-order seed, answer
+    reader, protocol), as the result records carry them."""
+    specs = benchmarks()
+    rows = []
+    for name, entries in by_benchmark.items():
+        if specs[name].settings is None:
+            continue
+        per_run: dict[str, list[dict]] = defaultdict(list)
+        for run, _task, samples in entries:
+            per_run[run.label] += specs[name].records_from_samples(samples)
+        for label, records in per_run.items():
+            found = specs[name].settings(records)
+            if found:
+                rows.append(f"| `{label}` | {specs[name].title} | "
+                            + "; ".join(f"{k} = `{v}`" for k, v in found.items()) + " |")
+    if not rows:
+        return ["No run recorded a setting its figures depend on."]
+    return ["| run | benchmark | settings |", "|---|---|---|", *rows, "",
+            "What each figure was scored with; the same settings are in every result record (`settings`)."]
+
+
 def _draw(root: Path | None, runs: list, by_benchmark: dict, makers: dict, intro: Sequence[str],
           probes: Sequence[Path], out: Path, records: Sequence = ()) -> list[Path]:
     """Every figure and report.md, drawn into ``out`` (the staging folder); the files written."""
@@ -128,6 +151,7 @@ def _draw(root: Path | None, runs: list, by_benchmark: dict, makers: dict, intro
 
         sections += ["## Beside the papers", "", *paper_rows_lines(runs), ""]
         sections += ["## Software", "", *software_lines(runs), ""]
+        sections += ["## Scoring settings", "", *settings_lines(by_benchmark), ""]
     for name in (name for name in makers if name in by_benchmark):  # in registry order
         files, lines = makers[name].report(by_benchmark[name], out)
         written += files

@@ -35,10 +35,11 @@ RUNS = (
     ("resplit", "vertical", "spatialtunnel_embspatial_depth_split_sample,spatialtunnel_cv_bench_3d_split_sample",
      "Qwen2.5-VL-3B"),  # the paper's alias: a label apart from the SpatialTunnel run's
 )
-# Fields of a result record that say who ran it where, not what it measured.
+# Fields of a result record that say who ran it where, not what it measured; and (issue 30) the
+# version and settings fields added after the golden file was written -- records, not figures.
 VOLATILE = {"run_id", "scored_with", "lmms_eval_version", "python_version", "torch_version", "transformers_version",
             "datasets_version", "spatial_tasks_version", "spatial_tasks_commit", "lock_hash", "data_source",
-            "data_revision", "bertscore_model", "bertscore_revision"}
+            "data_revision", "bertscore_model", "bertscore_revision", "bertscore_layers", "schema_version", "settings"}
 
 
 def make_runs(root: Path) -> Path:
@@ -113,13 +114,14 @@ def figures(root: Path, report_dir: Path) -> dict:
 
 
 def report_tables(text: str) -> dict[str, list[str]]:
-    """The table rows of each section of report.md (the Software section says who ran it: left out)."""
+    """The table rows of each section of report.md (the Software section says who ran it, and the
+    Scoring settings section -- added by issue 30 -- how: both left out)."""
     sections: dict[str, list[str]] = {}
     current = ""
     for line in text.splitlines():
         if line.startswith("## "):
             current = line[3:].strip()
-        elif line.startswith("|") and current != "Software":
+        elif line.startswith("|") and current not in ("Software", "Scoring settings"):
             sections.setdefault(current, []).append(line)
     return sections
 

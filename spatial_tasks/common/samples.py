@@ -88,6 +88,12 @@ def numbered_samples(path: Path) -> Iterator[tuple[int, dict]]:
         yield number, sample
 
 
+def is_record_ref(value: object) -> bool:
+    """Whether a logged value is the pointer the lmms-eval seam logs under a doc's other metric keys
+    (``harness.RecordRef``: ``<BENCH record: see 'KEY'>``) instead of the record itself."""
+    return isinstance(value, str) and value.startswith("<") and " record: see '" in value and value.endswith("'>")
+
+
 def first_response(sample: dict) -> str:
     first = sample.get("filtered_resps")
     if first is None:

@@ -2,19 +2,53 @@
 
 lmms-eval 0.7.3 can only score generated text (its loglikelihood path is broken, see
 environment.md), so a ``*_yesno`` model returns its first-token logits serialised in the
-response string; the string format belongs to the lmms-eval seam (``spatial_tasks.harness``),
-the Yes/No meaning of it is here.
+response string (``encode_payload``): JSON marked with ``PAYLOAD_KEY``. The format and its Yes/No
+meaning are both here; the lmms-eval seam (``spatial_tasks.harness``, section 6) only relies on the
+string reaching ``process_results`` untouched.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
-
-from spatial_tasks import harness
+from typing import Any
 
 UNPARSEABLE = "unparseable"
+
+# --- the response-string format
+
+PAYLOAD_KEY = "spatial_tasks_yesno"  # marks a response string as a logit payload
+
+
+def encode_payload_fields(answer: str, logit_yes: float, logit_no: float, text: str = "", **extra: Any) -> str:
+    """A *_yesno model's response: the first-token logits as JSON (``extra``: e.g. the token ids)."""
+    return json.dumps({PAYLOAD_KEY: 1, "answer": answer, "logit_yes": logit_yes, "logit_no": logit_no,
+                       "text": text, **extra})
+
+
+def is_payload(response: object) -> bool:
+    """Whether a response claims to be a logit payload (it may still be malformed)."""
+    return isinstance(response, str) and PAYLOAD_KEY in response
+
+
+def decode_payload_fields(response: object) -> dict | None:
+    """The payload of a *_yesno response as a dict (logit_yes, logit_no as floats, text, and any
+    extra fields); None for plain text and a malformed payload. Never raises."""
+    if not is_payload(response):
+        return None
+    try:
+        data = json.loads(response)
+        if not isinstance(data, dict):
+            return None
+        logit_yes, logit_no = data["logit_yes"], data["logit_no"]
+        if isinstance(logit_yes, bool) or isinstance(logit_no, bool):
+            return None
+        return {**data, "logit_yes": float(logit_yes), "logit_no": float(logit_no),
+                "text": str(data.get("text", ""))[:200]}
+    except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -54,16 +88,15 @@ def sigmoid(x: float) -> float:
 
 def encode_payload(logits: YesNoLogits, **extra) -> str:
     """A *_yesno model's response for these logits (``extra``: more fields to log, e.g. token ids)."""
-    return harness.encode_payload(logits.answer, logits.logit_yes, logits.logit_no, logits.text, **extra)
+    return encode_payload_fields(logits.answer, logits.logit_yes, logits.logit_no, logits.text, **extra)
 
 
-is_payload = harness.is_payload
 
 
 def decode_payload(response: object) -> YesNoLogits | None:
     """The logits in a *_yesno model's response; None for plain text and for a malformed payload
     (tell them apart with ``is_payload``). Never raises, whatever the stored text holds."""
-    data = harness.decode_payload(response)
+    data = decode_payload_fields(response)
     if data is None:
         return None
     return YesNoLogits(data["logit_yes"], data["logit_no"], data["text"])

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from spatial_tasks.common.baseline_rules import rule
 from spatial_tasks.common.choice import LETTERS
 from spatial_tasks.dori.tasks import answer_position, shown_options
-from spatial_tasks.models.baseline import rule
 
 
 @rule("dori", "oracle")

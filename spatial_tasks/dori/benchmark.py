@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spatial_tasks.benchmark import Benchmark, Demo
+from spatial_tasks.benchmark import Benchmark, Demo, distinct
 from spatial_tasks.dori.metrics import SCORECARD
 
 NAME = "dori"
@@ -21,8 +21,8 @@ def records_from_samples(path: Path) -> list[dict]:
 
 
 def score(reference: dict, prediction: str) -> dict:
-    from spatial_tasks.dori.tasks import LoggedQuestion
-    from spatial_tasks.dori.tasks import score as score_one
+    from spatial_tasks.dori.records import LoggedQuestion
+    from spatial_tasks.dori.records import score as score_one
 
     LoggedQuestion.model_validate(reference)
     return score_one(reference, prediction)
@@ -71,9 +71,9 @@ def custom_data(request) -> dict:
     """DORI tasks read a whole source (its configs are discovered) and keep their own questions;
     a local folder must hold the task's questions."""
     from spatial_tasks.dori.load import check_folder
-    from spatial_tasks.dori.schema import GRANULARITIES, TASKS
 
-    wanted = [(t, g) for t in TASKS for g in GRANULARITIES if request.base_task == f"{NAME}_{t}_{g}"]
+    metadata = request.base_cfg.get("metadata") or {}  # the task's slice (none: every question)
+    wanted = [(metadata["task"], metadata["granularity"])] if metadata.get("task") else []
     return request.whole_source(lambda local: check_folder(local, wanted),
                                 str(request.base_cfg.get("test_split") or "test"))
 
@@ -97,7 +97,7 @@ BENCHMARK = Benchmark(
     default_source="appledora/DORI-Benchmark",
     source_env="SPATIAL_TASKS_DORI_SOURCE",
     source_note="configs discovered at load time",
-    record="spatial_tasks.dori.tasks:LoggedQuestion",
+    record="spatial_tasks.dori.records:LoggedQuestion",
     records_from_samples=records_from_samples,
     score=score,
     summary=summary,
@@ -114,4 +114,5 @@ BENCHMARK = Benchmark(
     custom_data=custom_data,
     commands="spatial_tasks.dori.commands",
     demo=DEMO,
+    settings=lambda records: distinct(records, "seed"),
 )

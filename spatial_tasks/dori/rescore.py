@@ -14,8 +14,8 @@ from pathlib import Path
 
 from spatial_tasks.common.samples import SamplesError, find_runs, first_response, rescore_file
 from spatial_tasks.dori import metrics
+from spatial_tasks.dori.records import LoggedQuestion, score
 from spatial_tasks.dori.schema import BENCHMARK, GRANULARITIES
-from spatial_tasks.dori.tasks import LoggedQuestion, score
 
 
 def records_from_samples(path: Path) -> list[dict]:

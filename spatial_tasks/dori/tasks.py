@@ -11,18 +11,16 @@ need, so saved samples re-score without the dataset (``spatial-tasks rescore dor
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from typing import Literal
 
 import datasets
 from PIL import Image, ImageDraw
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from spatial_tasks.common import images, prompts
-from spatial_tasks.common.choice import DECLINED, LETTERS, SELECTED, is_cannot_determine, read_choice
+from spatial_tasks.common.choice import LETTERS
 from spatial_tasks.common.validate import reads_docs
-from spatial_tasks.dori import load, metrics, soft
+from spatial_tasks.dori import load, metrics
+from spatial_tasks.dori.records import LoggedQuestion, answer_position, score, shown_options  # noqa: F401
 from spatial_tasks.dori.schema import (
     BENCHMARK,
     GRANULARITIES,
@@ -84,14 +82,20 @@ def docs_for(dataset: datasets.Dataset | None, data: TaskData, task: str | None,
     return datasets.Dataset.from_list(kept)
 
 
-def make_process_docs(task: str | None, granularity: str | None) -> DocsHook:
-    name = f"dori.process_docs_{task}_{granularity}" if task else "dori.process_docs_all"
-    return DocsHook(name, lambda dataset, data: docs_for(dataset, data, task, granularity), reads_source=reads_source,
-                    source_env=load.SOURCE_ENV, default_source=load.HUB_ID)
+def task_slice(data: TaskData) -> tuple[str | None, str | None]:
+    """(task, granularity) the task's YAML ``metadata`` declares; absent: every task / granularity
+    (the bundled sample's ``dori_sample``). A value that is neither is a clear error naming it."""
+    task, granularity = data.metadata.get("task"), data.metadata.get("granularity")
+    if task is not None and task not in TASKS:
+        raise load.SourceError(f"{data.task}: metadata.task {task!r} is not a DORI task ({', '.join(TASKS)})")
+    if granularity is not None and granularity not in GRANULARITIES:
+        raise load.SourceError(f"{data.task}: metadata.granularity {granularity!r} is not one of {GRANULARITIES}")
+    return task, granularity
 
 
-# Every question of the data, both granularities (the bundled sample's ``dori_sample``).
-process_docs_sample = make_process_docs(None, None)
+# Every DORI task's process_docs: its slice (metadata task x granularity) of the source's questions.
+process_docs = DocsHook("dori.process_docs", lambda dataset, data: docs_for(dataset, data, *task_slice(data)),
+                        reads_source=reads_source, source_env=load.SOURCE_ENV, default_source=load.HUB_ID)
 
 
 # ------------------------------------------------------------------------------- showing
@@ -132,15 +136,6 @@ def doc_to_visual(doc: Mapping, lmms_eval_specific_kwargs: Mapping | None = None
     return shown
 
 
-def shown_options(doc: Mapping) -> list[str]:
-    return [doc["options"][k] for k in doc["shown_order"]]
-
-
-def answer_position(doc: Mapping) -> int:
-    """Where the correct option is shown (0 = A)."""
-    return list(doc["shown_order"]).index(doc["answer_index"])
-
-
 def _object_lines(doc: Mapping) -> list[str]:
     labels = [b["label"] for b in doc["boxes"] or []]
     if not labels and doc["boxes_drawn"]:  # the official images show the boxes; their labels are A (and B)
@@ -170,74 +165,6 @@ def doc_to_target(doc: Mapping) -> str:
 
 
 # ------------------------------------------------------------------------------- scoring
-
-# The record keeps what scoring reads from the doc (options, order, values), so `rescore dori`
-# re-parses saved responses without the dataset.
-_RECORD_FIELDS = ("benchmark", "question_id", "task", "granularity", "seed", "source", "category", "broad_classes",
-                  "natural", "n_options", "options", "shown_order", "option_values", "answer_index")
-
-
-class LoggedQuestion(BaseModel):
-    """What re-scoring reads of a logged record (``_RECORD_FIELDS``), checked by ``spatial-tasks
-    rescore dori``: an edited or foreign record is an error naming its field, never a score."""
-
-    model_config = ConfigDict(extra="allow")
-    question_id: str
-    task: str
-    granularity: Literal["coarse", "granular"]
-    options: list[str] = Field(min_length=2)
-    shown_order: list[int]
-    answer_index: int = Field(ge=0)
-    option_values: str | None = None
-    seed: int | None = None
-
-    @model_validator(mode="after")
-    def _consistent(self):
-        if self.task not in TASKS:
-            raise ValueError(f"task {self.task!r} is not one of DORI's {list(TASKS)}")
-        n = len(self.options)
-        if sorted(self.shown_order) != list(range(n)):
-            raise ValueError(f"shown_order {self.shown_order} is not an order of the {n} options")
-        if self.answer_index >= n:
-            raise ValueError(f"answer_index {self.answer_index} is not one of the {n} options")
-        if self.option_values is not None:
-            values = json.loads(self.option_values)
-            if not isinstance(values, list) or len(values) != n:
-                raise ValueError(f"option_values holds no value per option ({n})")
-        return self
-
-
-def score(doc: Mapping, response: object) -> dict:
-    """The per-answer record: what was chosen, hard and soft credit, and the breakdown keys.
-
-    "Cannot be determined" (the paper's Fig. 24; its human study's third option) is an answer
-    like any other: chosen when it is the gold answer, it is correct; chosen when it is not, it is
-    a decline -- scored wrong and counted (``outcome`` DECLINED), as is saying so without an
-    option to choose."""
-    shown = shown_options(doc)
-    choice = read_choice(response, shown)
-    values = json.loads(doc["option_values"]) if doc.get("option_values") else [None] * len(shown)
-    chosen = doc["shown_order"][choice.index] if choice.index is not None else None
-    outcome = choice.outcome
-    if outcome == SELECTED and is_cannot_determine(doc["options"][chosen]) and chosen != doc["answer_index"]:
-        outcome = DECLINED
-    correct = outcome == SELECTED and chosen == doc["answer_index"]
-    truth = values[doc["answer_index"]]
-    predicted = values[chosen] if chosen is not None and outcome == SELECTED else None
-    return {
-        **{k: doc.get(k) for k in _RECORD_FIELDS},
-        "response": response if isinstance(response, str) else str(response),
-        "outcome": outcome,
-        "chosen": chosen,
-        "chosen_text": doc["options"][chosen] if chosen is not None else None,
-        "answer": doc["options"][doc["answer_index"]],
-        "answer_shown": answer_position(doc),
-        "predicted_value": predicted,
-        "truth_value": truth,
-        "correct": int(correct),
-        "soft": soft.soft_credit(doc["task"], doc["granularity"], correct, predicted, truth),
-    }
-
 
 COARSE_METRICS = ("acc", "unparseable", "declined", "refused")
 GRANULAR_METRICS = ("acc", "soft", "unparseable", "declined", "refused")

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
 
 from lmms_eval.api.instance import Instance
 from lmms_eval.api.model import lmms
 from tqdm import tqdm
 
-RuleFn = Callable[..., str]
-RULES: dict[str, dict[str, RuleFn]] = {}
+from spatial_tasks.common.baseline_rules import RULES, RuleFn
 
 
 def rule_modules() -> dict[str, str]:
@@ -27,14 +25,6 @@ def rule_modules() -> dict[str, str]:
     from spatial_tasks.registry import benchmarks
 
     return {name: b.baselines for name, b in benchmarks().items() if b.baselines}
-
-
-def rule(benchmark: str, name: str) -> Callable[[RuleFn], RuleFn]:
-    def register(fn: RuleFn) -> RuleFn:
-        RULES.setdefault(benchmark, {})[name] = fn
-        return fn
-
-    return register
 
 
 def benchmark_of(doc: dict, task_name: str) -> str:

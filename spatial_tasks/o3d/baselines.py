@@ -19,8 +19,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from spatial_tasks.common.baseline_rules import rule
 from spatial_tasks.common.validate import flag
-from spatial_tasks.models.baseline import rule
 from spatial_tasks.o3d import depth
 from spatial_tasks.o3d.parse import CLOSER, FARTHER
 from spatial_tasks.o3d.prompts import correct_letter, parse_prompt

@@ -15,7 +15,7 @@ def check_folder(local: Path, base_cfg: dict) -> None:
     """A local O3-D folder must be in the official layout with the subsets the task reads."""
     import datasets
 
-    from spatial_tasks.o3d.tasks import subsets_of_task
+    from spatial_tasks.o3d.slices import Slice
 
     if not (local / "visual_questions").is_dir() and not (local / "README.md").is_file():
         raise ValueError(f"--data {local}: not an O3-D dataset folder in the official layout (expected "
@@ -26,7 +26,7 @@ def check_folder(local: Path, base_cfg: dict) -> None:
         raise ValueError(f"--data {local}: not a dataset folder datasets can read ({first_line(err)})") from None
     if "visual_questions" not in configs:
         raise ValueError(f"--data {local}: lacks the config 'visual_questions' (the questions; it has: {sorted(configs)})")
-    wanted = subsets_of_task(getattr(base_cfg.get("process_docs"), "value", ""))
+    wanted = Slice.of(base_cfg.get("metadata") or {}, str(base_cfg.get("task"))).subsets
     present = [c for c in wanted if c in configs]
     if wanted and not present:
         raise ValueError(f"--data {local}: holds none of the image subsets {list(wanted)} this task reads "

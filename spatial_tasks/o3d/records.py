@@ -3,26 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from spatial_tasks.common.validate import reads_docs
-from spatial_tasks.harness import fan_out
 from spatial_tasks.o3d.parse import is_correct, parse_answer
 from spatial_tasks.o3d.prompts import parse_prompt
 from spatial_tasks.o3d.schema import BENCHMARK, CLARITY_LEVELS, CUE_CODES
-from spatial_tasks.o3d.task_metrics import (
-    BASIC_METRICS,
-    ICL_METRICS,
-    LANGUAGE_METRICS,
-    MARKERS_METRICS,
-    REAL_METRICS,
-)
-
-# Every doc hook reads a doc our loader made (a clear error otherwise, not a KeyError mid-run).
-_canonical_doc = reads_docs(BENCHMARK, ("question_id", "subset_name", "question", "gt_label"))
 
 RECORD_FIELDS = (
     "benchmark", "question_id", "subset_name", "image_name", "image_family", "in_paper", "synthetic",
@@ -94,35 +82,3 @@ def rescored(rec: Mapping[str, Any]) -> dict:
     """A logged record re-parsed from its own response and question (what rescoring does)."""
     label = parse_answer(rec.get("response"), rec.get("question"))
     return {**rec, "label": label, "correct": is_correct(label, rec.get("gt_position"))}
-
-
-def _first(results: Sequence[Any]) -> str:
-    first = results[0] if results else ""
-    while isinstance(first, (list, tuple)):
-        first = first[0] if first else ""
-    return first if isinstance(first, str) else ("" if first is None else str(first))
-
-
-@_canonical_doc
-def process_results_basic(doc, results):
-    return fan_out(record(doc, _first(results)), BASIC_METRICS)
-
-
-@_canonical_doc
-def process_results_language(doc, results):
-    return fan_out(record(doc, _first(results)), LANGUAGE_METRICS)
-
-
-@_canonical_doc
-def process_results_markers(doc, results):
-    return fan_out(record(doc, _first(results)), MARKERS_METRICS)
-
-
-@_canonical_doc
-def process_results_real(doc, results):
-    return fan_out(record(doc, _first(results)), REAL_METRICS)
-
-
-@_canonical_doc
-def process_results_icl(doc, results):
-    return fan_out(record(doc, _first(results), icl=True), ICL_METRICS)

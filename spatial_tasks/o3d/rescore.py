@@ -335,8 +335,7 @@ def records_from_samples_file(path: Path) -> tuple[list[dict], tuple[str, ...]]:
     The record is logged under the task's first metric; the other metric keys hold a pointer
     string (``tasks.RecordRef``); both mark a key as one of the task's metrics.
     """
-    from spatial_tasks.common.samples import rescore_file
-    from spatial_tasks.harness import is_record_ref
+    from spatial_tasks.common.samples import is_record_ref, rescore_file
     from spatial_tasks.o3d.records import LoggedRecord, rescored
     from spatial_tasks.o3d.schema import BENCHMARK
 
@@ -355,7 +354,7 @@ def records_from_samples_file(path: Path) -> tuple[list[dict], tuple[str, ...]]:
 
 def task_metrics(records: list[dict], names: tuple[str, ...]) -> dict:
     """The named lmms-eval metrics of one task's records (``tasks.METRICS``), plus ``n``."""
-    from spatial_tasks.o3d.tasks import METRICS
+    from spatial_tasks.o3d.metric_sets import METRICS
 
     n_scored = sum(1 for r in records if r.get("gt_position") in ("near", "far"))
     return {**{m: METRICS[m](records) for m in names if m in METRICS}, "n": len(records), "n_scored": n_scored}
@@ -392,7 +391,7 @@ def rescore_samples(path: str | Path, ddof: int = 0) -> dict:
     (the paper's population standard deviation).
     """
     from spatial_tasks.common.samples import find_runs
-    from spatial_tasks.o3d.tasks import METRICS
+    from spatial_tasks.o3d.metric_sets import METRICS
 
     if ddof not in (0, 1):
         raise ValueError(f"ddof must be 0 (paper) or 1 (authors' pandas), not {ddof!r}")

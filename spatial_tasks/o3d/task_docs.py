@@ -15,13 +15,17 @@ from loguru import logger as log
 from spatial_tasks.harness import DocsHook, TaskData
 from spatial_tasks.o3d import load, schema
 from spatial_tasks.o3d.demonstrations import attach_demonstrations
+from spatial_tasks.o3d.slices import (  # noqa: F401
+    CLARITY,
+    ICL_SUBSETS,
+    REAL_TASK_SUBSETS,
+    SUBSET_GROUPS,
+    SYNTHETIC_TASK_SUBSETS,
+    Slice,
+)
 
 # Synthetic subsets of the tasks: kb-no-lp (HP without linear perspective) is a separate
 # experiment that Table 12 leaves out (tasks/o3d/README.md, "Paper vs authors' code" (5)).
-SYNTHETIC_TASK_SUBSETS = ("kb-0cue", "kb-1cue", "kb-2cue")
-ICL_SUBSETS = ("kb-1cue", "kb-2cue")  # a CoT demonstration needs at least one cue
-REAL_TASK_SUBSETS = ("real-012cue-cropped",)  # Table 12's real columns use the cropped set only
-CLARITY = {"low": 2.0, "med": 3.0, "high": 3.5}
 
 # ---------------------------------------------------------------------------------------------
 # Where the image subsets live
@@ -138,27 +142,11 @@ def _render_order_strengths(source: str, subset: str, cues: tuple, position: str
     return {name: 1.0 if k % 2 == 0 else 2.0 for k, name in enumerate(group)}
 
 
-def subsets_of_task(process_docs: str) -> tuple[str, ...]:
-    """The image subsets a task reads, by the name of its process_docs hook ("utils.process_docs_real")."""
-    name = process_docs.rsplit(".", 1)[-1]
-    return {"process_docs_markers": SYNTHETIC_TASK_SUBSETS, "process_docs_clarity_low": SYNTHETIC_TASK_SUBSETS,
-            "process_docs_clarity_med": SYNTHETIC_TASK_SUBSETS, "process_docs_clarity_high": SYNTHETIC_TASK_SUBSETS,
-            "process_docs_real": REAL_TASK_SUBSETS, "process_docs_icl_cot": ICL_SUBSETS}.get(name, ())
+def task_docs(questions: datasets.Dataset, data: TaskData) -> datasets.Dataset:
+    """Every O3-D task's process_docs: its slice (``Slice.of(data.metadata)``) of the questions."""
+    chosen = Slice.of(data.metadata, data.task)
+    docs = build_task_docs(questions, data, subsets=chosen.subsets, marked=chosen.marked, clarity=chosen.clarity)
+    return attach_demonstrations(docs) if chosen.demonstrations else docs
 
 
-def _hook(name: str, build) -> DocsHook:
-    return DocsHook(f"o3d.{name}", build, source_env=load.SOURCE_ENV, default_source=schema.HUB_ID)
-
-
-process_docs_markers = _hook("process_docs_markers", lambda ds, data: build_task_docs(
-    ds, data, subsets=SYNTHETIC_TASK_SUBSETS, marked=True))
-process_docs_clarity_low = _hook("process_docs_clarity_low", lambda ds, data: build_task_docs(
-    ds, data, subsets=SYNTHETIC_TASK_SUBSETS, marked=False, clarity=CLARITY["low"]))
-process_docs_clarity_med = _hook("process_docs_clarity_med", lambda ds, data: build_task_docs(
-    ds, data, subsets=SYNTHETIC_TASK_SUBSETS, marked=False, clarity=CLARITY["med"]))
-process_docs_clarity_high = _hook("process_docs_clarity_high", lambda ds, data: build_task_docs(
-    ds, data, subsets=SYNTHETIC_TASK_SUBSETS, marked=False, clarity=CLARITY["high"]))
-process_docs_real = _hook("process_docs_real", lambda ds, data: build_task_docs(
-    ds, data, subsets=REAL_TASK_SUBSETS, marked=True))
-process_docs_icl_cot = _hook("process_docs_icl_cot", lambda ds, data: attach_demonstrations(build_task_docs(
-    ds, data, subsets=ICL_SUBSETS, marked=True)))
+process_docs = DocsHook("o3d.process_docs", task_docs, source_env=load.SOURCE_ENV, default_source=schema.HUB_ID)

@@ -16,10 +16,10 @@ o3d_icl_cot         marked kb-1cue / kb-2cue questions with 2 ICL+CoT demonstrat
 
 Where each concern lives (this module only gathers what the YAMLs name):
 
-* ``task_docs`` -- ``process_docs_*``: each task's slice of the docs, its image source;
+* ``task_docs`` -- ``process_docs``: each task's slice of the docs (its metadata), its image source;
 * ``demonstrations`` -- the ICL + CoT task's worked demonstrations;
 * ``model_input`` -- ``doc_to_visual`` / ``doc_to_text`` / ``doc_to_messages_icl`` / ``doc_to_target``;
-* ``records`` -- ``process_results_*``: ONE per-doc record (``record``) fanned out to every metric
+* ``records`` / ``task_results`` -- ``process_results_*``: ONE per-doc record (``record``) fanned out to every metric
   key of the task;
 * ``task_metrics`` -- each aggregation (``agg_<metric>``), a thin wrapper over a pure function of
   ``spatial_tasks.o3d.metrics`` (``METRICS``), and the metric sets. The record carries everything those functions and
@@ -57,31 +57,18 @@ from spatial_tasks.o3d.model_input import (  # noqa: F401
     interleave,
     write_out,
 )
-from spatial_tasks.o3d.records import (  # noqa: F401
-    RECORD_FIELDS,
-    process_results_basic,
-    process_results_icl,
-    process_results_language,
-    process_results_markers,
-    process_results_real,
-    record,
-    rescored,
-)
+from spatial_tasks.o3d.records import RECORD_FIELDS, record, rescored  # noqa: F401
 from spatial_tasks.o3d.schema import BENCHMARK  # noqa: F401
 from spatial_tasks.o3d.task_docs import (  # noqa: F401
     CLARITY,
     ICL_SUBSETS,
     REAL_TASK_SUBSETS,
+    SUBSET_GROUPS,
     SYNTHETIC_TASK_SUBSETS,
+    Slice,
     build_task_docs,
-    process_docs_clarity_high,
-    process_docs_clarity_low,
-    process_docs_clarity_med,
-    process_docs_icl_cot,
-    process_docs_markers,
-    process_docs_real,
+    process_docs,
     subset_source,
-    subsets_of_task,
 )
 from spatial_tasks.o3d.task_metrics import (  # noqa: F401
     BASIC_METRICS,
@@ -117,4 +104,11 @@ from spatial_tasks.o3d.task_metrics import (  # noqa: F401
     agg_unparseable,
     aggregate,
     unparseable_share,
+)
+from spatial_tasks.o3d.task_results import (  # noqa: F401
+    process_results_basic,
+    process_results_icl,
+    process_results_language,
+    process_results_markers,
+    process_results_real,
 )

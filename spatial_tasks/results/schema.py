@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "2"  # 2: the software fields (python_version ... lock_hash, scored_with)
+SCHEMA_VERSION = "3"  # 2: the software fields (python_version ... lock_hash, scored_with); 3: settings
 SCHEMA_FILE = Path(__file__).with_name("record.schema.json")
 
 
@@ -21,7 +21,7 @@ class ResultRecord(BaseModel):
 
     # protected_namespaces=(): pydantic < 2.10 warns on every import about the field "model_args"
     model_config = ConfigDict(extra="forbid", title="spatial-tasks result record", protected_namespaces=())
-    schema_version: Literal["1", "2"] = SCHEMA_VERSION  # "1" files (no software fields) still read
+    schema_version: Literal["1", "2", "3"] = SCHEMA_VERSION  # older files (fewer fields) still read
     model: str = Field(description="lmms-eval model id (--model)")
     model_args: str = Field(description="--model_args that identify the model: sorted, placement and batching "
                                         "args (device, batch_size, dtype, ...) dropped")
@@ -51,6 +51,10 @@ class ResultRecord(BaseModel):
                                                             "environment was installed from; null: installed without it")
     scored_with: str | None = Field(default=None, description="the spatial-tasks that computed this figure: "
                                                               "'VERSION (COMMIT)'")
+    settings: dict[str, str] = Field(default_factory=dict, description="the scoring settings the figure depends on, "
+                                     "from its records (the benchmark's ``settings``): the BERTScore backbone and its "
+                                     "revision, the DORI option-order seed, the re-splits' answer reader, the "
+                                     "SpatialTunnel protocol")
     task_version: str | None = None
     data_source: str | None = Field(default=None, description="dataset_path, or the local data files")
     data_revision: str | None = None
@@ -82,7 +86,8 @@ def write_csv(records: Iterable[ResultRecord], path: Path) -> Path:
         writer = csv.DictWriter(fh, fieldnames=FIELDS)
         writer.writeheader()
         for record in records:
-            writer.writerow({k: ("" if v is None else v) for k, v in record.model_dump().items()})
+            writer.writerow({k: ("" if v is None else json.dumps(v, sort_keys=True) if isinstance(v, dict) else v)
+                             for k, v in record.model_dump().items()})
     return path
 
 

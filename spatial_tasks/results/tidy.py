@@ -77,13 +77,14 @@ def _task_records(spec: Benchmark, rows: list[dict], names: tuple[str, ...] | No
     # not every task defines every figure (e.g. SDGM language on the real-image task)
     chosen = [h for h in card.headlines if names is None or h.metric in names]
     found = card.intervals(rows, iterations, seed, chosen)
+    settings = spec.settings(rows) if spec.settings is not None else {}
     out = []
     for headline in chosen:
         value, low, high, method = found[headline.metric]
         out.append(ResultRecord(benchmark=spec.name, task=task, metric=headline.metric,
                                 value=_finite(value), n=len(rows), ci_low=_finite(low), ci_high=_finite(high),
                                 ci_method=method if _finite(low) is not None else "none",
-                                headline=bool(headline.scope(rows)), **meta))
+                                headline=bool(headline.scope(rows)), settings=settings, **meta))
     return out
 
 

@@ -10,8 +10,8 @@ Each rule decides which object it believes is farther, then answers the doc's qu
 
 from __future__ import annotations
 
+from spatial_tasks.common.baseline_rules import rule
 from spatial_tasks.common.yesno import YesNoLogits, encode_payload
-from spatial_tasks.models.baseline import rule
 
 CONFIDENT_LOGIT = 30.0  # sigma(30) = 1 - 1e-13: the rule is certain
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spatial_tasks.benchmark import Benchmark, Demo
+from spatial_tasks.benchmark import Benchmark, Demo, distinct
 from spatial_tasks.spatialtunnel.metrics import SCORECARD
 
 NAME = "spatialtunnel"
@@ -24,7 +24,7 @@ def score(reference: dict, prediction: str, protocol: str = "auto") -> dict:
     """One question's record: its logged record (or doc) and the model's output; ``protocol``
     auto takes the record's own, and for a doc logit when the output is a first-token payload."""
     from spatial_tasks.common.yesno import is_payload
-    from spatial_tasks.spatialtunnel.tasks import LoggedQuestion, exact_match_record, logit_record
+    from spatial_tasks.spatialtunnel.records import LoggedQuestion, exact_match_record, logit_record
 
     LoggedQuestion.model_validate(reference)
     chosen = protocol if protocol != "auto" else reference.get("protocol") or ("logit" if is_payload(prediction)
@@ -133,7 +133,7 @@ DEMO = Demo(
 BENCHMARK = Benchmark(
     name=NAME,
     title="SpatialTunnel",
-    record="spatial_tasks.spatialtunnel.tasks:LoggedQuestion",
+    record="spatial_tasks.spatialtunnel.records:LoggedQuestion",
     records_from_samples=records_from_samples,
     score=score,
     summary=summary,
@@ -150,4 +150,5 @@ BENCHMARK = Benchmark(
     study_section=("SpatialTunnel: contrastive probing (§5)", probe_section),
     commands="spatial_tasks.spatialtunnel.commands",
     demo=DEMO,
+    settings=lambda records: distinct(records, "protocol"),
 )

@@ -13,7 +13,7 @@ from pathlib import Path
 from spatial_tasks.common.samples import SamplesError, find_runs, first_response, rescore_file
 from spatial_tasks.common.yesno import is_payload
 from spatial_tasks.spatialtunnel import metrics
-from spatial_tasks.spatialtunnel.tasks import LoggedQuestion, exact_match_record, logit_record
+from spatial_tasks.spatialtunnel.records import LoggedQuestion, exact_match_record, logit_record
 
 BENCHMARK = "spatialtunnel"
 PROTOCOLS = ("auto", "exact", "logit")

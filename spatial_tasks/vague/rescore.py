@@ -8,8 +8,8 @@ from pathlib import Path
 from spatial_tasks.common.choice import DECLINED, REFUSED, UNPARSEABLE, outcome_share
 from spatial_tasks.common.samples import SamplesError, find_runs, first_response, rescore_file
 from spatial_tasks.vague import metrics
+from spatial_tasks.vague.records import LoggedItem, score_freeform, score_mcq
 from spatial_tasks.vague.schema import BENCHMARK, WRONG_TYPES
-from spatial_tasks.vague.tasks import LoggedItem, score_freeform, score_mcq
 
 
 def records_from_samples(path: Path) -> list[dict]:
@@ -38,7 +38,8 @@ def summary(records: list[dict]) -> dict:
                    **{f"n_{t.lower()}": counts[t] for t in WRONG_TYPES},
                    **{f"{t.lower()}_rate": metrics.wrong_type_share(mcq, t) for t in WRONG_TYPES})
     if free:
-        out.update(bleu1=metrics.mean_bleu1(free), bertscore_f1=metrics.mean_bertscore(free))
+        out.update(bleu1=metrics.mean_bleu1(free), bertscore_f1=metrics.mean_bertscore(free),
+                   **{key: free[0].get(key) for key in ("bertscore_model", "bertscore_revision", "bertscore_layers")})
     return out
 
 

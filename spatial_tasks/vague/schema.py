@@ -39,6 +39,7 @@ OPTION_KEYS = {  # type -> accepted keys, VAGUE 2.0 first
 # The multiple-choice settings of the paper (and the code's SM_gpt), in Table 1's order; each is one
 # lmms-eval task per subset (free-form: freeform, freeform_cot).
 MCQ_SETTINGS = ("lm", "sm", "sm_gpt", "vlm", "vlm_cot", "sm_cot")
+FREEFORM_SETTINGS = ("freeform", "freeform_cot")
 
 DOC_FIELDS = (
     "benchmark", "item_id", "subset", "index", "image_name",

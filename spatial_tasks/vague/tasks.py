@@ -19,25 +19,34 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Literal
 
 import datasets
 from PIL import Image
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from spatial_tasks.common import images, prompts
-from spatial_tasks.common.choice import DECLINED, REFUSED, SELECTED, UNPARSEABLE, outcome_share, read_choice
+from spatial_tasks.common.choice import DECLINED, REFUSED, UNPARSEABLE, outcome_share
 from spatial_tasks.common.validate import reads_docs
 from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out
 from spatial_tasks.vague import load, metrics
-from spatial_tasks.vague.parse import final_part
 from spatial_tasks.vague.person_tags import draw_person_tags
-from spatial_tasks.vague.schema import BENCHMARK, FAKE_SCENE, MCQ_SETTINGS, NONEXISTENT, SURFACE
+from spatial_tasks.vague.records import (  # noqa: F401
+    LoggedItem,
+    freeform_answer,
+    score_freeform,
+    score_mcq,
+    socratic_parts,
+)
+from spatial_tasks.vague.schema import (
+    BENCHMARK,
+    FAKE_SCENE,
+    NONEXISTENT,
+    SUBSETS,
+    SURFACE,
+)
 
 # Every doc hook reads a doc our loader made (a clear error otherwise, not a KeyError mid-run).
 _canonical_doc = reads_docs(BENCHMARK, ("item_id", "subset", "indirect", "letters", "option_texts", "answer"))
 
-FREEFORM_SETTINGS = ("freeform", "freeform_cot")
 
 CAPTION_PROMPT = "Describe the provided image in 2~3 sentences."  # the authors' CAP_PROMPT
 DEFAULT_PROMPT_KWARGS = {"pre_prompt": "", "post_prompt": "", "caption_prompt": CAPTION_PROMPT}
@@ -90,9 +99,17 @@ def docs_for(dataset: datasets.Dataset | None, data: TaskData, subset: str | Non
     return datasets.Dataset.from_list(kept)
 
 
-def make_process_docs(subset: str | None) -> DocsHook:
-    return DocsHook(f"vague.process_docs_{subset or 'all'}", lambda dataset, data: docs_for(dataset, data, subset),
-                    reads_source=reads_source, source_env=load.SOURCE_ENV, default_source=load.HUB_ID)
+def task_subset(data: TaskData) -> str | None:
+    """The subset (vcr, ego4d) the task's YAML ``metadata`` declares; absent: both (the sample tasks)."""
+    subset = data.metadata.get("subset")
+    if subset is not None and subset not in SUBSETS:
+        raise load.SourceError(f"{data.task}: metadata.subset {subset!r} is not one of {list(SUBSETS)}")
+    return subset
+
+
+# Every VAGUE task's process_docs: its subset (metadata) of the source's items.
+process_docs = DocsHook("vague.process_docs", lambda dataset, data: docs_for(dataset, data, task_subset(data)),
+                        reads_source=reads_source, source_env=load.SOURCE_ENV, default_source=load.HUB_ID)
 
 
 # ------------------------------------------------------------------------------- showing
@@ -215,73 +232,6 @@ def doc_to_target_freeform(doc: Mapping) -> str:
 
 
 # ------------------------------------------------------------------------------- scoring
-
-_RECORD_FIELDS = ("benchmark", "item_id", "subset", "image_name", "answer", "letters", "option_texts", "option_types",
-                  "listener", "correct_intention")
-
-
-def socratic_parts(response: str) -> tuple[str | None, str]:
-    """(caption, answer) of a Socratic response; (None, response) for any other text."""
-    try:
-        payload = json.loads(response)
-    except (TypeError, ValueError, RecursionError):  # model output: never raises
-        return None, response
-    if isinstance(payload, dict) and isinstance(payload.get("answer"), str):
-        caption = payload.get("caption")
-        return (caption if isinstance(caption, str) else None), payload["answer"]
-    return None, response
-
-
-class LoggedItem(BaseModel):
-    """What re-scoring reads of a logged record, checked by ``spatial-tasks rescore vague``."""
-
-    model_config = ConfigDict(extra="allow")
-    item_id: str | int
-    setting: str
-    kind: Literal["mcq", "freeform"]
-    letters: list[str] = Field(min_length=2)
-    option_texts: list[str]
-    option_types: list[str]
-    answer: str
-    correct_intention: str
-    response: str | None = None
-
-    @model_validator(mode="after")
-    def _consistent(self):
-        if self.setting not in (*MCQ_SETTINGS, *FREEFORM_SETTINGS):
-            raise ValueError(f"setting {self.setting!r} is not one of {[*MCQ_SETTINGS, *FREEFORM_SETTINGS]}")
-        if not len(self.letters) == len(self.option_texts) == len(self.option_types):
-            raise ValueError("letters, option_texts and option_types differ in length")
-        if self.answer not in self.letters:
-            raise ValueError(f"answer {self.answer!r} is not one of the letters {self.letters}")
-        if (self.kind == "freeform") != self.setting.startswith("freeform"):
-            raise ValueError(f"kind {self.kind!r} does not match setting {self.setting!r}")
-        return self
-
-
-def score_mcq(doc: Mapping, response: object, setting: str) -> dict:
-    """The per-item record: the letter read (common.choice, after a CoT answer's "answer2" label),
-    its option type, the outcome, and whether it is the answer."""
-    text = response if isinstance(response, str) else ""
-    caption, answer_text = socratic_parts(text) if setting in ("sm", "sm_cot") else (None, text)
-    choice = read_choice(final_part(answer_text), doc["option_texts"])
-    chosen = doc["letters"][choice.index] if choice.outcome == SELECTED else None
-    chosen_type = None if chosen is None else doc["option_types"][choice.index]
-    return {**{k: doc.get(k) for k in _RECORD_FIELDS}, "setting": setting, "kind": "mcq", "response": text,
-            "caption": caption, "outcome": choice.outcome, "chosen": chosen, "chosen_type": chosen_type,
-            "correct": int(chosen == doc["answer"])}
-
-
-def freeform_answer(response: str) -> str:
-    """The intention sentence: after the last "answer2 (intention):" label for CoT answers."""
-    return final_part(response).strip()
-
-
-def score_freeform(doc: Mapping, response: object, setting: str) -> dict:
-    text = response if isinstance(response, str) else ""
-    return {**{k: doc.get(k) for k in _RECORD_FIELDS}, "setting": setting, "kind": "freeform", "response": text,
-            "prediction": freeform_answer(text), "reference": doc["correct_intention"]}
-
 
 # Metric names are never substrings of one another (lmms-eval matches group entries as substrings).
 MCQ_METRICS = ("acc", "fs_rate", "su_rate", "ne_rate", "unparseable", "declined", "refused")

@@ -18,14 +18,13 @@ from spatial_tasks.spatialtunnel.resplit.tasks import agg_n_amb as resplit_agg_n
 from spatial_tasks.spatialtunnel.resplit.tasks import agg_n_cons as resplit_agg_n_cons  # noqa: F401,E402
 from spatial_tasks.spatialtunnel.resplit.tasks import agg_n_ctr as resplit_agg_n_ctr  # noqa: F401,E402
 from spatial_tasks.spatialtunnel.resplit.tasks import agg_unparseable as resplit_agg_unparseable  # noqa: F401,E402
+from spatial_tasks.spatialtunnel.resplit.tasks import process_docs as resplit_process_docs  # noqa: F401,E402
 from spatial_tasks.spatialtunnel.resplit.tasks import (  # noqa: F401,E402
     cv_bench_doc_to_text,
     cv_bench_doc_to_visual,
     embspatial_doc_to_messages,
     embspatial_doc_to_text,
     embspatial_doc_to_visual,
-    process_docs_cv_bench_depth,
-    process_docs_embspatial_depth,
     process_results_cv_bench_depth,
     process_results_embspatial_depth,
 )
@@ -43,8 +42,7 @@ from spatial_tasks.spatialtunnel.tasks import (  # noqa: F401
     doc_to_text,
     doc_to_visual,
     pool_subtasks,
-    process_docs_phase,
-    process_docs_size,
+    process_docs,
     process_results_logit_phase,
     process_results_logit_size,
     process_results_phase,

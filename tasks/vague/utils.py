@@ -31,12 +31,9 @@ from spatial_tasks.vague.tasks import (  # noqa: F401
     doc_to_text_vlm_cot,
     doc_to_visual,
     doc_to_visual_none,
-    make_process_docs,
+    process_docs,
 )
 
-process_docs_vcr = make_process_docs("vcr")
-process_docs_ego4d = make_process_docs("ego4d")
-process_docs_all = make_process_docs(None)
 process_results_lm = PROCESS_RESULTS["lm"]
 process_results_sm = PROCESS_RESULTS["sm"]
 process_results_sm_gpt = PROCESS_RESULTS["sm_gpt"]

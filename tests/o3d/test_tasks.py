@@ -29,27 +29,32 @@ QUESTIONS_FILE = SAMPLE / "visual_questions" / "train-00000-of-00001.parquet"
 # The fixture with the layout of the release's names (timestamps: strength 1 then 2 per scene).
 FIXTURE_ARGS = {"seed": 0, "counts": {"kb-0cue": 6, "kb-1cue": 32, "kb-2cue": 8, "real-012cue-cropped": 12},
                 "image_size": (256, 192)}
+# Each task's slice (its YAML metadata) and metric set.
 TASK_HOOKS = {
-    "markers": (T.process_docs_markers, T.MARKERS_METRICS),
-    "clarity_low": (T.process_docs_clarity_low, T.BASIC_METRICS),
-    "clarity_med": (T.process_docs_clarity_med, T.LANGUAGE_METRICS),
-    "clarity_high": (T.process_docs_clarity_high, T.LANGUAGE_METRICS),
-    "real": (T.process_docs_real, T.REAL_METRICS),
-    "icl_cot": (T.process_docs_icl_cot, T.ICL_METRICS),
+    "markers": ({"subsets": "synthetic", "marked": True, "clarity": None, "demonstrations": False}, T.MARKERS_METRICS),
+    "clarity_low": ({"subsets": "synthetic", "marked": False, "clarity": "low", "demonstrations": False},
+                    T.BASIC_METRICS),
+    "clarity_med": ({"subsets": "synthetic", "marked": False, "clarity": "med", "demonstrations": False},
+                    T.LANGUAGE_METRICS),
+    "clarity_high": ({"subsets": "synthetic", "marked": False, "clarity": "high", "demonstrations": False},
+                     T.LANGUAGE_METRICS),
+    "real": ({"subsets": "real", "marked": True, "clarity": None, "demonstrations": False}, T.REAL_METRICS),
+    "icl_cot": ({"subsets": "icl", "marked": True, "clarity": None, "demonstrations": True}, T.ICL_METRICS),
 }
+MARKERS = TASK_HOOKS["markers"][0]
 
 
 def sample_data(**changes) -> TaskData:
     """The TaskData of a sample task (parquet + data_files, as its YAML gives lmms-eval)."""
     fields = {"task": "o3d_sample_markers", "path": "parquet", "split": "train",
-              "kwargs": {"data_files": {"train": str(QUESTIONS_FILE)}}, **changes}
+              "kwargs": {"data_files": {"train": str(QUESTIONS_FILE)}}, "metadata": MARKERS, **changes}
     return TaskData(**fields)
 
 
 def folder_data(folder: Path, cache: Path) -> TaskData:
     """The TaskData of a task reading an O3-D folder in the official layout."""
     return TaskData(task="o3d_markers", path=str(folder), name="visual_questions", split="train",
-                    kwargs={"cache_dir": str(cache)})
+                    kwargs={"cache_dir": str(cache)}, metadata=MARKERS)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +66,7 @@ def questions(tmp_path_factory) -> datasets.Dataset:
 @pytest.fixture(scope="module")
 def sample_docs(questions) -> dict[str, datasets.Dataset]:
     """Every sample task's docs, built as lmms-eval builds them (parquet + data_files)."""
-    return {name: fn(questions, sample_data()) for name, (fn, _) in TASK_HOOKS.items()}
+    return {name: T.process_docs(questions, sample_data(metadata=meta)) for name, (meta, _) in TASK_HOOKS.items()}
 
 
 def _doc(docs, question_id: str) -> dict:
@@ -86,8 +91,8 @@ def test_every_task_and_group_registers_and_resolves():
         declared = tuple(m["metric"] for m in cfg["metric_list"])
         assert declared == TASK_HOOKS[kind][1], name
         assert all(callable(m["aggregation"]) for m in cfg["metric_list"])
-        assert cfg["metadata"]["version"] == 0.2 and cfg["test_split"] == "train"
-        assert cfg["process_docs"] is TASK_HOOKS[kind][0]
+        assert cfg["metadata"] == {"version": 0.2, **TASK_HOOKS[kind][0]} and cfg["test_split"] == "train"
+        assert cfg["process_docs"] is T.process_docs
         if "sample" in name:
             assert cfg["dataset_path"] == "parquet" and cfg["dataset_name"] is None
         else:
@@ -310,10 +315,10 @@ def test_the_source_variable_redirects_only_the_official_release(monkeypatch, tm
     monkeypatch.setenv(load.SOURCE_ENV, str(tmp_path))
     official = TaskData(task="o3d_markers", path=schema.HUB_ID, name="visual_questions", split="train",
                         kwargs={"revision": "v1"})
-    redirected = T.process_docs_markers.resolve(official)
+    redirected = T.process_docs.resolve(official)
     assert (redirected.path, redirected.name, redirected.kwargs, redirected.override) == (
         str(tmp_path), "visual_questions", {}, load.SOURCE_ENV)
-    assert T.process_docs_markers.resolve(sample_data()) == sample_data()  # the sample stays the sample
+    assert T.process_docs.resolve(sample_data()) == sample_data()  # the sample stays the sample
 
 
 def test_a_saved_split_says_nothing_about_the_subsets():
@@ -390,12 +395,12 @@ def test_null_strengths_are_recovered_from_render_order(tmp_path):
     qs = datasets.load_dataset("parquet", data_files={"train": str(questions_file)}, split="train",
                                cache_dir=str(tmp_path / "cache0"))
     original = {d["question_id"]: d["cue_strength"]
-                for d in T.process_docs_markers(qs, folder_data(built, tmp_path / "cache1"))}
+                for d in T.process_docs(qs, folder_data(built, tmp_path / "cache1"))}
     path = built / "kb-1cue" / fixture.PARQUET_NAME
     table = pq.read_table(path)
     i = table.schema.get_field_index("cue_strength")
     pq.write_table(table.set_column(i, "cue_strength", pa.nulls(table.num_rows, pa.float64())), path)
-    docs = T.process_docs_markers(qs, folder_data(built, tmp_path / "cache2"))
+    docs = T.process_docs(qs, folder_data(built, tmp_path / "cache2"))
     assert {d["question_id"]: d["cue_strength"] for d in docs} == original
     assert sum(1 for d in docs if d["subset_name"] == "kb-1cue" and d["cue_strength"] == 2.0) > 10
 
@@ -510,7 +515,7 @@ def test_a_folder_with_some_subsets_evaluates_those(tmp_path):
         qs = datasets.load_dataset("parquet", data_files={"train": str(built / "visual_questions" /
                                                                         fixture.PARQUET_NAME)},
                                    split="train", cache_dir=str(tmp_path / "cache0"))
-        docs = T.process_docs_markers(qs, folder_data(built, tmp_path / "cache1"))
+        docs = T.process_docs(qs, folder_data(built, tmp_path / "cache1"))
     finally:
         logger.remove(sink)
     assert spec.is_file() and set(docs["subset_name"]) == {"kb-1cue"} and len(docs) > 0

@@ -38,7 +38,7 @@ from spatial_tasks.spatialtunnel.rescore import records_from_samples
 def test_the_shipped_json_schema_is_the_records_schema():
     assert json.loads(SCHEMA_FILE.read_text()) == json_schema()  # regenerate: python -m spatial_tasks.results.schema
     version = json_schema()["properties"]["schema_version"]
-    assert version["default"] == "2" and version["enum"] == ["1", "2"]  # "1" files (no software fields) still read
+    assert version["default"] == "3" and version["enum"] == ["1", "2", "3"]  # older files (fewer fields) still read
     old = {k: v for k, v in ResultRecord(model="m", model_args="", benchmark="o3d", task="t", metric="acc", value=0.5,
                                          n=2, run_id="r").model_dump().items() if k in _SCHEMA_1_FIELDS}
     assert ResultRecord.model_validate({**old, "schema_version": "1"}).torch_version is None
@@ -106,6 +106,7 @@ def test_tidy_records_of_a_real_run(baseline_runs, tmp_path):
     assert v.ci_method == "wilson" and v.ci_low < v.value < v.ci_high and v.n == 344
     assert v.model == "spatial_baseline" and v.model_args == "rule=vertical" and v.headline
     assert v.task_version and v.data_source.startswith("parquet:")
+    assert v.settings == {"protocol": "exact"}  # the scoring setting the figure depends on
     # the software of the run, as the run recorded it (harness: task config metadata)
     from importlib.metadata import version
 

@@ -4,6 +4,7 @@ import datasets
 import pytest
 
 from spatial_tasks.common.prompts import PromptError, render
+from spatial_tasks.common.validate import DataError
 from spatial_tasks.harness import TaskData
 from spatial_tasks.spatialtunnel import tasks
 from spatial_tasks.spatialtunnel.load import SourceError, to_docs
@@ -22,8 +23,9 @@ def _load(root, config):
 
 
 def _phase_docs(root):
-    data = TaskData(task="spatialtunnel_phase", path=str(root), name="phase_variation", split="test")
-    return tasks.process_docs_phase(_load(root, "phase_variation"), data)
+    data = TaskData(task="spatialtunnel_phase", path=str(root), name="phase_variation", split="test",
+                    metadata={"variant": "phase"})
+    return tasks.process_docs(_load(root, "phase_variation"), data)
 
 
 def test_generated_dataset_maps_to_four_docs_per_image(generated):
@@ -43,9 +45,14 @@ def test_generated_dataset_maps_to_four_docs_per_image(generated):
 
 
 def test_a_size_task_refuses_phase_images(generated):
-    data = TaskData(task="spatialtunnel_size", path=str(generated), name="phase_variation", split="test")
+    data = TaskData(task="spatialtunnel_size", path=str(generated), name="phase_variation", split="test",
+                    metadata={"variant": "size"})
     with pytest.raises(SourceError, match="a phase image, but this task reads the size variant"):
-        tasks.process_docs_size(_load(generated, "phase_variation"), data)
+        tasks.process_docs(_load(generated, "phase_variation"), data)
+    data = TaskData(task="spatialtunnel_custom", path=str(generated), name="phase_variation", split="test",
+                    metadata={"variant": "Phase"})
+    with pytest.raises(DataError, match=r"spatialtunnel_custom: metadata.variant 'Phase' is not one of"):
+        tasks.process_docs(_load(generated, "phase_variation"), data)
 
 
 def test_relations_follow_the_recorded_pixel_rows(generated):

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from spatial_tasks.models.baseline import rule
+from spatial_tasks.common.baseline_rules import rule
 from spatial_tasks.spatialtunnel.resplit.metrics import BENCHMARK
 
 

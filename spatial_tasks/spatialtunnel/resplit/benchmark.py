@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spatial_tasks.benchmark import Benchmark, Demo
+from spatial_tasks.benchmark import Benchmark, Demo, distinct
 
 NAME = "spatialtunnel_resplit"
 PAPER = "spatialtunnel"  # the SpatialTunnel paper's Table 2
 
 
 def records_from_samples(path: Path) -> list[dict]:
-    from spatial_tasks.spatialtunnel.resplit.report import records_from_samples as read
+    from spatial_tasks.spatialtunnel.resplit.records import records_from_samples as read
 
     return read(path)
 
@@ -63,7 +63,7 @@ BENCHMARK = Benchmark(
     title="SpatialTunnel re-splits",
     report_title="SpatialTunnel: consistent / counter re-splits of real benchmarks",
     task_folder=PAPER,  # its tasks sit in SpatialTunnel's folder
-    record="spatial_tasks.spatialtunnel.resplit.tasks:LoggedAnswer",
+    record="spatial_tasks.spatialtunnel.resplit.records:LoggedAnswer",
     records_from_samples=records_from_samples,
     summary=summary,
     paper=PAPER,
@@ -71,4 +71,5 @@ BENCHMARK = Benchmark(
     report=report,
     baselines="spatial_tasks.spatialtunnel.resplit.baselines",
     demo=DEMO,
+    settings=lambda records: distinct(records, "answer_reader"),
 )

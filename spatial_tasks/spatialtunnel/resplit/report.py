@@ -8,9 +8,8 @@ from pathlib import Path
 
 from spatial_tasks.common.formatting import number
 from spatial_tasks.common.plots import grouped_hbars
-from spatial_tasks.common.samples import rescore_file
 from spatial_tasks.spatialtunnel.resplit import metrics
-from spatial_tasks.spatialtunnel.resplit.tasks import LoggedAnswer
+from spatial_tasks.spatialtunnel.resplit.records import records_from_samples
 
 NAMES = {"embspatial": "EmbSpatial-Bench", "cv_bench_3d": "CV-Bench-3D"}
 LEGEND = [
@@ -21,14 +20,6 @@ LEGEND = [
     "976 / 129 / 101, CV-Bench-3D 363 / 65 / 172); **n_unk**: questions without the boxes to place them.",
     "- Paper rows in the figure are Table 2's (percent, shown as fractions).",
 ]
-
-
-def records_from_samples(path: Path) -> list[dict]:
-    def checked(record: dict, sample: dict) -> dict:
-        LoggedAnswer.model_validate(record)
-        return record
-
-    return rescore_file(path, ("acc_all",), metrics.BENCHMARK, checked)
 
 
 def resplit_figures(entries, out: Path) -> tuple[list[Path], list[str]]:

@@ -12,8 +12,6 @@ and "Answer: C" as A. ``answer_reader: spatial_tasks`` uses the project's one mu
 
 from __future__ import annotations
 
-from typing import Literal
-
 import datasets
 from lmms_eval.tasks.cv_bench.utils import cv_bench_doc_to_text, cv_bench_doc_to_visual  # noqa: F401
 from lmms_eval.tasks.embspatial.utils import (  # noqa: F401
@@ -21,9 +19,9 @@ from lmms_eval.tasks.embspatial.utils import (  # noqa: F401
     embspatial_doc_to_text,
     embspatial_doc_to_visual,
 )
-from pydantic import BaseModel, ConfigDict, Field
 
 from spatial_tasks.common.choice import LETTERS, SELECTED, read_choice
+from spatial_tasks.common.validate import DataError
 from spatial_tasks.harness import (
     DocsHook,
     TaskData,
@@ -33,30 +31,26 @@ from spatial_tasks.harness import (
     fan_out,
 )
 from spatial_tasks.spatialtunnel.resplit import docs, metrics
+from spatial_tasks.spatialtunnel.resplit.records import LoggedAnswer  # noqa: F401
 
 METRICS = ("acc_all", "acc_cons", "acc_ctr", "delta", "acc_amb", "n_cons", "n_ctr", "n_amb", "unparseable")
 
 
-def _docs(source: str):
-    def build(dataset: datasets.Dataset, data: TaskData) -> datasets.Dataset:
-        reader = str(data.metadata.get("answer_reader", "lmms_eval"))
-        return docs.resplit_docs(dataset, source, data.origin(dataset), answer_reader=reader)
-
-    return build
+SOURCES = ("embspatial", "cv_bench_3d")
 
 
-process_docs_embspatial_depth = DocsHook("spatialtunnel.process_docs_embspatial_depth", _docs("embspatial"))
-process_docs_cv_bench_depth = DocsHook("spatialtunnel.process_docs_cv_bench_depth", _docs("cv_bench_3d"))
+def task_docs(dataset: datasets.Dataset, data: TaskData) -> datasets.Dataset:
+    """The re-split of the task's source benchmark (its YAML's ``metadata.source``), answers read
+    with ``metadata.answer_reader``."""
+    source = data.metadata.get("source")
+    if source not in SOURCES:
+        raise DataError(f"{data.task}: metadata.source {source!r} is not one of {list(SOURCES)}")
+    reader = str(data.metadata.get("answer_reader", "lmms_eval"))
+    return docs.resplit_docs(dataset, source, data.origin(dataset), answer_reader=reader)
 
 
-class LoggedAnswer(BaseModel):
-    """What the re-split figures read of a logged record (``_record``), checked when it is read back."""
-
-    model_config = ConfigDict(extra="allow")
-    question_id: str
-    relation: Literal["consistent", "counter", "ambiguous", "unknown"]
-    score: float = Field(ge=0, le=1)
-    parsed: str
+# Every re-split task's process_docs.
+process_docs = DocsHook("spatialtunnel_resplit.process_docs", task_docs)
 
 
 def read_letter(doc: dict, response: str, options: list) -> str:

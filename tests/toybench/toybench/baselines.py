@@ -1,6 +1,6 @@
 """ToyBench's spatial_baseline rules."""
 
-from spatial_tasks.models.baseline import rule
+from spatial_tasks.common.baseline_rules import rule
 
 
 @rule("toybench", "oracle")

@@ -1,7 +1,8 @@
 """ToyBench's lmms-eval hooks."""
 
-from spatial_tasks.harness import DocsHook
 from toybench import core
+
+from spatial_tasks.harness import DocsHook
 
 process_docs = DocsHook("toybench.process_docs", core.docs)
 

@@ -1,0 +1,66 @@
+"""SpatialTunnel's per-question record: what process_results logs and ``rescore`` re-makes from a
+logged sample -- exact match on the Yes/No text (Table 8) or the first-token logit score (Table 3)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.yesno import UNPARSEABLE, decode_payload, is_payload, parse_yes_no
+
+_RECORD_FIELDS = ("benchmark", "question_id", "image_id", "variant", "template_id", "answer", "relation",
+                  "relation_two_way", "theta1_index", "theta2_index", "grid", "size1_nominal")
+
+
+class LogitsMissingError(UserError, RuntimeError):
+    pass
+
+
+class LoggedQuestion(BaseModel):
+    """What re-scoring reads of a logged record (``_RECORD_FIELDS`` + response), checked by
+    ``spatial-tasks rescore`` so that an edited or foreign record is an error, never a score."""
+
+    model_config = ConfigDict(extra="allow")
+    question_id: str
+    variant: Literal["phase", "size"]
+    template_id: int = Field(ge=1, le=4)
+    answer: Literal["Yes", "No"]
+    relation: Literal["consistent", "counter", "ambiguous", "unknown"]
+    relation_two_way: Literal["consistent", "counter", "unknown"]
+    grid: int | None = Field(default=None, ge=2)
+    theta1_index: int | None = Field(default=None, ge=0)
+    theta2_index: int | None = Field(default=None, ge=0)
+    size1_nominal: float | None = Field(default=None, allow_inf_nan=False)
+    protocol: Literal["exact", "logit"] | None = None
+    response: str | None = None
+
+
+def _record(doc: dict, response: str) -> dict:
+    """Everything the metrics need, so saved samples can be re-scored without the dataset."""
+    return {**{k: doc.get(k) for k in _RECORD_FIELDS}, "response": response}
+
+
+def exact_match_record(doc: dict, results: list[str]) -> dict:
+    response = results[0] if results else ""
+    parsed = parse_yes_no(response)
+    return {**_record(doc, response), "protocol": "exact", "parsed": parsed, "score": float(parsed == doc["answer"])}
+
+
+def logit_record(doc: dict, results: list[str]) -> dict:
+    """The first-token record: score = p (answer Yes) or 1 - p (answer No). A payload whose logits
+    are NaN, or that is malformed, is unparseable and scores 0 (wrong), like unparseable text."""
+    response = results[0] if results else ""
+    if not is_payload(response):
+        raise LogitsMissingError(
+            "spatialtunnel_logit scores first-token Yes/No logits, but the model returned plain text "
+            f"({str(response)[:60]!r}). Run it with a model that returns logits: --model hf_yesno (any "
+            "transformers image-text model), qwen2_5_vl_yesno (or spatial_baseline); use the exact-match task 'spatialtunnel' for any other model."
+        )
+    payload = decode_payload(response)
+    if payload is None or not payload.finite:
+        return {**_record(doc, response), "protocol": "logit", "parsed": UNPARSEABLE, "p_yes": None, "score": 0.0}
+    p = payload.p_yes
+    score = p if doc["answer"] == "Yes" else 1.0 - p
+    return {**_record(doc, response), "protocol": "logit", "parsed": payload.answer, "p_yes": p, "score": score}

@@ -1,0 +1,157 @@
+"""The house's floors (architecture.md): common and the statistics, then the benchmarks (pure: no
+lmms-eval, no seam), then the registry, then the aggregators and the CLI; the lmms-eval seam on top,
+used only by task hooks and model classes. No import loops -- static ones (every import statement,
+at module level or inside a function) nor through importlib (the registry's benchmark modules, the
+CLI's command modules, the baseline rule modules)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import spatial_tasks
+from spatial_tasks.registry import benchmarks
+
+PACKAGE = Path(spatial_tasks.__file__).parent
+BENCHMARK_FOLDERS = ("spatialtunnel", "o3d", "dori", "vague")
+# Every module of these kinds, in every benchmark folder, must import neither lmms-eval nor the seam.
+PURE = ("benchmark", "metrics", "records", "rescore", "schema", "report")
+SHARED_PURE = ("registry", "benchmark", "report", "results.tidy", "results.verify", "results.scorecard",
+               "results.hf_evaluate", "results.headlines", "results.schema", "results.intervals", "results.paper",
+               "metric_modules", "common.samples", "common.yesno", "common.hub")
+
+
+def _pure_modules() -> list[str]:
+    names = [f"spatial_tasks.{m}" for m in SHARED_PURE]
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        if parts[0] in BENCHMARK_FOLDERS and parts[-1] in PURE:
+            names.append(".".join(("spatial_tasks", *parts)))
+    return names
+
+
+def test_descriptions_records_metrics_rescore_and_results_never_import_lmms_eval_or_the_seam():
+    modules = _pure_modules()
+    assert len(modules) > 30
+    code = ("import importlib, sys\n"
+            f"for name in {modules!r}:\n"
+            "    importlib.import_module(name)\n"
+            "from spatial_tasks.registry import benchmarks\n"
+            "for b in benchmarks().values():\n"  # the record types the descriptions name
+            "    b.record_type()\n"
+            "print(sorted(m for m in sys.modules if m == 'spatial_tasks.harness' or m.split('.')[0] == 'lmms_eval'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def _module_of(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the spatial_tasks modules it imports (any import statement; ``from X import Y``
+    counts X.Y when that is a module), plus the importlib edges the registry makes."""
+    modules = {_module_of(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            found: list[str] = []
+            if isinstance(node, ast.Import):
+                found = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                found = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            graph[name] |= {m for m in found if m in modules and m != name}
+    for spec in benchmarks().values():  # through importlib
+        for target in (spec.commands, spec.baselines):
+            if target in modules:
+                graph["spatial_tasks.cli" if target == spec.commands else "spatial_tasks.models.baseline"].add(target)
+    from spatial_tasks.registry import MODULES
+
+    graph["spatial_tasks.registry"] |= set(MODULES)
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt.endswith("__init__") or graph.get(nxt) is None:
+                continue
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_cycles():
+    graph = import_graph()
+    # package __init__ modules hold no imports of their own modules: an edge to a package is not a loop
+    graph = {k: {m for m in v if not (PACKAGE.parent / m.replace(".", "/") / "__init__.py").exists()}
+             for k, v in graph.items()}
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph))
+
+
+def test_the_cycle_finder_finds_one():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_only_hooks_models_and_the_seam_import_lmms_eval():
+    importers = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n.split(".")[0] == "lmms_eval" for n in names):
+                importers.append(_module_of(path))
+    def allowed(module: str) -> bool:  # the seam, model classes, task hook modules
+        last = module.rpartition(".")[2]
+        in_benchmark = module.split(".")[1] in BENCHMARK_FOLDERS
+        return module == "spatial_tasks.harness" or module.startswith("spatial_tasks.models.") or (
+            in_benchmark and (last == "tasks" or last.startswith("task_")))
+
+    # catalog and prompts read our YAMLs with lmms-eval's own loader and task objects
+    assert sorted({m for m in importers if not allowed(m)}) == ["spatial_tasks.catalog", "spatial_tasks.task_prompts"]
+
+
+def test_shared_code_spells_out_no_benchmark_name():
+    """Issue 30 asked for at most 12 (from 86); benchmarks/name_literals.py prints them."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("name_literals", PACKAGE.parent / "benchmarks" / "name_literals.py")
+    counter = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(counter)
+    assert counter.literals() == []
+
+
+def test_the_name_counter_sees_a_name(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("name_literals", PACKAGE.parent / "benchmarks" / "name_literals.py")
+    counter = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(counter)
+    (tmp_path / "shared.py").write_text('"""Docstrings may name o3d."""\nTASKS = ["dori_sample", "not_o3dx"]\n')
+    (tmp_path / "vague").mkdir()
+    (tmp_path / "vague" / "own.py").write_text('NAME = "vague"\n')  # a benchmark's own folder: not counted
+    assert [(f.rsplit("/", 1)[-1], v) for f, _, v in counter.literals(tmp_path)] == [("shared.py", "dori_sample")]
