@@ -121,9 +121,35 @@ def shared_across_workers(tmp_path_factory: pytest.TempPathFactory, name: str, m
 
 
 @pytest.fixture(scope="session")
-def golden_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def baseline_run(tmp_path_factory: pytest.TempPathFactory):
+    """``baseline_run(rule, tasks, env=None) -> lmms.Run``: one real lmms-eval run of
+    ``spatial_baseline`` with that rule on those tasks, made once per test session whichever test
+    or worker asks first (an lmms-eval process costs ~25 s of CPU here). Read-only: copy ``run.out``
+    before changing anything in it."""
+    import hashlib
+    import json
+
+    from lmms import read_run, run_lmms_eval
+
+    def run(rule: str, tasks: str, env: dict | None = None):
+        key = hashlib.sha1(json.dumps([rule, tasks, sorted((env or {}).items())]).encode()).hexdigest()[:12]
+
+        def make(folder: Path) -> None:
+            folder.mkdir(parents=True, exist_ok=True)
+            made = run_lmms_eval(folder / "out", "spatial_baseline", f"rule={rule}", tasks, env=env)
+            (folder / "log.txt").write_text(made.output)
+            (folder / "rc").write_text(str(made.returncode))
+
+        folder = shared_across_workers(tmp_path_factory, f"baseline_{rule}_{key}", make)
+        return read_run(folder / "out", int((folder / "rc").read_text()), (folder / "log.txt").read_text())
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def golden_runs(tmp_path_factory: pytest.TempPathFactory, baseline_run) -> Path:
     """Real lmms-eval runs of the baseline over every bundled sample (``tests/golden_figures.RUNS``:
     one run per benchmark, relabelled as a paper model), made once per session. Read-only."""
     from golden_figures import make_runs
 
-    return shared_across_workers(tmp_path_factory, "golden_runs", make_runs)
+    return shared_across_workers(tmp_path_factory, "golden_runs", lambda root: make_runs(root, baseline_run))

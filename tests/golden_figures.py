@@ -42,8 +42,12 @@ VOLATILE = {"run_id", "scored_with", "lmms_eval_version", "python_version", "tor
             "data_revision", "bertscore_model", "bertscore_revision", "bertscore_layers", "schema_version", "settings"}
 
 
-def make_runs(root: Path) -> Path:
-    """The baseline runs (``RUNS``) under ``root``, each results file relabelled as its paper model."""
+def make_runs(root: Path, baseline_run=None) -> Path:
+    """The baseline runs (``RUNS``) under ``root``, each results file relabelled as its paper model.
+    ``baseline_run(rule, tasks, env)`` (the tests' shared runs, conftest.py) makes a run; its folder
+    is copied, never changed. Without it, each run is made here."""
+    import shutil
+
     sys.path.insert(0, str(HERE))
     from lmms import run_lmms_eval
 
@@ -51,7 +55,12 @@ def make_runs(root: Path) -> Path:
 
     root.mkdir(parents=True, exist_ok=True)
     for folder, rule, tasks, paper_model in RUNS:
-        run = run_lmms_eval(root / folder, "spatial_baseline", f"rule={rule}", tasks, env=offline_bertscore())
+        env = offline_bertscore() if folder == "vague" else None  # only VAGUE scores BERTScore
+        if baseline_run is None:
+            run = run_lmms_eval(root / folder, "spatial_baseline", f"rule={rule}", tasks, env=env)
+        else:
+            run = baseline_run(rule, tasks, env)
+            shutil.copytree(run.out, root / folder)
         assert run.results is not None, run.output[-3000:]
         for results_file in (root / folder).rglob("*_results.json"):
             data = json.loads(results_file.read_text())

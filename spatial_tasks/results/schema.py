@@ -35,7 +35,7 @@ class ResultRecord(BaseModel):
     ci_high: float | None = None
     ci_method: Literal["wilson", "cluster_bootstrap", "none"] = "none"
     headline: bool = Field(default=False, description="the figure's task or group is one the scorecard may show it "
-                                                      "for (spatial_tasks/results/headlines.py)")
+                                                      "for (its benchmark's Scorecard)")
     run_id: str = Field(description="<timestamp>:<model>:<hash of model and model_args> of the lmms-eval run")
     # The software of the run that produced the answers (null: the run did not record it, or the
     # answers come from outside lmms-eval, as O3-D's released outputs do).

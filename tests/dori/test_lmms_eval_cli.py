@@ -29,10 +29,8 @@ def sample_docs(seed: int = 42) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def sample_runs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("dori_sample")
-    return {rule: run_lmms_eval(root / rule, "spatial_baseline", f"rule={rule}", "dori_sample")
-            for rule in ("oracle", "always_a")}
+def sample_runs(baseline_run):
+    return {rule: baseline_run(rule, "dori_sample") for rule in ("oracle", "always_a")}
 
 
 @pytest.fixture(scope="module")

@@ -111,9 +111,8 @@ def oracle(shared_root, custom_data) -> Run:
 
 
 @pytest.fixture(scope="session")
-def always(shared_root) -> dict[str, Run]:
-    return {rule: _once(shared_root, rule, lambda out, rule=rule: run_lmms_eval(
-        out, "spatial_baseline", f"rule={rule}", "o3d_sample,o3d_sample_real")) for rule in ("always_near", "always_far")}
+def always(baseline_run) -> dict[str, Run]:
+    return {rule: baseline_run(rule, "o3d_sample,o3d_sample_real") for rule in ("always_near", "always_far")}
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,11 +23,9 @@ BOTH = "spatialtunnel_sample,spatialtunnel_logit_sample"
 
 
 @pytest.fixture(scope="module")
-def baseline_runs(tmp_path_factory):
-    """One lmms-eval run per rule, no --include_path: our tasks are found on their own."""
-    root = tmp_path_factory.mktemp("baseline")
-    return {rule: run_lmms_eval(root / rule, "spatial_baseline", f"rule={rule}", BOTH)
-            for rule in ("vertical", "always_yes", "oracle", "size")}
+def baseline_runs(baseline_run):
+    """One lmms-eval run per rule (shared by the session), no --include_path: our tasks are found on their own."""
+    return {rule: baseline_run(rule, BOTH) for rule in ("vertical", "always_yes", "oracle", "size")}
 
 
 @pytest.mark.parametrize("task", ["spatialtunnel_sample_phase", "spatialtunnel_logit_sample_phase"])
@@ -74,7 +73,9 @@ def test_rescore_of_saved_samples_equals_the_live_run(baseline_runs, tmp_path):
 
 
 def test_report_draws_heatmaps_and_size_curve(baseline_runs, tmp_path):
-    runs_root = baseline_runs["vertical"].out.parent
+    runs_root = tmp_path / "runs"  # the four rules' runs, side by side
+    for rule, run in baseline_runs.items():
+        shutil.copytree(run.out, runs_root / rule)
     out = subprocess.run([SPATIAL_TASKS, "report", str(runs_root), "--out", str(tmp_path / "rep")],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
