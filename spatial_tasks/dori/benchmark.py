@@ -21,10 +21,10 @@ def records_from_samples(path: Path) -> list[dict]:
 
 
 def score(reference: dict, prediction: str) -> dict:
-    from spatial_tasks.dori.records import LoggedQuestion
+    from spatial_tasks.dori.records import LoggedRecord
     from spatial_tasks.dori.records import score as score_one
 
-    LoggedQuestion.model_validate(reference)
+    LoggedRecord.model_validate(reference)
     return score_one(reference, prediction)
 
 
@@ -97,7 +97,7 @@ BENCHMARK = Benchmark(
     default_source="appledora/DORI-Benchmark",
     source_env="SPATIAL_TASKS_DORI_SOURCE",
     source_note="configs discovered at load time",
-    record="spatial_tasks.dori.records:LoggedQuestion",
+    record="spatial_tasks.dori.records:LoggedRecord",
     records_from_samples=records_from_samples,
     score=score,
     summary=summary,

@@ -30,7 +30,7 @@ _RECORD_FIELDS = ("benchmark", "question_id", "task", "granularity", "seed", "so
                   "natural", "n_options", "options", "shown_order", "option_values", "answer_index")
 
 
-class LoggedQuestion(BaseModel):
+class LoggedRecord(BaseModel):
     """What re-scoring reads of a logged record (``_RECORD_FIELDS``), checked by ``spatial-tasks
     rescore dori``: an edited or foreign record is an error naming its field, never a score."""
 

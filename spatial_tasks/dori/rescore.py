@@ -14,14 +14,14 @@ from pathlib import Path
 
 from spatial_tasks.common.samples import SamplesError, find_runs, first_response, rescore_file
 from spatial_tasks.dori import metrics
-from spatial_tasks.dori.records import LoggedQuestion, score
+from spatial_tasks.dori.records import LoggedRecord, score
 from spatial_tasks.dori.schema import BENCHMARK, GRANULARITIES
 
 
 def records_from_samples(path: Path) -> list[dict]:
-    """Every logged answer of one samples file, checked (``tasks.LoggedQuestion``) and re-scored."""
+    """Every logged answer of one samples file, checked (``tasks.LoggedRecord``) and re-scored."""
     def rescored(record: dict, sample: dict) -> dict:
-        LoggedQuestion.model_validate(record)
+        LoggedRecord.model_validate(record)
         return score(record, record.get("response", first_response(sample)))
 
     return rescore_file(path, ("acc",), BENCHMARK, rescored)

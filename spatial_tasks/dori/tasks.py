@@ -20,7 +20,7 @@ from spatial_tasks.common import images, prompts
 from spatial_tasks.common.choice import LETTERS
 from spatial_tasks.common.validate import reads_docs
 from spatial_tasks.dori import load, metrics
-from spatial_tasks.dori.records import LoggedQuestion, answer_position, score, shown_options  # noqa: F401
+from spatial_tasks.dori.records import LoggedRecord, answer_position, score, shown_options  # noqa: F401
 from spatial_tasks.dori.schema import (
     BENCHMARK,
     GRANULARITIES,

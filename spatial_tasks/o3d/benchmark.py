@@ -16,15 +16,15 @@ NAME = "o3d"
 
 
 def records_from_samples(path: Path) -> list[dict]:
-    from spatial_tasks.o3d.rescore import records_from_samples_file
+    from spatial_tasks.o3d.rescore import records_from_samples as read
 
-    return records_from_samples_file(path)[0]
+    return read(path)
 
 
 def metric_names(path: Path) -> tuple[str, ...]:
-    from spatial_tasks.o3d.rescore import records_from_samples_file
+    from spatial_tasks.o3d.rescore import metric_names as names
 
-    return records_from_samples_file(path)[1]
+    return names(path)
 
 
 def score(reference: dict, prediction: str) -> dict:
@@ -40,9 +40,9 @@ def score(reference: dict, prediction: str) -> dict:
 def summary(records: list[dict], ddof: int = 0) -> dict:
     """Table 12's cells, the bias and the SDGMs (``ddof`` 0: the paper's population standard
     deviation; 1: the authors' pandas)."""
-    from spatial_tasks.o3d.rescore import summarise_model
+    from spatial_tasks.o3d.rescore import summary as figures
 
-    return summarise_model(records, ddof)
+    return figures(records, ddof)
 
 
 def paper_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:

@@ -30,7 +30,7 @@ def record(doc: Mapping[str, Any], response: str, *, icl: bool = False) -> dict:
         "subset_name": doc["subset_name"],
         "image_name": doc["image_name"],
         "image_family": doc["released_family"],  # the authors' family name (kb-1cue, o3dcf-real, ...)
-        "in_paper": True,  # an official-layout row (rescore.summarise_model's Table 12 selection)
+        "in_paper": True,  # an official-layout row (rescore.summary's Table 12 selection)
         "synthetic": bool(doc["synthetic"]),
         "is_real": not doc["synthetic"],
         "is_marked": bool(doc["is_marked"]),

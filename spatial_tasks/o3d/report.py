@@ -1,6 +1,6 @@
 """O3-D part of ``spatial-tasks report``: cue heatmaps (paper Fig. 5), near-far bias and SDGM bars.
 
-Each run's O3-D samples are re-scored (``rescore.records_from_samples_file``, as ``rescore_samples`` does, so the
+Each run's O3-D samples are re-scored (``rescore.records_and_metric_names``, as ``rescore_samples`` does, so the
 figures agree with the results table) and pooled over the run's O3-D tasks:
 
 * one 8x8 cue heatmap per run that has cue-group rows: its accuracy per single cue and cue pair
@@ -21,7 +21,7 @@ from pathlib import Path
 from spatial_tasks.common.formatting import number, with_interval
 from spatial_tasks.o3d import metrics, plots
 from spatial_tasks.o3d.metrics import SCORECARD
-from spatial_tasks.o3d.rescore import SDGM_FAMILIES, records_from_samples_file, summarise_model, task_metrics
+from spatial_tasks.o3d.rescore import SDGM_FAMILIES, records_and_metric_names, summary, task_metrics
 
 BASELINE_PREFERENCE = ("rule=depth_model", "rule=depth_oracle")
 
@@ -55,12 +55,12 @@ def o3d_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
         pooled: list[dict] = []
         tasks[label], intervals[label] = {}, {}
         for task, samples in sorted(items):
-            records, names = records_from_samples_file(samples)
+            records, names = records_and_metric_names(samples)
             tasks[label][task] = task_metrics(records, names)
             intervals[label][task] = spec.intervals(records)
             pooled += records
-        summaries[label] = summarise_model(pooled)
-        # the pooled bias and SDGMs are over the SDGM population (summarise_model): resample that
+        summaries[label] = summary(pooled)
+        # the pooled bias and SDGMs are over the SDGM population (summary): resample that
         intervals[label][POOLED] = spec.intervals(metrics.sdgm_population(
             [r for r in pooled if r["image_family"] in SDGM_FAMILIES and r["in_paper"]]))
 

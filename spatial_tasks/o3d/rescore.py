@@ -241,7 +241,7 @@ def table12_cells(rec: dict) -> list[str]:
     return out
 
 
-def summarise_model(records: list[dict], ddof: int = 0) -> dict:
+def summary(records: list[dict], ddof: int = 0) -> dict:
     """Table 12 cells, near-far bias, SDGMs and unparseable share for one model's records."""
     cells: dict[str, list[dict]] = defaultdict(list)
     for rec in records:
@@ -295,7 +295,7 @@ def rescore_released(path: str | Path, ddof: int = 0) -> dict:
         "source": str(path),
         "rows": len(records),
         "ddof": ddof,
-        "models": {m: summarise_model(rows, ddof) for m, rows in sorted(by_model.items())},
+        "models": {m: summary(rows, ddof) for m, rows in sorted(by_model.items())},
         "not_reproducible": {
             "sim2": "the release lacks the 2-cue marked result files; only the FS+OC pair is present",
             "overall": "the paper's real half pooled rows that cannot be recovered from the release",
@@ -311,12 +311,12 @@ def compare_to_paper(result: dict, decimals: int = 4) -> list[dict]:
     paper = paper_results("o3d")
     table = paper.tables["table12"]
     rows = []
-    for model, summary in result["models"].items():
+    for model, figures in result["models"].items():
         name = paper.match(model)
         if name is None or name not in table.rows:
             continue
         for col in REPRODUCIBLE_COLUMNS:
-            ours, published = summary.get(col), table.fraction(name, col)
+            ours, published = figures.get(col), table.fraction(name, col)
             match = is_defined(ours) and published is not None and round(ours, decimals) == round(published, decimals)
             rows.append({"model": model, "paper_model": name, "cell": col, "ours": ours, "paper": published,
                          "match": match})
@@ -329,7 +329,7 @@ def compare_to_paper(result: dict, decimals: int = 4) -> list[dict]:
 
 
 
-def records_from_samples_file(path: Path) -> tuple[list[dict], tuple[str, ...]]:
+def records_and_metric_names(path: Path) -> tuple[list[dict], tuple[str, ...]]:
     """(re-scored records, metric names the task declared) of one ``*_samples_<task>.jsonl`` file.
 
     The record is logged under the task's first metric; the other metric keys hold a pointer
@@ -350,6 +350,22 @@ def records_from_samples_file(path: Path) -> tuple[list[dict], tuple[str, ...]]:
 
     keys = ("acc",)  # every O3-D task logs its record under its first metric, acc
     return rescore_file(path, keys, BENCHMARK, rescore_one), tuple(names)
+
+
+def records_from_samples(path: Path) -> list[dict]:
+    """The re-scored records of one samples file."""
+    return records_and_metric_names(path)[0]
+
+
+def metric_names(path: Path) -> tuple[str, ...]:
+    """The metric names the file's task declared (every sample carries the same keys: the first's)."""
+    from spatial_tasks.common.samples import is_record_ref, numbered_samples
+    from spatial_tasks.o3d.schema import BENCHMARK
+
+    for _, sample in numbered_samples(path):
+        return tuple(key for key, value in sample.items()
+                     if (isinstance(value, dict) and value.get("benchmark") == BENCHMARK) or is_record_ref(value))
+    return ()
 
 
 def task_metrics(records: list[dict], names: tuple[str, ...]) -> dict:
@@ -379,7 +395,7 @@ def rescore_samples(path: str | Path, ddof: int = 0) -> dict:
     Same structure as ``rescore_released``: ``{"models": {label: {...}}}`` with, per model (the
     run's ``--model`` and ``--model_args``):
 
-    * the ``summarise_model`` figures over all the run's O3-D records (Table 12 cells, bias, SDGMs
+    * the ``summary`` figures over all the run's O3-D records (Table 12 cells, bias, SDGMs
       over the paper's SDGM population, unparseable share), comparable with ``rescore_released``;
     * ``tasks``: per task, every metric the task reported in lmms-eval, same names, same values
       (each answer is re-parsed from the logged response and question);
@@ -387,7 +403,7 @@ def rescore_samples(path: str | Path, ddof: int = 0) -> dict:
       recomputed on the pooled records of the subtasks that report it -- what the live group
       reports (``tasks.pool_subtasks``).
 
-    ``ddof`` applies to the ``summarise_model`` part; task and group metrics are the live ones
+    ``ddof`` applies to the ``summary`` part; task and group metrics are the live ones
     (the paper's population standard deviation).
     """
     from spatial_tasks.common.samples import find_runs
@@ -400,7 +416,7 @@ def rescore_samples(path: str | Path, ddof: int = 0) -> dict:
         label, results = run.label, run.results()
         per_task: dict[str, tuple[list[dict], tuple[str, ...]]] = {}
         for task, file in sorted(run.samples.items()):
-            records, names = records_from_samples_file(file)
+            records, names = records_and_metric_names(file)
             if records:
                 per_task[task] = (records, names)
         if not per_task:
@@ -416,7 +432,7 @@ def rescore_samples(path: str | Path, ddof: int = 0) -> dict:
                              for m in names}
             groups[group]["n"] = sum(len(per_task[t][0]) for t in subtasks)
         everything = [r for recs, _ in per_task.values() for r in recs]
-        models[label] = {**summarise_model(everything, ddof), "tasks": tasks, "groups": groups}
+        models[label] = {**summary(everything, ddof), "tasks": tasks, "groups": groups}
     if not models:
         raise ValueError(f"{path}: no O3-D samples found (expected lmms-eval --log_samples *_samples_*.jsonl "
                          "of o3d_* tasks)")

@@ -24,9 +24,9 @@ def score(reference: dict, prediction: str, protocol: str = "auto") -> dict:
     """One question's record: its logged record (or doc) and the model's output; ``protocol``
     auto takes the record's own, and for a doc logit when the output is a first-token payload."""
     from spatial_tasks.common.yesno import is_payload
-    from spatial_tasks.spatialtunnel.records import LoggedQuestion, exact_match_record, logit_record
+    from spatial_tasks.spatialtunnel.records import LoggedRecord, exact_match_record, logit_record
 
-    LoggedQuestion.model_validate(reference)
+    LoggedRecord.model_validate(reference)
     chosen = protocol if protocol != "auto" else reference.get("protocol") or ("logit" if is_payload(prediction)
                                                                                 else "exact")
     if chosen not in ("logit", "exact"):
@@ -133,7 +133,7 @@ DEMO = Demo(
 BENCHMARK = Benchmark(
     name=NAME,
     title="SpatialTunnel",
-    record="spatial_tasks.spatialtunnel.records:LoggedQuestion",
+    record="spatial_tasks.spatialtunnel.records:LoggedRecord",
     records_from_samples=records_from_samples,
     score=score,
     summary=summary,

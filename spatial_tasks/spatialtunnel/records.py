@@ -18,7 +18,7 @@ class LogitsMissingError(UserError, RuntimeError):
     pass
 
 
-class LoggedQuestion(BaseModel):
+class LoggedRecord(BaseModel):
     """What re-scoring reads of a logged record (``_RECORD_FIELDS`` + response), checked by
     ``spatial-tasks rescore`` so that an edited or foreign record is an error, never a score."""
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from spatial_tasks.common.samples import SamplesError, find_runs, first_response, rescore_file
 from spatial_tasks.common.yesno import is_payload
 from spatial_tasks.spatialtunnel import metrics
-from spatial_tasks.spatialtunnel.records import LoggedQuestion, exact_match_record, logit_record
+from spatial_tasks.spatialtunnel.records import LoggedRecord, exact_match_record, logit_record
 
 BENCHMARK = "spatialtunnel"
 PROTOCOLS = ("auto", "exact", "logit")
@@ -29,7 +29,7 @@ def records_from_samples(path: Path, protocol: str = "auto") -> list[dict]:
     if protocol not in PROTOCOLS:
         raise ValueError(f"--protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
     def checked(record: dict, sample: dict) -> tuple[dict, str]:
-        LoggedQuestion.model_validate(record)
+        LoggedRecord.model_validate(record)
         return record, record.get("response", first_response(sample))
 
     pairs = rescore_file(path, ("v",), BENCHMARK, checked)

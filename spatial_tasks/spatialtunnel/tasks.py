@@ -16,7 +16,7 @@ from spatial_tasks.common.validate import DataError, reads_docs
 from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out, pool_subtasks  # noqa: F401
 from spatial_tasks.spatialtunnel import load, metrics
 from spatial_tasks.spatialtunnel.records import (  # noqa: F401
-    LoggedQuestion,
+    LoggedRecord,
     LogitsMissingError,
     exact_match_record,
     logit_record,

@@ -31,7 +31,7 @@ def socratic_parts(response: str) -> tuple[str | None, str]:
     return None, response
 
 
-class LoggedItem(BaseModel):
+class LoggedRecord(BaseModel):
     """What re-scoring reads of a logged record, checked by ``spatial-tasks rescore vague``."""
 
     model_config = ConfigDict(extra="allow")

@@ -8,14 +8,14 @@ from pathlib import Path
 from spatial_tasks.common.choice import DECLINED, REFUSED, UNPARSEABLE, outcome_share
 from spatial_tasks.common.samples import SamplesError, find_runs, first_response, rescore_file
 from spatial_tasks.vague import metrics
-from spatial_tasks.vague.records import LoggedItem, score_freeform, score_mcq
+from spatial_tasks.vague.records import LoggedRecord, score_freeform, score_mcq
 from spatial_tasks.vague.schema import BENCHMARK, WRONG_TYPES
 
 
 def records_from_samples(path: Path) -> list[dict]:
-    """Every logged answer of one samples file, checked (``tasks.LoggedItem``) and re-scored."""
+    """Every logged answer of one samples file, checked (``tasks.LoggedRecord``) and re-scored."""
     def rescored(record: dict, sample: dict) -> dict:
-        LoggedItem.model_validate(record)
+        LoggedRecord.model_validate(record)
         scorer = score_freeform if record["kind"] == "freeform" else score_mcq
         return scorer(record, record.get("response", first_response(sample)), record["setting"])
 

@@ -30,7 +30,7 @@ from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out
 from spatial_tasks.vague import load, metrics
 from spatial_tasks.vague.person_tags import draw_person_tags
 from spatial_tasks.vague.records import (  # noqa: F401
-    LoggedItem,
+    LoggedRecord,
     freeform_answer,
     score_freeform,
     score_mcq,

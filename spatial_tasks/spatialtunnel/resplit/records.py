@@ -12,7 +12,7 @@ from spatial_tasks.common.samples import rescore_file
 from spatial_tasks.spatialtunnel.resplit import metrics
 
 
-class LoggedAnswer(BaseModel):
+class LoggedRecord(BaseModel):
     """What the re-split figures read of a logged record (``_record``), checked when it is read back."""
 
     model_config = ConfigDict(extra="allow")
@@ -24,7 +24,7 @@ class LoggedAnswer(BaseModel):
 
 def records_from_samples(path: Path) -> list[dict]:
     def checked(record: dict, sample: dict) -> dict:
-        LoggedAnswer.model_validate(record)
+        LoggedRecord.model_validate(record)
         return record
 
     return rescore_file(path, ("acc_all",), metrics.BENCHMARK, checked)

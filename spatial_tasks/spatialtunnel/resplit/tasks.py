@@ -31,7 +31,7 @@ from spatial_tasks.harness import (
     fan_out,
 )
 from spatial_tasks.spatialtunnel.resplit import docs, metrics
-from spatial_tasks.spatialtunnel.resplit.records import LoggedAnswer  # noqa: F401
+from spatial_tasks.spatialtunnel.resplit.records import LoggedRecord  # noqa: F401
 
 METRICS = ("acc_all", "acc_cons", "acc_ctr", "delta", "acc_amb", "n_cons", "n_ctr", "n_amb", "unparseable")
 
