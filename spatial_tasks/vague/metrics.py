@@ -140,7 +140,10 @@ def _revision(model: str) -> str | None:
         return _installed_package(model)
     from huggingface_hub import try_to_load_from_cache
 
-    found = try_to_load_from_cache(model, "config.json")
+    try:
+        found = try_to_load_from_cache(model, "config.json")
+    except (ValueError, OSError):  # not a Hub name (e.g. a folder that does not exist): no revision to name
+        return None
     snapshot = re.search(r"snapshots[/\\]([0-9a-f]{40})", found) if isinstance(found, str) else None
     return snapshot[1] if snapshot else None
 

@@ -66,7 +66,7 @@ def test_custom_task_chooses_the_reader_and_docs_carry_it(tmp_path):
                              metadata={"answer_reader": "spatial_tasks"})
     docs = load_docs(*TaskData.from_yaml(path))
     assert set(docs["answer_reader"]) == {"spatial_tasks"}
-    with pytest.raises(ValueError, match=r"--metadata colour: .* has no such setting \(it has: answer_reader\)"):
+    with pytest.raises(ValueError, match=r"--metadata colour: .* has no such setting \(it has: answer_reader, source\)"):
         write_custom_task("spatialtunnel_embspatial_depth_split_sample", None, tmp_path, name="x",
                           metadata={"colour": "red"})
     bad = write_custom_task("spatialtunnel_embspatial_depth_split_sample", None, tmp_path, name="bad",
