@@ -156,5 +156,6 @@ def run_demo(out: Path, workers: int = 2) -> Path:
     # The report re-scores the samples in this process: the same offline backbone as the runs.
     os.environ.update(offline_bertscore())
     files = write_report(out / "runs", out / "report", intro=intro(), probes=studies)
-    console.print(f"[bold]Report[/]: {files[-1]}  ({time.time() - started:.0f} s in all)")
-    return files[-1]
+    report = next(p for p in files if p.name == "report.md")
+    console.print(f"[bold]Report[/]: {report}  ({time.time() - started:.0f} s in all)")
+    return report
