@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -197,8 +198,11 @@ def test_rescore_of_saved_samples_equals_the_live_run(depth_model):
     assert model["HP"] is not None and model["n"]["all_rows"] == sum(len(s) for s in depth_model.samples.values())
 
 
-def test_report_draws_the_o3d_figures(oracle, always, depth_model, shared_root, tmp_path):
-    out = subprocess.run([SPATIAL_TASKS, "report", str(shared_root), "--out", str(tmp_path / "rep")],
+def test_report_draws_the_o3d_figures(oracle, always, depth_model, tmp_path):
+    runs = tmp_path / "runs"  # the four rules' runs side by side
+    for name, run in (("depth_oracle", oracle), *always.items(), ("depth_model", depth_model)):
+        shutil.copytree(run.out, runs / name)
+    out = subprocess.run([SPATIAL_TASKS, "report", str(runs), "--out", str(tmp_path / "rep")],
                          capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     names = sorted(p.name for p in (tmp_path / "rep").glob("o3d_*.png"))

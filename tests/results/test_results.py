@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from lmms import run_lmms_eval
 
 from spatial_tasks.common.samples import find_runs
 from spatial_tasks.report import write_report
@@ -85,13 +84,18 @@ def test_identity_args_ignore_placement_and_order():
         identity_args("device=cpu,pretrained=Org/M") == "pretrained=Org/M"
 
 
+BOTH = "spatialtunnel_sample,spatialtunnel_logit_sample"
+
+
 @pytest.fixture(scope="module")
-def baseline_runs(tmp_path_factory):
-    """Two real lmms-eval runs of the baseline on the SpatialTunnel sample (the shortcut rule)."""
+def baseline_runs(tmp_path_factory, baseline_run):
+    """Two real lmms-eval runs of the baseline on the SpatialTunnel samples, both protocols (the
+    shortcut rule and the oracle; the session's shared runs, copied)."""
     root = tmp_path_factory.mktemp("results_runs")
     for rule in ("vertical", "oracle"):
-        run = run_lmms_eval(root / rule, "spatial_baseline", f"rule={rule}", "spatialtunnel_sample")
+        run = baseline_run(rule, BOTH)
         assert run.results is not None, run.output[-3000:]
+        shutil.copytree(run.out, root / rule)
     return root
 
 
@@ -99,7 +103,10 @@ def test_tidy_records_of_a_real_run(baseline_runs, tmp_path):
     (run,) = find_runs(baseline_runs / "vertical")
     records = run_records(run, iterations=200)
     by = {(r.task, r.metric): r for r in records}
-    assert {t for t, _ in by} == {"spatialtunnel_sample", "spatialtunnel_sample_phase", "spatialtunnel_sample_size"}
+    assert {t for t, _ in by} == {"spatialtunnel_sample", "spatialtunnel_sample_phase", "spatialtunnel_sample_size",
+                                  "spatialtunnel_logit_sample", "spatialtunnel_logit_sample_phase",
+                                  "spatialtunnel_logit_sample_size"}
+    assert by[("spatialtunnel_logit_sample", "v")].settings == {"protocol": "logit"}
     group = by[("spatialtunnel_sample", "delta")]
     assert group.value == 1.0 and (group.ci_low, group.ci_high) == (1.0, 1.0) and group.ci_method == "cluster_bootstrap"
     v = by[("spatialtunnel_sample", "v")]
@@ -202,8 +209,9 @@ def test_verify_the_released_o3d_outputs_exactly_and_fail_when_they_differ(tmp_p
 
 
 def test_verify_grades_a_runs_figures_against_its_paper_row(baseline_runs, tmp_path):
-    # a real lmms-eval run (the oracle baseline on the SpatialTunnel sample), its results file told it
-    # was Qwen2.5-VL-3B: its exact-match phase task is then checked against Table 8's row
+    # a real lmms-eval run (the oracle baseline on the SpatialTunnel samples), its results file told it
+    # was Qwen2.5-VL-3B: its exact-match phase task is then checked against Table 8's row (and its
+    # logit tasks against Tables 3 and 9)
     run_dir = tmp_path / "as_qwen"
     shutil.copytree(baseline_runs / "oracle", run_dir)
     for results_file in run_dir.rglob("*_results.json"):
@@ -212,10 +220,12 @@ def test_verify_grades_a_runs_figures_against_its_paper_row(baseline_runs, tmp_p
         results_file.write_text(json.dumps(data))
     result = verify([run_dir])
     (run,) = find_runs(run_dir)
-    phase = next(t for t in run.samples if t.endswith("phase"))
+    phase = "spatialtunnel_sample_phase"
     expected = st_metrics.summary(records_from_samples(run.samples[phase]))
-    cells = {c["column"]: c for c in result["cells"]}
-    assert set(cells) == {"v", "v_cons", "v_ctr", "delta"} and {c["table"] for c in cells.values()} == {"table8"}
+    assert {(c["table"], c["scope"]) for c in result["cells"]} == {
+        ("table8", phase), ("table3", "spatialtunnel_logit_sample_phase"), ("table9", "spatialtunnel_logit_sample_size")}
+    cells = {c["column"]: c for c in result["cells"] if c["table"] == "table8"}
+    assert set(cells) == {"v", "v_cons", "v_ctr", "delta"}
     for column, cell in cells.items():
         assert cell["ours"] == pytest.approx(expected[column]) and cell["scope"] == phase
         assert cell["delta_points"] == pytest.approx(abs(expected[column] - cell["paper"]) * 100)
