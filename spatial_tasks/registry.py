@@ -51,18 +51,8 @@ def benchmarks() -> dict[str, Benchmark]:
     return _load(modules())
 
 
-def names() -> tuple[str, ...]:
-    return tuple(benchmarks())
-
-
 def get(name: str) -> Benchmark:
     try:
         return benchmarks()[name]
     except KeyError:
         raise UnknownBenchmark(f"no benchmark named {name!r}; benchmarks: {', '.join(benchmarks())}") from None
-
-
-def of_task(task: str) -> Benchmark | None:
-    """The benchmark whose task-name prefix ``task`` carries (the longest prefix wins)."""
-    found = [b for b in benchmarks().values() if task == b.name or task.startswith(f"{b.name}_")]
-    return max(found, key=lambda b: len(b.name)) if found else None

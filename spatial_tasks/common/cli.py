@@ -25,7 +25,6 @@ SamplesOption = Annotated[int, typer.Option(help="Cycles samples per pixel.")]
 ShardOption = Annotated[str, typer.Option(help="K/N: render only shard K of N.")]
 WorkersOption = Annotated[int, typer.Option(help="Parallel Blender processes (with --ray: actors).")]
 OverwriteOption = Annotated[bool, typer.Option(help="Replace a dataset made with other flags in --out.")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def json_safe(value):
