@@ -37,8 +37,8 @@ def log_messages() -> Iterator[list[str]]:
 
 @pytest.fixture(scope="session")
 def tiny_qwen_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny random Qwen2.5-VL (``spatial_tasks.models.tiny_qwen``), built once per session
-    (~5–10 s, ~1 MB): load it with ``from_pretrained(path)`` or run it through lmms-eval with
+    """A tiny random Qwen2.5-VL (``spatial_tasks.models.tiny_qwen``), built once per session whichever
+    worker asks first (~5–10 s, ~1 MB): load it with ``from_pretrained(path)`` or run it through lmms-eval with
 
         --model qwen2_5_vl --model_args pretrained=PATH,device=cpu,device_map=cpu,min_pixels=3136,max_pixels=50176
         --model qwen2_5_vl_yesno --model_args (the same)
@@ -47,13 +47,16 @@ def tiny_qwen_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """
     from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
 
-    return build_tiny_qwen2_5_vl(tmp_path_factory.mktemp("tiny_qwen2_5_vl"), seed=0)
+    folder = shared_across_workers(tmp_path_factory, "tiny_qwen2_5_vl",
+                                   lambda root: build_tiny_qwen2_5_vl(root / "model", seed=0))
+    return folder / "model"
 
 
 @pytest.fixture(scope="session")
 def tiny_family_dirs(tmp_path_factory: pytest.TempPathFactory):
     """``dirs(family)``: a tiny random checkpoint of that transformers model_type
-    (``spatial_tasks.models.tiny_models``), built once per session on first use (< 1 s each).
+    (``spatial_tasks.models.tiny_models``), built once per session on first use (< 1 s each), whichever
+    worker asks first.
     Read-only, like ``tiny_qwen_dir``; qwen2_5_vl is ``tiny_qwen_dir`` itself."""
     from spatial_tasks.models.tiny_models import build_tiny_model
 
@@ -61,7 +64,9 @@ def tiny_family_dirs(tmp_path_factory: pytest.TempPathFactory):
 
     def dirs(family: str) -> Path:
         if family not in built:
-            built[family] = build_tiny_model(family, tmp_path_factory.mktemp(f"tiny_{family}"), seed=0)
+            folder = shared_across_workers(tmp_path_factory, f"tiny_{family}",
+                                           lambda root: build_tiny_model(family, root / "model", seed=0))
+            built[family] = folder / "model"
         return built[family]
 
     return dirs
@@ -121,29 +126,35 @@ def shared_across_workers(tmp_path_factory: pytest.TempPathFactory, name: str, m
 
 
 @pytest.fixture(scope="session")
-def baseline_run(tmp_path_factory: pytest.TempPathFactory):
-    """``baseline_run(rule, tasks, env=None) -> lmms.Run``: one real lmms-eval run of
-    ``spatial_baseline`` with that rule on those tasks, made once per test session whichever test
-    or worker asks first (an lmms-eval process costs ~25 s of CPU here). Read-only: copy ``run.out``
-    before changing anything in it."""
+def lmms_run(tmp_path_factory: pytest.TempPathFactory):
+    """``lmms_run(model, model_args, tasks, *extra, env=None) -> lmms.Run``: one real lmms-eval run,
+    made once per test session whichever test or worker asks first (a run costs ~7–15 s of CPU
+    here). Read-only: copy ``run.out`` before changing anything in it."""
     import hashlib
     import json
 
     from lmms import read_run, run_lmms_eval
 
-    def run(rule: str, tasks: str, env: dict | None = None):
-        key = hashlib.sha1(json.dumps([rule, tasks, sorted((env or {}).items())]).encode()).hexdigest()[:12]
+    def run(model: str, model_args: str, tasks: str, *extra: str, env: dict | None = None):
+        key = hashlib.sha1(json.dumps([model, model_args, tasks, extra, sorted((env or {}).items())]).encode())
 
         def make(folder: Path) -> None:
             folder.mkdir(parents=True, exist_ok=True)
-            made = run_lmms_eval(folder / "out", "spatial_baseline", f"rule={rule}", tasks, env=env)
+            made = run_lmms_eval(folder / "out", model, model_args, tasks, *extra, env=env)
             (folder / "log.txt").write_text(made.output)
             (folder / "rc").write_text(str(made.returncode))
 
-        folder = shared_across_workers(tmp_path_factory, f"baseline_{rule}_{key}", make)
+        folder = shared_across_workers(tmp_path_factory, f"run_{model}_{key.hexdigest()[:12]}", make)
         return read_run(folder / "out", int((folder / "rc").read_text()), (folder / "log.txt").read_text())
 
     return run
+
+
+@pytest.fixture(scope="session")
+def baseline_run(lmms_run):
+    """``baseline_run(rule, tasks, env=None) -> lmms.Run``: ``lmms_run`` of ``spatial_baseline`` with
+    that rule on those tasks."""
+    return lambda rule, tasks, env=None: lmms_run("spatial_baseline", f"rule={rule}", tasks, env=env)
 
 
 @pytest.fixture(scope="session")

@@ -22,38 +22,44 @@ TASKS = [
     "dori/dori_sample", "vague/vague_sample_vlm",
 ]
 
-# Process 1: the task's docs through TaskData.from_yaml + load_docs, the first docs pickled, and
-# what its own doc_to_visual / doc_to_text make of them.
+# Process 1, for every task in turn: its docs through TaskData.from_yaml + load_docs, the first docs
+# pickled, and what its own doc_to_visual / doc_to_text make of them. (One process for all the tasks:
+# each task's hooks still run with no task object anywhere, and importing lmms-eval's utils costs
+# seconds.)
 BUILD = textwrap.dedent("""
     import hashlib, json, pickle, sys
     from lmms_eval.utils import load_yaml_config
     from spatial_tasks.harness import TaskData, load_docs
 
-    path, out = sys.argv[1], sys.argv[2]
-    data, hook = TaskData.from_yaml(path)
-    docs = load_docs(data, hook)
-    config = load_yaml_config(path, mode="full")
-    kwargs = (config.get("lmms_eval_specific_kwargs") or {}).get("default")
-    picked = [docs[k] for k in range(min(3, len(docs)))]
-    pickle.dump(picked, open(out, "wb"))
-    seen = [[hashlib.sha1(image.convert("RGB").tobytes()).hexdigest() for image in config["doc_to_visual"](d)]
-            for d in picked]
-    texts = [config["doc_to_text"](d, kwargs) for d in picked]
-    print(json.dumps({"n": len(docs), "task": data.task, "images": seen, "texts": texts}))
+    made = {}
+    for path, out in json.loads(sys.argv[1]):
+        data, hook = TaskData.from_yaml(path)
+        docs = load_docs(data, hook)
+        config = load_yaml_config(path, mode="full")
+        kwargs = (config.get("lmms_eval_specific_kwargs") or {}).get("default")
+        picked = [docs[k] for k in range(min(3, len(docs)))]
+        pickle.dump(picked, open(out, "wb"))
+        seen = [[hashlib.sha1(image.convert("RGB").tobytes()).hexdigest() for image in config["doc_to_visual"](d)]
+                for d in picked]
+        texts = [config["doc_to_text"](d, kwargs) for d in picked]
+        made[path] = {"n": len(docs), "task": data.task, "images": seen, "texts": texts}
+    print(json.dumps(made))
 """)
 
-# Process 2: the pickled docs alone -- no dataset loaded, no hook run, nothing registered.
+# Process 2, for every task: the pickled docs alone -- no dataset loaded, no hook run, nothing registered.
 USE = textwrap.dedent("""
     import hashlib, json, pickle, sys
     from lmms_eval.utils import load_yaml_config
 
-    path, out = sys.argv[1], sys.argv[2]
-    config = load_yaml_config(path, mode="full")
-    kwargs = (config.get("lmms_eval_specific_kwargs") or {}).get("default")
-    picked = pickle.load(open(out, "rb"))
-    seen = [[hashlib.sha1(image.convert("RGB").tobytes()).hexdigest() for image in config["doc_to_visual"](d)]
-            for d in picked]
-    print(json.dumps({"images": seen, "texts": [config["doc_to_text"](d, kwargs) for d in picked]}))
+    used = {}
+    for path, out in json.loads(sys.argv[1]):
+        config = load_yaml_config(path, mode="full")
+        kwargs = (config.get("lmms_eval_specific_kwargs") or {}).get("default")
+        picked = pickle.load(open(out, "rb"))
+        seen = [[hashlib.sha1(image.convert("RGB").tobytes()).hexdigest() for image in config["doc_to_visual"](d)]
+                for d in picked]
+        used[path] = {"images": seen, "texts": [config["doc_to_text"](d, kwargs) for d in picked]}
+    print(json.dumps(used))
 """)
 
 
@@ -61,6 +67,16 @@ def _run(script: str, *args: str) -> dict:
     result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def plain_script_docs(tmp_path_factory):
+    """{task: (built, used)}: BUILD over every task in one plain process, then USE in another."""
+    folder = tmp_path_factory.mktemp("plain_script_docs")
+    jobs = [(str(tasks_dir() / f"{task}.yaml"), str(folder / f"{k}.pkl")) for k, task in enumerate(TASKS)]
+    built = _run(BUILD, json.dumps(jobs))
+    used = _run(USE, json.dumps(jobs))
+    return {task: (built[path], used[path]) for task, (path, _) in zip(TASKS, jobs)}
 
 
 def test_lmms_evals_behaviour_is_what_the_seam_assumes():
@@ -84,15 +100,49 @@ def test_the_supported_lmms_eval_range_is_checked_at_import():
 
 
 @pytest.mark.parametrize("task", TASKS)
-def test_hooks_run_from_a_plain_script_and_docs_work_in_another_process(task, tmp_path):
-    path = str(tasks_dir() / f"{task}.yaml")
-    pickled = str(tmp_path / "docs.pkl")
-    built = _run(BUILD, path, pickled)
+def test_hooks_run_from_a_plain_script_and_docs_work_in_another_process(task, plain_script_docs):
+    built, used = plain_script_docs[task]
     assert built["n"] > 0 and built["task"] == task.split("/")[1]
-    used = _run(USE, path, pickled)
     assert used == {"images": built["images"], "texts": built["texts"]}
     if not task.endswith("_lm"):
         assert all(images for images in built["images"])  # every doc shows its images
+
+
+# --- tests/lmms.py forks most runs from a process that has imported lmms-eval ----------------------
+
+VOLATILE_RESULT_KEYS = {"date", "start_time", "end_time", "total_evaluation_time_seconds", "efficiency", "usage",
+                        "config"}  # config: holds the output path
+
+
+@pytest.mark.cli
+def test_a_forked_run_equals_the_console_script(tmp_path):
+    from lmms import ForkServer, run_env, run_lmms_eval
+
+    assert ForkServer.for_env(run_env()) is not None  # so the first run below is really forked
+    runs = {how: run_lmms_eval(tmp_path / how, "spatial_baseline", "rule=vertical", "spatialtunnel_sample_phase",
+                               console_script=how == "script") for how in ("forked", "script")}
+    forked, script = runs["forked"], runs["script"]
+    assert forked.returncode == script.returncode == 0
+    assert _stable(forked.results) == _stable(script.results)
+    assert forked.samples == script.samples and len(forked.samples["spatialtunnel_sample_phase"]) == 256
+    # what a user reads is there too: lmms-eval's own table on stdout
+    assert "|spatialtunnel_sample_phase|" in forked.output and "|spatialtunnel_sample_phase|" in script.output
+
+
+def _stable(results: dict) -> str:
+    """A results file without its times, output paths and the addresses in functions' reprs."""
+    import re
+
+    kept = {k: v for k, v in results.items() if k not in VOLATILE_RESULT_KEYS}
+    return re.sub(r" at 0x[0-9a-f]+", " at 0x?", json.dumps(kept, sort_keys=True))
+
+
+def test_a_run_whose_environment_differs_at_import_is_the_console_script():
+    from lmms import ForkServer, run_env
+
+    assert ForkServer.for_env(run_env({"SPATIAL_TASKS_DORI_SOURCE": "/x"})) is not None  # read when a run starts
+    assert ForkServer.for_env(run_env({"SPATIAL_TASKS_AUTO_INCLUDE": "0"})) is None  # read at import
+    assert ForkServer.for_env(run_env({"PYTHONPATH": "/elsewhere"})) is None
 
 
 # --- what lmms-eval needs at run time but does not pin (filelock._api, gone in filelock 4.3) ---------

@@ -72,11 +72,25 @@ PAYLOADS = st.one_of(
 ANYTHING = st.one_of(TEXT, JSON_VALUES, st.binary(max_size=20))
 
 
+# Parsers that take the same kind of input share each generated input: every one of them still
+# gets EXAMPLES inputs from the same strategy, and generating them (most of the cost) is paid once.
+
 @FUZZ
-@given(answer=st.one_of(TEXT, ANYTHING), question=st.one_of(TEXT, st.just(QUESTION), ANYTHING))
-def test_o3d_parse_answer(answer, question):
-    assert parse_answer(answer, question) in LABELS
-    assert trace_answer(answer, question).label in LABELS
+@given(text=st.one_of(TEXT, ANYTHING), question=st.one_of(TEXT, st.just(QUESTION), ANYTHING),
+       answer=st.one_of(st.sampled_from(["Yes", "No"]), ANYTHING))
+def test_text_readers(text, question, answer):
+    """O3-D's answer parser (``text`` as the answer), its prompt parser, DORI's option readers and
+    SpatialTunnel's template resolver."""
+    from spatial_tasks.dori.soft import option_value
+
+    assert parse_answer(text, question) in LABELS
+    assert trace_answer(text, question).label in LABELS
+    tags = parse_prompt(text)
+    assert tags is None or tags.body in range(1, 12)
+    for task in OPTION_READERS:
+        option_value(task, text)  # a value or None, never an exception
+    resolved = resolve_template(text, answer) if isinstance(text, str) else None
+    assert resolved is None or resolved[0] in (1, 2, 3, 4)
 
 
 DORI_OPTIONS = ["90 degrees clockwise", "90 degrees counterclockwise", "a", "Cannot be determined", "B"]
@@ -109,41 +123,13 @@ def test_read_choice_vague_style(answer, options):
 
 
 @FUZZ
-@given(text=st.one_of(TEXT, ANYTHING))
-def test_dori_option_readers(text):
-    from spatial_tasks.dori.soft import option_value
-
-    for task in OPTION_READERS:
-        option_value(task, text)  # a value or None, never an exception
-
-
-@FUZZ
-@given(text=st.one_of(TEXT, ANYTHING))
-def test_o3d_parse_prompt(text):
-    tags = parse_prompt(text)
-    assert tags is None or tags.body in range(1, 12)
-
-
-@FUZZ
 @given(response=st.one_of(PAYLOADS, ANYTHING))
-def test_yes_no_parser(response):
+def test_yes_no_parser_and_payload_decoder(response):
     assert parse_yes_no(response) in ("Yes", "No", UNPARSEABLE)
-
-
-@FUZZ
-@given(response=st.one_of(PAYLOADS, ANYTHING))
-def test_payload_decoder(response):
     payload = decode_payload(response)
     if payload is not None:
         assert payload.answer in ("Yes", "No", UNPARSEABLE)
         assert payload.answer != "No" or payload.finite  # NaN logits never read as "No"
-
-
-@FUZZ
-@given(text=st.one_of(TEXT, ANYTHING), answer=st.one_of(st.sampled_from(["Yes", "No"]), ANYTHING))
-def test_spatialtunnel_template_resolver(text, answer):
-    resolved = resolve_template(text, answer) if isinstance(text, str) else None
-    assert resolved is None or resolved[0] in (1, 2, 3, 4)
 
 
 @FUZZ

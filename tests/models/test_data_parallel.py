@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from lmms import read_run, run_lmms_eval
+from lmms import read_run
 
 from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS
 
@@ -27,9 +27,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_two_processes_score_exactly_as_one(tiny_family_dirs, tmp_path):
-    args = f"pretrained={tiny_family_dirs('qwen3_vl')},dtype=float32"
-    one = run_lmms_eval(tmp_path / "one", "hf_yesno", args, TASK, "--batch_size", "4")
+def test_two_processes_score_exactly_as_one(tiny_family_dirs, lmms_run, tmp_path):
+    checkpoint = tiny_family_dirs("qwen3_vl")
+    # The one-process run is test_families' (device=cpu there: this machine has no other device).
+    one = lmms_run("hf_yesno", f"pretrained={checkpoint},device=cpu,dtype=float32", TASK, "--batch_size", "4")
+    args = f"pretrained={checkpoint},dtype=float32"
     cmd = [ACCELERATE, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
            "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
            "-m", "lmms_eval", "--model", "hf_yesno", "--model_args", args, "--tasks", TASK, "--batch_size", "4",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from lmms import assert_all_finite, run_lmms_eval
+from lmms import assert_all_finite
 from PIL import Image
 from scoring import check_batch_invariance
 
@@ -80,10 +80,10 @@ def test_probe_states_with_left_padding_equal_batch_one(family, family_dir):
 
 @pytest.mark.cli
 @pytest.mark.parametrize("family", ALL)
-def test_hf_yesno_through_the_lmms_eval_cli(family, family_dir, tmp_path):
+def test_hf_yesno_through_the_lmms_eval_cli(family, family_dir, lmms_run):
     path = family_dir(family)
-    run = run_lmms_eval(tmp_path / "out", "hf_yesno", f"pretrained={path},device=cpu,dtype=float32",
-                        "spatialtunnel_logit_sample_phase", "--batch_size", "4")
+    run = lmms_run("hf_yesno", f"pretrained={path},device=cpu,dtype=float32",
+                   "spatialtunnel_logit_sample_phase", "--batch_size", "4")  # shared with test_data_parallel
     assert_all_finite(run.metrics("spatialtunnel_logit_sample_phase"), PHASE_METRICS)
     samples = run.samples["spatialtunnel_logit_sample_phase"]
     assert len(samples) == run.results["n-samples"]["spatialtunnel_logit_sample_phase"]["effective"] > 0

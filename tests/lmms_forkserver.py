@@ -1,0 +1,68 @@
+"""A process that has imported what the ``lmms-eval`` console script imports, forking one child per run.
+
+Importing lmms-eval costs ~7 s of CPU here (evaluate -> transformers.pipelines -> torchvision ->
+torch._dynamo), more than half of a small run, and the tests make ~60 runs. Each child is what the
+console script would be after its first line: it takes the run's working folder, environment,
+argv, stdin (/dev/null), stdout and stderr (files), calls ``lmms_eval.cli.dispatch.main`` -- the
+function the console script calls -- and ends as the script does, through ``sys.exit`` (atexit
+handlers run, threads are joined). What a child cannot see is what happened at import:
+``tests/lmms.py`` sends a run whose environment differs there to the console script itself.
+
+Protocol (one run at a time), JSON lines: the server prints ``{"ready": ...}`` once; then for each
+request ``{"argv", "env", "cwd", "stdout", "stderr"}`` it prints ``{"pid": ...}`` when the child
+starts and ``{"returncode": ...}`` when it ends. Started by ``tests/lmms.py``, never by hand.
+"""
+
+import json
+import os
+import sys
+import threading
+
+
+def _child(request: dict) -> None:
+    """Runs in the forked child: becomes the console script's process, then exits through sys.exit."""
+    os.setsid()  # its own process group, so that a timeout kills the run and what it started
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for fd, path, flags in ((0, os.devnull, os.O_RDONLY),
+                            (1, request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+                            (2, request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
+        opened = os.open(path, flags, 0o644)
+        os.dup2(opened, fd)
+        os.close(opened)
+    sys.argv = list(request["argv"])
+    from lmms_eval.cli.dispatch import main
+
+    sys.exit(main())  # the console script's own last line
+
+
+def serve() -> None:
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)  # the child's fd 1 becomes its stdout file
+    threads = threading.active_count()
+    print(json.dumps({"ready": True, "threads": threads, "pid": os.getpid()}), file=protocol)
+    for line in sys.stdin:
+        request = json.loads(line)
+        if threading.active_count() != 1:
+            raise RuntimeError(f"cannot fork safely: {threading.active_count()} threads are running")
+        pid = os.fork()
+        if pid == 0:
+            protocol.close()
+            _child(request)  # never returns: SystemExit unwinds the child's stack and ends it
+        print(json.dumps({"pid": pid}), file=protocol)
+        _, status = os.waitpid(pid, 0)
+        print(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}), file=protocol)
+
+
+if __name__ == "__main__":
+    # sys.path[0] is what the console script's would be (its own folder), not this file's folder,
+    # so that nothing under tests/ is importable in a run.
+    sys.path[0] = os.path.dirname(os.environ["LMMS_FORKSERVER_SCRIPT"])
+    # The console script's module, and what its main() imports on the way to an evaluation (with
+    # lmms-eval's model registry, which loads the plugins' entry points, ours included).
+    import lmms_eval.__main__  # noqa: F401
+    import lmms_eval.cli.dispatch  # noqa: F401
+
+    serve()
