@@ -15,6 +15,9 @@ from hypothesis import settings
 from openai_server import OpenAIStubServer  # tests/ is on sys.path (pytest's default "prepend" import mode)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# One torch (OpenMP) thread per test process, set before anything imports torch: pytest -n 2 already
+# keeps both cores busy, and two threads per worker only make the workers wait on each other.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # Property tests run derandomized in CI (.ci/run sets CI=true): the same inputs every run, so a
 # green run means something. Locally they draw new inputs; every counterexample ever found is

@@ -78,7 +78,7 @@ def run_lmms_eval(out: Path, model: str, model_args: str, tasks: str, *extra: st
 class ForkServer:
     """The client of ``tests/lmms_forkserver.py`` (one per pytest worker, started on first use)."""
 
-    _started: "ForkServer | None" = None
+    _started: ForkServer | None = None
     _lock = threading.Lock()
 
     def __init__(self) -> None:
@@ -88,16 +88,32 @@ class ForkServer:
                                      text=True, env={**self.env, "LMMS_FORKSERVER_SCRIPT": LMMS_EVAL})
         ready = self._reply()
         assert ready.get("ready") and ready.get("threads") == 1, f"lmms fork server did not start: {ready}"
+        # What its imports set (torch: TORCHINDUCTOR_CACHE_DIR): a fresh process would set the same.
+        self.set_at_import = {k: v for k, v in ready["env"].items() if k not in self.env and k != "LMMS_FORKSERVER_SCRIPT"}
 
     @classmethod
-    def for_env(cls, env: dict[str, str]) -> "ForkServer | None":
+    def for_env(cls, env: dict[str, str]) -> ForkServer | None:
         """The worker's server, or None when ``env`` differs from its own in a variable read at import."""
         with cls._lock:
             if cls._started is None or cls._started.proc.poll() is not None:
                 cls._started = cls()
             server = cls._started
-        differs = {k for k in set(env) | set(server.env) if env.get(k) != server.env.get(k)}
-        return None if differs - READ_WHEN_A_RUN_STARTS else server
+        differs = server.differs_at_import(env)
+        if differs and os.environ.get("LMMS_FORKSERVER_LOG"):  # why a run was not forked
+            with open(os.environ["LMMS_FORKSERVER_LOG"], "a") as log:
+                log.write(f"{os.environ.get('PYTEST_CURRENT_TEST')}\t{sorted(differs)}\n")
+        return None if differs else server
+
+    def differs_at_import(self, env: dict[str, str]) -> set[str]:
+        """The variables a fresh process with ``env`` would import lmms-eval with, set otherwise than here."""
+        def fresh(k: str) -> str | None:  # a variable its imports set, unless the environment already has it
+            return env.get(k, self.set_at_import.get(k))
+
+        def here(k: str) -> str | None:
+            return self.env.get(k, self.set_at_import.get(k))
+
+        names = set(env) | set(self.env) | set(self.set_at_import)
+        return {k for k in names if fresh(k) != here(k)} - READ_WHEN_A_RUN_STARTS
 
     def _reply(self) -> dict:
         line = self.proc.stdout.readline()

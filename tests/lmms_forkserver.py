@@ -8,7 +8,7 @@ function the console script calls -- and ends as the script does, through ``sys.
 handlers run, threads are joined). What a child cannot see is what happened at import:
 ``tests/lmms.py`` sends a run whose environment differs there to the console script itself.
 
-Protocol (one run at a time), JSON lines: the server prints ``{"ready": ...}`` once; then for each
+Protocol (one run at a time), JSON lines: the server prints ``{"ready", "threads", "env"}`` once; then for each
 request ``{"argv", "env", "cwd", "stdout", "stderr"}`` it prints ``{"pid": ...}`` when the child
 starts and ``{"returncode": ...}`` when it ends. Started by ``tests/lmms.py``, never by hand.
 """
@@ -42,7 +42,9 @@ def _child(request: dict) -> None:
 def serve() -> None:
     protocol = os.fdopen(os.dup(1), "w", buffering=1)  # the child's fd 1 becomes its stdout file
     threads = threading.active_count()
-    print(json.dumps({"ready": True, "threads": threads, "pid": os.getpid()}), file=protocol)
+    # Its environment after the imports (torch sets TORCHINDUCTOR_CACHE_DIR, for one): a run whose
+    # environment differs from this one in a variable read at import is not forked.
+    print(json.dumps({"ready": True, "threads": threads, "env": dict(os.environ)}), file=protocol)
     for line in sys.stdin:
         request = json.loads(line)
         if threading.active_count() != 1:
@@ -62,7 +64,7 @@ if __name__ == "__main__":
     sys.path[0] = os.path.dirname(os.environ["LMMS_FORKSERVER_SCRIPT"])
     # The console script's module, and what its main() imports on the way to an evaluation (with
     # lmms-eval's model registry, which loads the plugins' entry points, ours included).
-    import lmms_eval.__main__  # noqa: F401
+    import lmms_eval.__main__
     import lmms_eval.cli.dispatch  # noqa: F401
 
     serve()

@@ -71,7 +71,7 @@ def test_the_lock_was_made_from_this_pyproject(project):
 
 def test_setup_installs_the_lock_as_it_is():
     setup = (ROOT / ".ci" / "setup").read_text()
-    assert "pip sync --quiet --require-hashes --python .venv/bin/python requirements.lock" in setup
+    assert "pip sync --quiet --require-hashes --compile-bytecode --python .venv/bin/python requirements.lock" in setup
     assert "pip install --quiet --python .venv/bin/python --no-deps -e ." in setup  # nothing resolved outside the lock
     run = (ROOT / ".ci" / "run").read_text()
     assert "bash .ci/setup && .venv/bin/python -m pytest" in run
