@@ -19,6 +19,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # keeps both cores busy, and two threads per worker only make the workers wait on each other.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import lmms  # noqa: F401  (first, so that lmms.SESSION_ENV, every lmms-eval run's, is this environment)
+
 # Property tests run derandomized in CI (.ci/run sets CI=true): the same inputs every run, so a
 # green run means something. Locally they draw new inputs; every counterexample ever found is
 # pinned with @example in its test.

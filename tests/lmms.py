@@ -48,14 +48,17 @@ class Run:
 
 # Read by our task hooks when a run loads its data, never at import: a forked run may set them.
 READ_WHEN_A_RUN_STARTS = frozenset({"SPATIAL_TASKS_DORI_SOURCE", "SPATIAL_TASKS_VAGUE_SOURCE", "SPATIAL_TASKS_O3D_SOURCE",
-                                    "SPATIAL_TASKS_BERTSCORE_MODEL", "SPATIAL_TASKS_BERTSCORE_LAYERS",
-                                    "PYTEST_CURRENT_TEST"})
-SESSION_ENV = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}  # the fork server's
+                                    "SPATIAL_TASKS_BERTSCORE_MODEL", "SPATIAL_TASKS_BERTSCORE_LAYERS"})
+# The environment as the test session began (tests/conftest.py imports this module first thing):
+# what a test process's own imports add later (bpy: MATERIALX_SEARCH_PATH, PATH; ray: RAY_CLIENT_MODE)
+# is not a run's business.
+SESSION_ENV = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
 
 
-def run_env(env: dict | None = None, base: dict | None = None) -> dict[str, str]:
-    """The environment of a run: offline, one torch thread (pytest -n 2 already keeps both cores busy)."""
-    return {**(os.environ if base is None else base), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+def run_env(env: dict | None = None) -> dict[str, str]:
+    """The environment of a run: the session's, offline, one torch thread (pytest -n 2 already keeps
+    both cores busy), then ``env``."""
+    return {**SESSION_ENV, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1", **(env or {})}
 
 
@@ -82,7 +85,7 @@ class ForkServer:
     _lock = threading.Lock()
 
     def __init__(self) -> None:
-        self.env = run_env(base=SESSION_ENV)
+        self.env = run_env()
         script = Path(__file__).with_name("lmms_forkserver.py")
         self.proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True, env={**self.env, "LMMS_FORKSERVER_SCRIPT": LMMS_EVAL})
