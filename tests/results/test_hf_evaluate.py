@@ -14,7 +14,6 @@ from pathlib import Path
 
 import evaluate
 import pytest
-from lmms import run_lmms_eval
 
 import spatial_tasks
 from spatial_tasks.results.hf_evaluate import NotAQuestionError
@@ -25,13 +24,16 @@ RECORD_KEYS = {"spatialtunnel": "v", "o3d": "acc", "dori": "acc", "vague": "acc"
 
 
 @pytest.fixture(scope="module")
-def shuffled_runs(tmp_path_factory):
-    """{benchmark: (run folder, records, shuffled answers)}: two real runs, answers shuffled (seed 0)."""
+def shuffled_runs(tmp_path_factory, baseline_run):
+    """{benchmark: (run folder, records, shuffled answers)}: copies of two real runs, answers shuffled (seed 0)."""
+    import shutil
+
     root = tmp_path_factory.mktemp("evaluate_runs")
     for name, rule, tasks in (("oracle", "oracle", "spatialtunnel_sample_phase,dori_sample,vague_sample_vlm"),
                               ("depth", "depth_oracle", "o3d_sample_markers")):
-        run = run_lmms_eval(root / name, "spatial_baseline", f"rule={rule}", tasks)
+        run = baseline_run(rule, tasks)
         assert run.results is not None, run.output[-3000:]
+        shutil.copytree(run.out, root / name)
     out = {}
     for name in ("oracle", "depth"):
         for path in sorted((root / name).rglob("*_samples_*.jsonl")):

