@@ -15,8 +15,8 @@ from hypothesis import settings
 from openai_server import OpenAIStubServer  # tests/ is on sys.path (pytest's default "prepend" import mode)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# One torch (OpenMP) thread per test process, set before anything imports torch: pytest -n 3 already
-# keeps both cores busy, and more threads per worker only make the workers wait on each other.
+# One torch (OpenMP) thread per test process, set before anything imports torch: pytest -n 2 already
+# keeps both cores busy, and two threads per worker only make the workers wait on each other.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import lmms  # noqa: F401  (first, so that lmms.SESSION_ENV, every lmms-eval run's, is this environment)

@@ -56,7 +56,7 @@ SESSION_ENV = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"
 
 
 def run_env(env: dict | None = None) -> dict[str, str]:
-    """The environment of a run: the session's, offline, one torch thread (pytest -n 3 already keeps
+    """The environment of a run: the session's, offline, one torch thread (pytest -n 2 already keeps
     both cores busy), then ``env``."""
     return {**SESSION_ENV, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1", **(env or {})}
