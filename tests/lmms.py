@@ -73,8 +73,9 @@ def run_lmms_eval(out: Path, model: str, model_args: str, tasks: str, *extra: st
     server = None if console_script else ForkServer.for_env(full_env)
     if server is None:
         proc = subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=folder)
-        return read_run(out, proc.returncode, proc.stdout + proc.stderr)
-    returncode, output = server.run(argv, full_env, folder, timeout)
+        returncode, output = proc.returncode, proc.stdout + proc.stderr
+    else:
+        returncode, output = server.run(argv, full_env, folder, timeout)
     return read_run(out, returncode, output)
 
 
