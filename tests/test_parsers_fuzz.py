@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from spatial_tasks.common.choice import OUTCOMES, read_choice
 from spatial_tasks.common.samples import first_response
 from spatial_tasks.common.yesno import UNPARSEABLE, decode_payload, parse_yes_no
-from spatial_tasks.dori.soft import OPTION_READERS
+from spatial_tasks.dori.soft import OPTION_READERS, option_value
 from spatial_tasks.o3d import schema
 from spatial_tasks.o3d.parse import LABELS, parse_answer, trace_answer
 from spatial_tasks.o3d.prompts import parse_prompt
@@ -81,8 +81,6 @@ ANYTHING = st.one_of(TEXT, JSON_VALUES, st.binary(max_size=20))
 def test_text_readers(text, question, answer):
     """O3-D's answer parser (``text`` as the answer), its prompt parser, DORI's option readers and
     SpatialTunnel's template resolver."""
-    from spatial_tasks.dori.soft import option_value
-
     assert parse_answer(text, question) in LABELS
     assert trace_answer(text, question).label in LABELS
     tags = parse_prompt(text)
@@ -170,6 +168,9 @@ HOSTILE = {
     "answer then spaces": "answer" + " " * MB,
     "short option everywhere": "a " * (MB // 2),
     "hedges": "A or " * (MB // 5),
+    "digits": "1" * MB,  # read from every start, a run of digits was quadratic in DORI's reader
+    "operation words": "rotate flip " * (MB // 12),
+    "one long word": "rotat" + "e" * MB,
 }
 PARSERS = {
     "parse_answer": lambda text: parse_answer(text, QUESTION),
@@ -192,6 +193,15 @@ def test_a_megabyte_parses_within_half_a_second(parser, shape):
     start = time.perf_counter()
     fn(text)
     assert time.perf_counter() - start < 0.5
+
+
+@pytest.mark.parametrize("shape", list(HOSTILE))
+def test_every_dori_option_reader_reads_a_megabyte_within_half_a_second(shape):
+    text = HOSTILE[shape]
+    for task in OPTION_READERS:
+        start = time.perf_counter()
+        option_value(task, text)
+        assert time.perf_counter() - start < 0.5, task
 
 
 @pytest.mark.parametrize("parser", list(PARSERS))

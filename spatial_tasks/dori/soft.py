@@ -96,11 +96,18 @@ def _degrees(text: str) -> int | None:
     return value
 
 
+# A number is read only from its first digit: starting inside a run of digits would make a long
+# run quadratic (20,000 digits took 52 s) and never finds a match the run's start does not.
+_ANGLE = r"(?<!\d)" + _NUMBER + r"\s*(?:degrees?\s*|°\s*)?(?:about the\s+|around the\s+)?"
+_HORIZONTAL_ANGLE = re.compile(_ANGLE + "horizontal")
+_VERTICAL_ANGLE = re.compile(_ANGLE + "vertical")
+
+
 def _cr(text: str) -> list[int] | None:
     """[horizontal, vertical] angles of a compound rotation ("90 horizontal then 180 vertical")."""
     low = text.lower()
-    h = re.search(_NUMBER + r"\s*(?:degrees?\s*|°\s*)?(?:about the\s+|around the\s+)?horizontal", low)
-    v = re.search(_NUMBER + r"\s*(?:degrees?\s*|°\s*)?(?:about the\s+|around the\s+)?vertical", low)
+    h = _HORIZONTAL_ANGLE.search(low)
+    v = _VERTICAL_ANGLE.search(low)
     if not (h and v):
         return None
     return [int(round(float(h.group(1)))) % 360, int(round(float(v.group(1)))) % 360]
@@ -125,8 +132,12 @@ def _io(text: str) -> list | None:
     return None
 
 
-_OPERATION = re.compile(r"(rotat\w*[^,;.]*?(\d+)(?:\s*degrees?|°)?(\s*counter-?clockwise|\s*anticlockwise)?)"
-                        r"|(flip\w*[^,;.]*?\b(horizontal\w*|vertical\w*))|((horizontal|vertical)\w*\s+flip)")
+# An operation's words run to the next punctuation or to the next operation of its kind, and a
+# keyword's suffix is taken whole (possessive): without both, "rotate rotate ..." or "flipppp..."
+# with no number or axis scanned the rest of the text from every start (quadratic). Neither bound
+# loses a match: the next "rotate"/"flip" starts the same match again.
+_OPERATION = re.compile(r"(rotat[a-z]*+(?:(?!rotat)[^,;.])*?(\d+)(?:\s*degrees?|°)?(\s*counter-?clockwise|\s*anticlockwise)?)"
+                        r"|(flip[a-z]*+(?:(?!flip)[^,;.])*?\b(horizontal\w*|vertical\w*))|((horizontal|vertical)\w*\s+flip)")
 
 
 def _co(text: str) -> list[str] | None:
