@@ -83,6 +83,43 @@ def test_lmms_evals_behaviour_is_what_the_seam_assumes():
     assert harness.contract_problems() == []
 
 
+def test_every_task_yaml_reads_the_same_on_libyaml():
+    """(12) lmms-eval's YAML reading on PyYAML's C parser gives every config the pure-Python loader
+    gives: each task YAML lmms-eval ships and each of ours, ``!function`` tags included."""
+    import glob
+    import os
+
+    import lmms_eval
+    import yaml
+
+    code = textwrap.dedent("""
+        import glob, json, os, sys, yaml
+        from spatial_tasks import harness
+        harness._install_fast_yaml()
+        assert yaml.full_load is not yaml.full_load.pure_python
+        yaml.add_constructor("!function", lambda loader, node: ["!function", node.value])
+        differ, read = [], 0
+        for path in json.loads(sys.stdin.read()):
+            outcomes = []
+            for load in (yaml.full_load.pure_python, yaml.full_load):
+                try:
+                    with open(path, "rb") as stream:
+                        outcomes.append(("ok", load(stream)))
+                except yaml.YAMLError as err:
+                    outcomes.append(("error", type(err).__name__))
+            read += outcomes[0][0] == "ok"
+            if outcomes[0] != outcomes[1]:
+                differ.append(path)
+        print(json.dumps({"differ": differ, "read": read}))
+    """)
+    roots = [os.path.join(os.path.dirname(lmms_eval.__file__), "tasks"), str(tasks_dir())]
+    paths = sorted(p for root in roots for p in glob.glob(f"{root}/**/*yaml*", recursive=True) if os.path.isfile(p))
+    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(paths), capture_output=True, text=True,
+                         check=True)
+    result = json.loads(out.stdout)
+    assert result["differ"] == [] and result["read"] > 2000 and yaml.__with_libyaml__
+
+
 def test_a_broken_assumption_is_named(monkeypatch):
     monkeypatch.setattr(harness, "embspatial_answer_letter", lambda response: "")
     problems = harness.contract_problems()
