@@ -465,6 +465,10 @@ def _install_fast_yaml() -> None:
 
     def full_load(stream):
         loader = yaml.CFullLoader(stream)
+        # what the pure-Python reader names the stream: lmms-eval's !function finds the task's
+        # utils.py next to loader.name
+        loader.name = ("<unicode string>" if isinstance(stream, str) else "<byte string>" if isinstance(stream, bytes)
+                       else getattr(stream, "name", "<file>"))
         loader.yaml_constructors = yaml.FullLoader.yaml_constructors
         loader.yaml_multi_constructors = yaml.FullLoader.yaml_multi_constructors
         try:

@@ -85,7 +85,9 @@ def test_lmms_evals_behaviour_is_what_the_seam_assumes():
 
 def test_every_task_yaml_reads_the_same_on_libyaml():
     """(12) lmms-eval's YAML reading on PyYAML's C parser gives every config the pure-Python loader
-    gives: each task YAML lmms-eval ships and each of ours, ``!function`` tags included."""
+    gives: each task YAML lmms-eval ships and each of ours as its index reads them (``!function``
+    tags kept as text), and each of ours as a run reads it (lmms-eval's ``load_yaml_config`` in
+    "full" mode: ``!function`` imports the hook next to the file)."""
     import glob
     import os
 
@@ -110,14 +112,36 @@ def test_every_task_yaml_reads_the_same_on_libyaml():
             read += outcomes[0][0] == "ok"
             if outcomes[0] != outcomes[1]:
                 differ.append(path)
-        print(json.dumps({"differ": differ, "read": read}))
+        from lmms_eval.utils import load_yaml_config
+
+        def plain(value):  # a hook loaded twice is two objects: compare what it is
+            if isinstance(value, dict):
+                return {k: plain(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [plain(v) for v in value]
+            if callable(value):
+                return f"{type(value).__name__}:{getattr(value, '__qualname__', None) or getattr(value, 'name', '')}"
+            return value
+
+        fast, full = yaml.full_load, 0
+        for path in json.loads(sys.argv[1]):
+            configs = []
+            for load in (fast.pure_python, fast):
+                yaml.full_load = load
+                configs.append(plain(load_yaml_config(path, mode="full")))
+            full += 1
+            if configs[0] != configs[1] or "process_docs" in configs[0] and not configs[0]["process_docs"]:
+                differ.append(path)
+        print(json.dumps({"differ": differ, "read": read, "full": full}))
     """)
     roots = [os.path.join(os.path.dirname(lmms_eval.__file__), "tasks"), str(tasks_dir())]
     paths = sorted(p for root in roots for p in glob.glob(f"{root}/**/*yaml*", recursive=True) if os.path.isfile(p))
-    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(paths), capture_output=True, text=True,
-                         check=True)
+    ours = sorted(str(p) for p in tasks_dir().rglob("*.yaml"))
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(ours)], input=json.dumps(paths), capture_output=True,
+                         text=True, check=True)
     result = json.loads(out.stdout)
-    assert result["differ"] == [] and result["read"] > 2000 and yaml.__with_libyaml__
+    assert result["differ"] == [] and result["read"] > 2000 and result["full"] == len(ours) > 50
+    assert yaml.__with_libyaml__
 
 
 def test_a_broken_assumption_is_named(monkeypatch):
