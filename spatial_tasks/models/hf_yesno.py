@@ -42,6 +42,7 @@ from spatial_tasks.common.validate import flag
 from spatial_tasks.common.yesno import YesNoLogits, encode_payload
 from spatial_tasks.harness import lmms_eval_qwen2_5_vl
 from spatial_tasks.models import families as families
+from spatial_tasks.models.lmms_requests import as_list, request_item
 from spatial_tasks.models.answer_tokens import (  # noqa: F401  (re-exported: the rule's public names)
     AnswerTokens,
     YesNoTokenError,
@@ -168,7 +169,7 @@ class HFYesNoMixin:
         """``score_yes_no`` for several (context, visuals) at once: one padded forward pass when
         the family can batch them, else one by one. Same results as one by one (to float
         rounding: padding changes the shapes of the matrix products)."""
-        items = [(context, _as_list(visuals)) for context, visuals in items]
+        items = [(context, as_list(visuals)) for context, visuals in items]
         inputs = self._yesno_prepare_batch(items) if len(items) > 1 else None
         if inputs is None:
             return [self.score_yes_no(context, visuals) for context, visuals in items]
@@ -176,7 +177,7 @@ class HFYesNoMixin:
 
     def score_yes_no(self, context: str, visuals: Sequence | None) -> YesNoLogits:
         """l_Yes, l_No and the decoded argmax first token for one prompt and its visuals."""
-        return self._to_yes_no(self.first_token_logits(self._yesno_prepare_inputs(context, _as_list(visuals))))
+        return self._to_yes_no(self.first_token_logits(self._yesno_prepare_inputs(context, as_list(visuals))))
 
     def score_grouped(self, items: Sequence[tuple[str, Sequence | None]], batch_size: int,
                       on_batch=None) -> list[YesNoLogits]:
@@ -189,7 +190,7 @@ class HFYesNoMixin:
         features of at most the images of the current batch plus those shared with later ones.
         Items with a video, and families without the grouping hooks, are scored ungrouped.
         ``on_batch(n)`` is called after each batch (progress)."""
-        items = [(context, _as_list(visuals)) for context, visuals in items]
+        items = [(context, as_list(visuals)) for context, visuals in items]
         results: list[YesNoLogits | None] = [None] * len(items)
         keys = [[image_key(v) if isinstance(v, Image.Image) else None for v in self._yesno_image_order(context, visuals)]
                 for context, visuals in items]
@@ -268,14 +269,7 @@ class HFYesNoMixin:
         return responses
 
     def _request_item(self, request: Instance) -> tuple[str, Sequence | None]:
-        context, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
-        if callable(gen_kwargs) or not (doc_to_visual is None or callable(doc_to_visual)):
-            raise TypeError(
-                f"{type(self).__name__} is a simple lmms-eval model: it expects requests "
-                "(context, gen_kwargs, doc_to_visual, doc_id, task, split), not chat-model requests"
-            )
-        visuals = doc_to_visual(self.task_dict[task][split][doc_id]) if doc_to_visual is not None else None
-        return context, visuals
+        return request_item(type(self).__name__, request, self.task_dict)
 
     def loglikelihood(self, requests: list[Instance]) -> list[tuple[float, bool]]:
         raise NotImplementedError(
@@ -309,14 +303,6 @@ def image_key(image: Image.Image) -> str:
     digest = hashlib.blake2b(image.tobytes(), digest_size=16)
     digest.update(f"{image.mode}:{image.size}".encode())
     return digest.hexdigest()
-
-
-def _as_list(visuals: Sequence | Image.Image | str | None) -> list:
-    if visuals is None:
-        return []
-    if isinstance(visuals, (Image.Image, str)):
-        return [visuals]
-    return list(visuals)
 
 
 class Qwen2_5_VLYesNo(QwenImageFeatures, HFYesNoMixin, Qwen2_5_VL):

@@ -105,8 +105,10 @@ def run_model(run: Run) -> str:
     return str(config.get("model") or run.folder.name)
 
 
-def verify_run(run: Run) -> tuple[list[Cell], list[str]]:
-    """(cells, "model (benchmark)" for each benchmark of the run without a paper row for its model)."""
+def verify_run(run: Run) -> tuple[list[Cell], list[str], list[str]]:
+    """(cells, "model (benchmark)" for each benchmark of the run without a paper row for its model,
+    notes: how many questions of each task were scored from a censored label -- a served run's
+    top log-probabilities left a label out, so its figures rest on bounds there)."""
     checked = {name: b for name, b in benchmarks().items() if b.paper_figures is not None}
     by_benchmark: dict[str, dict[str, list[dict]]] = defaultdict(dict)
     for task, path in sorted(run.samples.items()):
@@ -114,6 +116,10 @@ def verify_run(run: Run) -> tuple[list[Cell], list[str]]:
         if benchmark in checked:
             by_benchmark[benchmark][task] = checked[benchmark].records_from_samples(path)
     model, cells, unmatched = run_model(run), [], []
+    notes = [f"{run.folder}: {task}: {n} of {len(records)} questions scored from a censored label (served "
+             "top_logprobs; their p is a bound, see the report's legend)"
+             for per_task in by_benchmark.values() for task, records in sorted(per_task.items())
+             if (n := sum(bool(r.get("censored")) for r in records))]
     for benchmark, per_task in by_benchmark.items():
         spec = checked[benchmark]
         paper = _paper(spec)
@@ -128,7 +134,7 @@ def verify_run(run: Run) -> tuple[list[Cell], list[str]]:
                                  figures[column], exact=False)
                     if cell is not None:
                         cells.append(cell)
-    return cells, unmatched
+    return cells, unmatched, notes
 
 
 def verify_release(path: Path) -> tuple[list[Cell], list[str]]:
@@ -170,6 +176,7 @@ def verify(paths: list[Path]) -> dict:
     cells: list[Cell] = []
     unmatched: list[str] = []
     software: dict[str, dict] = {}  # run -> the software it recorded
+    notes: list[str] = []
     for path in paths:
         path = Path(path)
         if path.is_file():
@@ -182,16 +189,17 @@ def verify(paths: list[Path]) -> dict:
         unmatched += missing
         for run in find_runs(path):
             software[f"{run.folder}:{run.stamp}"] = software_of(run)
-            found, missing = verify_run(run)
+            found, missing, said = verify_run(run)
             cells += found
             unmatched += missing
+            notes += said
     grades = defaultdict(int)
     for cell in cells:
         grades[cell.grade] += 1
     checked = [c for c in cells if c.grade != "missing"]  # our figure undefined there: nothing to compare
     return {"cells": [asdict(c) for c in cells], "grades": dict(grades),
             "unmatched_models": sorted(set(unmatched)), "checked": len(checked),
-            "software": software, "software_warning": mixed_warning(list(software.values()), "runs verified here"),
+            "software": software, **({"censored": notes} if notes else {}), "software_warning": mixed_warning(list(software.values()), "runs verified here"),
             "passed": bool(checked) and all(c.passed for c in checked)}
 
 
@@ -211,6 +219,7 @@ def verify_lines(result: dict) -> list[str]:
     if result["unmatched_models"]:
         lines.append("No paper row for: " + ", ".join(result["unmatched_models"]) +
                      " (tasks/<benchmark>/paper_results.yaml lists each paper's models, Hub ids and aliases).")
+    lines += [f"Censored: {note}" for note in result.get("censored", [])]
     if result.get("software_warning"):
         lines.append(result["software_warning"])
     if not result["checked"]:

@@ -128,6 +128,12 @@ def unparseable_share(records: Sequence[dict]) -> float:
     return share(records, lambda r: r.get("parsed") == "unparseable")
 
 
+def censored_count(records: Sequence[dict]) -> int:
+    """Questions of a served run whose Yes or No label was outside the server's top log-probabilities:
+    their p comes from a bound, not the label's value (``spatial_tasks.models.served``)."""
+    return sum(bool(r.get("censored")) for r in records)
+
+
 def summary(records: Sequence[dict]) -> dict:
     """Every figure of Tables 3/8/9 for one set of records, plus n per subset."""
     out = {
@@ -148,6 +154,8 @@ def summary(records: Sequence[dict]) -> dict:
                    delta_s=size_gap(records), size_curve=size_curve(records))
     if any("parsed" in r for r in records):
         out["unparseable"] = unparseable_share(records)
+    if any("censored" in r for r in records):  # only served runs (top_logprobs) can censor a label
+        out["n_censored"] = censored_count(records)
     return out
 
 

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from spatial_tasks.common.errors import UserError
-from spatial_tasks.common.yesno import UNPARSEABLE, decode_payload, is_payload, parse_yes_no
+from spatial_tasks.common.yesno import UNPARSEABLE, YesNoLogits, decode_payload_fields, is_payload, parse_yes_no
 
 _RECORD_FIELDS = ("benchmark", "question_id", "image_id", "variant", "template_id", "answer", "relation",
                   "relation_two_way", "theta1_index", "theta2_index", "grid", "size1_nominal")
@@ -50,17 +50,27 @@ def exact_match_record(doc: dict, results: list[str]) -> dict:
 
 def logit_record(doc: dict, results: list[str]) -> dict:
     """The first-token record: score = p (answer Yes) or 1 - p (answer No). A payload whose logits
-    are NaN, or that is malformed, is unparseable and scores 0 (wrong), like unparseable text."""
+    are NaN, or that is malformed, is unparseable and scores 0 (wrong), like unparseable text. A
+    served model's record also says which labels were ``censored`` (outside the server's top
+    log-probabilities, so p is computed from a bound: ``spatial_tasks.models.served``)."""
     response = results[0] if results else ""
     if not is_payload(response):
         raise LogitsMissingError(
             "spatialtunnel_logit scores first-token Yes/No logits, but the model returned plain text "
             f"({str(response)[:60]!r}). Run it with a model that returns logits: --model hf_yesno (any "
-            "transformers image-text model), qwen2_5_vl_yesno (or spatial_baseline); use the exact-match task 'spatialtunnel' for any other model."
+            "transformers image-text model), openai_yesno (a vLLM, SGLang or OpenAI-compatible server), "
+            "qwen2_5_vl_yesno (or spatial_baseline); use the exact-match task 'spatialtunnel' for any other model."
         )
-    payload = decode_payload(response)
+    fields = decode_payload_fields(response)
+    censored = fields.get("censored", []) if fields is not None else []
+    if not isinstance(censored, list) or not set(censored) <= {"Yes", "No"}:
+        fields = None  # a served payload's censored labels are a list of Yes / No; anything else is malformed
+    payload = None if fields is None else YesNoLogits(fields["logit_yes"], fields["logit_no"], fields["text"])
     if payload is None or not payload.finite:
         return {**_record(doc, response), "protocol": "logit", "parsed": UNPARSEABLE, "p_yes": None, "score": 0.0}
     p = payload.p_yes
     score = p if doc["answer"] == "Yes" else 1.0 - p
-    return {**_record(doc, response), "protocol": "logit", "parsed": payload.answer, "p_yes": p, "score": score}
+    record = {**_record(doc, response), "protocol": "logit", "parsed": payload.answer, "p_yes": p, "score": score}
+    if fields is not None and "censored" in fields:  # a served model's top_logprobs reply (models/served.py)
+        record["censored"] = sorted(censored)
+    return record

@@ -36,6 +36,11 @@ LEGEND = [
     f"- **[low, high]**: the 95 % interval of v, v_cons, v_ctr and delta ({INTERVALS_NOTE}).",
     "- **n**: questions scored. **n/a**: not defined for these rows (no such pairs, no size rows, or no readable answer).",
 ]
+CENSORED_NOTE = (
+    "- **censored**: questions of a served run (`openai_yesno`, dialect top_logprobs) whose Yes or No token was "
+    "not among the server's top log-probabilities; that label's value is bounded by the last one listed, so p is "
+    "an upper bound for a censored Yes (lower for No), and 1/2 when both are censored. Rerun with the vllm or "
+    "sglang dialect for exact values.")
 
 
 def _slug(text: str) -> str:
@@ -53,17 +58,20 @@ def spatialtunnel_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
     bars: dict[str, dict[str, float]] = {}
     whiskers: dict[str, dict[str, tuple[float, float]]] = {}
     spec = SCORECARD
-    header = "| run | task | protocol | n | " + " | ".join(name for _, name in COLUMNS) + " |"
-    table = [header, "|---|---|---|---:|" + "---:|" * len(COLUMNS)]
-    for run, task, samples in sorted(entries, key=lambda e: (e[0].label, e[1])):
-        records = records_from_samples(samples)
+    read = [(run, task, records_from_samples(samples)) for run, task, samples in sorted(entries, key=lambda e: (e[0].label, e[1]))]
+    served = any("censored" in r for _, _, records in read for r in records)
+    columns = COLUMNS + ((("n_censored", "censored"),) if served else ())  # only served runs can censor a label
+    header = "| run | task | protocol | n | " + " | ".join(name for _, name in columns) + " |"
+    table = [header, "|---|---|---|---:|" + "---:|" * len(columns)]
+    for run, task, records in read:
         if not records:
             continue
         protocol = records[0]["protocol"]
         s = metrics.summary(records)
         s.setdefault("unparseable", metrics.unparseable_share(records))
         ci = {key: (low, high) for key, (_, low, high, _) in spec.intervals(records).items()}
-        cells = [with_interval(s.get(key), ci.get(key), signed=key in SIGNED) for key, _ in COLUMNS]
+        cells = [str(s[key]) if key == "n_censored" and key in s else
+                 with_interval(s.get(key), ci.get(key), signed=key in SIGNED) for key, _ in columns]
         table.append(f"| {run.label} | {task} | {protocol} | {s['n']} | " + " | ".join(cells) + " |")
         name = f"{run.label} · {_short(task)}"
         if "size_curve" in s:
@@ -88,4 +96,4 @@ def spatialtunnel_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
                                    notes=["v_cons: the farther object is higher in the image; v_ctr: it is lower.",
                                           "Whiskers: 95 % intervals (Wilson under exact match; else a bootstrap over "
                                           "images, pairs drawn together)."]))
-    return files, [*table, "", *LEGEND]
+    return files, [*table, "", *LEGEND, *([CENSORED_NOTE] if served else [])]

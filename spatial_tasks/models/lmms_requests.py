@@ -1,0 +1,38 @@
+"""What one simple lmms-eval ``generate_until`` request asks: its prompt and its visuals.
+
+Shared by every first-token scorer (``hf_yesno`` and its twins in-process, ``openai_yesno``
+against a server), so that all of them read a request the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from PIL import Image
+
+
+def request_item(model_name: str, request: Any, task_dict: Mapping) -> tuple[str, list]:
+    """(context, visuals) of a simple-model request ``(context, gen_kwargs, doc_to_visual,
+    doc_id, task, split)``; a TypeError naming ``model_name`` for a chat-model request."""
+    context, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
+    if callable(gen_kwargs) or not (doc_to_visual is None or callable(doc_to_visual)):
+        raise TypeError(
+            f"{model_name} is a simple lmms-eval model: it expects requests "
+            "(context, gen_kwargs, doc_to_visual, doc_id, task, split), not chat-model requests"
+        )
+    visuals = doc_to_visual(task_dict[task][split][doc_id]) if doc_to_visual is not None else None
+    return context, as_list(visuals)
+
+
+def request_name(request: Any) -> str:
+    """How an error names a request: its task and doc id."""
+    args = request.args
+    return f"task {args[4]}, doc {args[3]}" if len(args) >= 6 else f"request {getattr(request, 'idx', '?')}"
+
+
+def as_list(visuals: Sequence | Image.Image | str | None) -> list:
+    if visuals is None:
+        return []
+    if isinstance(visuals, (Image.Image, str)):
+        return [visuals]
+    return list(visuals)

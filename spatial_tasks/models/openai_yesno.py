@@ -1,0 +1,161 @@
+"""``openai_yesno``: the first-token Yes/No protocol against a served model, as an lmms-eval model.
+
+Every logit task (``spatialtunnel_logit`` and its variants) runs against a vLLM, SGLang or other
+OpenAI-compatible server exactly as it runs in-process with ``hf_yesno``: one request per question,
+``max_tokens=1``, the images then the question in one user turn, and the same logged payload
+(``encode_payload``) with the label tokens, the dialect and any censored label. How the values are
+asked for, cached and retried: ``spatial_tasks.models.served``.
+
+    vllm serve Qwen/Qwen3-VL-235B-A22B-Instruct --tensor-parallel-size 8 --port 8000
+    lmms-eval --model openai_yesno --tasks spatialtunnel_logit \\
+        --model_args model_version=Qwen/Qwen3-VL-235B-A22B-Instruct,base_url=http://127.0.0.1:8000/v1,num_concurrent=32
+
+model_args: lmms-eval's ``openai`` names -- ``model_version`` (or ``model``), ``base_url`` (else
+``$OPENAI_API_BASE``), ``api_key`` (else ``$OPENAI_API_KEY``), ``num_concurrent`` (default 8),
+``timeout`` (seconds per request, default 120), ``max_retries`` (default 6), ``retry_backoff_s``
+(default 1) -- and ours: ``dialect`` (auto | top_logprobs | vllm | sglang; auto reads the server's
+``/v1/models``), ``top_logprobs`` (default 20), ``tokenizer`` (path or Hub id: the label ids, and
+the chat template the sglang dialect renders), ``yes_text``/``no_text``/``answer_rule`` (as
+``hf_yesno``), ``system_prompt``, ``cache`` (a folder, or ``off``; default
+``$SPATIAL_TASKS_SERVED_CACHE`` or ``~/.cache/spatial-tasks/served``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import httpx
+from lmms_eval.api.instance import Instance
+from lmms_eval.api.model import lmms
+from PIL import Image
+from tqdm import tqdm
+
+from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.validate import flag
+from spatial_tasks.common.yesno import encode_payload
+from spatial_tasks.models import served
+from spatial_tasks.models.hf_yesno import image_key
+from spatial_tasks.models.lmms_requests import request_item, request_name
+
+KNOWN_ARGS = ("model_version", "model", "base_url", "api_key", "num_concurrent", "timeout", "max_retries",
+              "retry_backoff_s", "dialect", "top_logprobs", "tokenizer", "yes_text", "no_text", "answer_rule",
+              "system_prompt", "cache", "httpx_trust_env", "batch_size", "max_batch_size", "device")
+
+
+class OpenAIYesNo(lmms):
+    """First-token Yes/No log-probabilities from an OpenAI-compatible server (module docstring)."""
+
+    def __init__(self, model_version: str | None = None, model: str | None = None, base_url: str | None = None,
+                 api_key: str | None = None, num_concurrent: int | str = 8, timeout: float | str = 120,
+                 max_retries: int | str = 6, retry_backoff_s: float | str = 1.0, dialect: str = "auto",
+                 top_logprobs: int | str = served.OPENAI_TOP_LOGPROBS, tokenizer: str | None = None,
+                 yes_text: str = "Yes", no_text: str = "No", answer_rule: str = "exact",
+                 system_prompt: str | None = None, cache: str | None = None, httpx_trust_env: bool | str = False,
+                 batch_size: Any = None, max_batch_size: Any = None, device: Any = None, **unknown: Any) -> None:
+        super().__init__()
+        try:
+            self._setup(model or model_version, base_url or os.environ.get("OPENAI_API_BASE"),
+                        api_key or os.environ.get("OPENAI_API_KEY"), num_concurrent, timeout, max_retries,
+                        retry_backoff_s, dialect, top_logprobs, tokenizer, str(yes_text), str(no_text),
+                        str(answer_rule), system_prompt or None, cache, flag(httpx_trust_env, "httpx_trust_env"),
+                        unknown)
+        except (UserError, ValueError) as exc:  # one line, before any question is asked
+            served.stop(str(exc))
+
+    def _setup(self, model_version, base_url, api_key, num_concurrent, timeout, max_retries, retry_backoff_s,
+               dialect, top_logprobs, tokenizer, yes_text, no_text, answer_rule, system_prompt, cache, trust_env,
+               unknown) -> None:
+        if unknown:
+            raise served.ServedError(f"unknown --model_args {sorted(unknown)}; it takes {', '.join(KNOWN_ARGS)}")
+        if not model_version:
+            raise served.ServedError("pass model_version=<the served model's id> in --model_args")
+        if not base_url or not str(base_url).startswith(("http://", "https://")):
+            raise served.ServedError(f"base_url={base_url!r}: pass the server's OpenAI base URL, e.g. "
+                                     "http://127.0.0.1:8000/v1 (or set OPENAI_API_BASE)")
+        numbers = {"num_concurrent": num_concurrent, "max_retries": max_retries, "top_logprobs": top_logprobs}
+        for name, value in numbers.items():
+            if not str(value).isdigit():
+                raise served.ServedError(f"{name}={value!r}: give a whole number")
+        if int(num_concurrent) < 1 or not 1 <= int(top_logprobs) <= 128:
+            raise served.ServedError("num_concurrent must be >= 1 and top_logprobs between 1 and 128")
+        try:
+            timeout, backoff = float(timeout), float(retry_backoff_s)
+        except ValueError as exc:
+            raise served.ServedError(f"timeout and retry_backoff_s take seconds: {exc}") from None
+        if not timeout > 0 or not backoff >= 0:
+            raise served.ServedError("timeout must be > 0 and retry_backoff_s >= 0 seconds")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        with httpx.Client(timeout=min(timeout, 60.0), headers=headers, trust_env=trust_env) as client:
+            server = served.discover(client, str(base_url), str(model_version))
+            chosen = served.choose_dialect(str(dialect), server)
+            local = None
+            if tokenizer:
+                from transformers import AutoProcessor
+
+                local = AutoProcessor.from_pretrained(tokenizer)
+            if local is not None:
+                labels = served.labels_from_tokenizer(getattr(local, "tokenizer", local), yes_text, no_text, answer_rule)
+            elif server.kind in ("vllm", "sglang"):
+                labels = served.labels_from_tokenizer(served.ServerTokenizer(client, server.root, server.model_version),
+                                                      yes_text, no_text, answer_rule)
+            else:
+                labels = served.labels_by_text(yes_text, no_text, answer_rule)
+        render = None
+        if local is not None and hasattr(local, "apply_chat_template"):
+            from spatial_tasks.models import families
+
+            def render(question: str, n_images: int, system: str | None) -> str:
+                return local.apply_chat_template(families.chat_messages(question, [None] * n_images, system),
+                                                 tokenize=False, add_generation_prompt=True)
+        self.dialect = served.Dialect(chosen, server.model_version, labels, int(top_logprobs), system_prompt, render)
+        if chosen in ("vllm", "sglang"):
+            labels.ids  # noqa: B018  (fails now, naming tokenizer=, when the ids are unknown)
+        self.cache = None if str(cache).lower() == "off" else served.ReplyCache(
+            served.default_cache_dir() if cache in (None, "") else os.path.expanduser(str(cache)))
+        self.scorer = served.Scorer(server, self.dialect, api_key, int(num_concurrent), timeout,
+                                    served.RetryPolicy(int(max_retries), backoff), self.cache)
+        self.server = server
+        self.batch_size_per_gpu = 1
+
+    @property
+    def batch_size(self) -> int:
+        return self.batch_size_per_gpu
+
+    def generate_until(self, requests: list[Instance]) -> list[str]:
+        """One ``encode_payload`` string per request, in request order."""
+        questions = [self._question(request) for request in requests]
+        bar = tqdm(total=len(questions), disable=(self.rank != 0), desc=f"Yes/No first-token logprobs ({self.dialect.name})")
+        try:
+            readings = self.scorer.score(questions, bar.update)
+        except served.ServerFailed as failed:
+            bar.close()  # before the line, which must be the terminal's last
+            served.stop(failed)
+        bar.close()
+        fields = self.dialect.labels.log_fields() | {"dialect": self.dialect.name,
+                                                     "served_model": self.server.identity}
+        responses = []
+        for request, reading in zip(requests, readings, strict=True):
+            payload = encode_payload(reading.logits, **fields, **reading.payload_fields())
+            self.cache_hook.add_partial("generate_until", (request.args[0], request.args[1]), payload)
+            responses.append(payload)
+        return responses
+
+    def _question(self, request: Instance) -> served.Question:
+        context, visuals = request_item("openai_yesno", request, self.task_dict)
+        name = request_name(request)
+        if not all(isinstance(v, Image.Image) for v in visuals):
+            kinds = sorted({type(v).__name__ for v in visuals if not isinstance(v, Image.Image)})
+            served.stop(f"{name}: openai_yesno sends images only; this request has visuals of type {kinds}")
+
+        def images() -> list[Image.Image]:  # loaded again when its request is built: none is held meanwhile
+            return [v.convert("RGB") for v in request_item("openai_yesno", request, self.task_dict)[1]]
+
+        keys = [image_key(v.convert("RGB")) for v in visuals]
+        return served.Question(name, context.replace("<image>", "").strip(), keys, images)
+
+    def loglikelihood(self, requests: list[Instance]) -> list[tuple[float, bool]]:
+        raise NotImplementedError("openai_yesno scores yes/no questions through generate_until; it has no loglikelihood")
+
+    def generate_until_multi_round(self, requests: list[Instance]) -> list[str]:
+        raise NotImplementedError("openai_yesno scores single-turn yes/no questions only")

@@ -1,0 +1,325 @@
+"""``openai_yesno``: the first-token protocol against a served model (spatial_tasks.models.served).
+
+The server is real and local: ``spatial_tasks.models.logprob_server`` on 127.0.0.1, in front of a
+tiny random Qwen2.5-VL built here. It applies the model's chat template to each request, decodes
+the images and answers with the model's own log-probabilities, in vLLM's, SGLang's or plain
+OpenAI's dialect. Every run goes through the real lmms-eval CLI.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from lmms import LMMS_EVAL, run_env, run_lmms_eval
+from PIL import Image
+
+from spatial_tasks.models import served
+from spatial_tasks.models.logprob_server import Fault, LogprobServer
+
+TASK = "spatialtunnel_logit_sample_phase"  # 256 questions on 64 images
+SPATIAL_TASKS = str(Path(LMMS_EVAL).with_name("spatial-tasks"))
+
+
+@pytest.fixture(scope="session")
+def answering_qwen_dir(tiny_qwen_dir, tmp_path_factory) -> Path:
+    """The tiny Qwen2.5-VL with its "Yes" and "No" output rows made the two likeliest first tokens
+    (its likeliest token's row, scaled, plus noise of its own for each): a random model's Yes/No sit
+    far down its ranking, where a top-20 reply does not list them."""
+    from conftest import shared_across_workers
+
+    def build(root: Path) -> None:
+        import torch
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        from spatial_tasks.models import families
+
+        processor = AutoProcessor.from_pretrained(tiny_qwen_dir)
+        model = AutoModelForImageTextToText.from_pretrained(tiny_qwen_dir, dtype=torch.float32)
+        tokenizer = processor.tokenizer
+        yes, no = (tokenizer.encode(w, add_special_tokens=False)[0] for w in ("Yes", "No"))
+        head = model.get_output_embeddings().weight
+        with torch.no_grad():
+            inputs = families.chat_inputs(processor, [("Is the red object closer to the camera than the blue one?",
+                                                        [Image.new("RGB", (128, 128), (90, 90, 90))])])
+            top = model(**inputs).logits[0, -1].topk(2).indices.tolist()
+            lead = head[top[0]].clone() * 4  # both labels well above every other token, apart by noise
+            gen = torch.Generator().manual_seed(0)
+            for token in (yes, no):
+                head[token] = lead + 0.5 * lead.abs().mean() * torch.randn(lead.shape, generator=gen)
+        model.save_pretrained(root / "model")
+        processor.save_pretrained(root / "model")
+
+    return shared_across_workers(tmp_path_factory, "answering_qwen", build) / "model"
+
+
+@pytest.fixture(scope="session")
+def reference(lmms_run, answering_qwen_dir):
+    """The in-process scores: hf_yesno on the same checkpoint, float32."""
+    return lmms_run("hf_yesno", f"pretrained={answering_qwen_dir},device=cpu,dtype=float32", TASK)
+
+
+def _p_by_question(run, task: str = TASK) -> dict[str, float]:
+    return {s["v"]["question_id"]: s["v"]["p_yes"] for s in run.samples[task]}
+
+
+def _args(server: LogprobServer, cache: Path | str, **more: object) -> str:
+    args = {"model_version": server.model_id, "base_url": server.base_url, "num_concurrent": 4,
+            "cache": str(cache), "retry_backoff_s": 0.05, **more}
+    return ",".join(f"{k}={v}" for k, v in args.items())
+
+
+@pytest.mark.parametrize("kind", ["vllm", "sglang", "openai"])
+def test_served_scores_equal_in_process_scores(kind, answering_qwen_dir, reference, tmp_path):
+    """Through the real CLI, each dialect gives hf_yesno's p on every question to 1e-4; the server
+    sees one request per question, images first and unresized, then the question."""
+    extra = {"tokenizer": answering_qwen_dir} if kind == "sglang" else {}
+    with LogprobServer(answering_qwen_dir, kind=kind) as server:
+        run = run_lmms_eval(tmp_path / "out", "openai_yesno", _args(server, tmp_path / "cache", **extra), TASK)
+        bodies = list(server.requests)
+    want, got = _p_by_question(reference), _p_by_question(run)
+    assert set(got) == set(want) and len(run.samples[TASK]) == len(want) == 256
+    assert max(want.values()) - min(want.values()) > 0.01  # p differs by question, 100x the tolerance
+    bad = sorted((round(abs(got[q] - want[q]), 4), q) for q in want if abs(got[q] - want[q]) >= 1e-4)
+    assert not bad, (len(bad), bad[:3], bad[-3:])
+    assert len(bodies) == len(want)  # each question once
+    payload = json.loads(run.samples[TASK][0]["v"]["response"])
+    dialect = {"vllm": "vllm", "sglang": "sglang", "openai": "top_logprobs"}[kind]
+    assert payload["dialect"] == dialect and payload["censored"] == [] and payload["served_model"]["id"] == "tiny"
+    assert not any(s["v"].get("censored") for s in run.samples[TASK])  # the two labels lead this model's ranking
+    body = bodies[0]
+    if kind == "sglang":
+        assert body["sampling_params"]["max_new_tokens"] == 1 and body["token_ids_logprob"] == payload["yes_ids"] + payload["no_ids"]
+        urls = body["image_data"]
+    else:
+        assert body["max_tokens"] == 1
+        (turn,) = body["messages"]
+        assert [p["type"] for p in turn["content"]] == ["image_url", "text"]
+        urls = [turn["content"][0]["image_url"]["url"]]
+    assert urls[0].startswith("data:image/png;base64,")
+    image = Image.open(io.BytesIO(base64.b64decode(urls[0].split(",", 1)[1])))
+    assert image.size == (128, 128)  # the bundled renders' own size: never shrunk
+
+
+def test_censored_labels_are_bounds_and_counted(tiny_qwen_dir, lmms_run, tmp_path):
+    """On a random model's ranking the No token is outside the top 20: the reply bounds it, each
+    sample says so, p moves only the way the bound allows, and rescore, the report and verify count it."""
+    model = tiny_qwen_dir
+    plain = lmms_run("hf_yesno", f"pretrained={model},device=cpu,dtype=float32", TASK)
+    with LogprobServer(model, kind="openai") as server:
+        run = run_lmms_eval(tmp_path / "out", "openai_yesno", _args(server, tmp_path / "cache"), TASK)
+    want, records = _p_by_question(plain), {s["v"]["question_id"]: s["v"] for s in run.samples[TASK]}
+    censored = {q: r["censored"] for q, r in records.items() if r["censored"]}
+    assert censored, "the plain tiny model should leave a label out of its top 20"
+    for question, record in records.items():
+        p, truth = record["p_yes"], want[question]
+        if record["censored"] == ["No"]:  # No's value is bounded above: p can only be too low
+            assert p <= truth + 1e-6
+        elif record["censored"] == ["Yes"]:
+            assert p >= truth - 1e-6
+        elif record["censored"] == ["No", "Yes"]:
+            assert p == 0.5
+        else:
+            assert abs(p - truth) < 1e-4
+    rescored = json.loads(subprocess.run([SPATIAL_TASKS, "rescore", "spatialtunnel", str(run.out), "--json"],
+                                         capture_output=True, text=True, check=True).stdout)
+    (figures,) = rescored["runs"].values()
+    assert figures["tasks"][TASK]["n_censored"] == len(censored)
+    report = subprocess.run([SPATIAL_TASKS, "report", str(run.out), "--out", str(tmp_path / "report")],
+                            capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "| censored |" in text and f"| {len(censored)} |" in text and "**censored**" in text
+    verify = subprocess.run([SPATIAL_TASKS, "verify", str(run.out)], capture_output=True, text=True)
+    assert f"{TASK}: {len(censored)} of 256 questions scored from a censored label" in verify.stdout
+
+
+def test_faults_are_retried_and_every_question_is_scored_once(answering_qwen_dir, reference, tmp_path):
+    """429 with Retry-After, 500, 503, a reply slower than the timeout and a dropped connection are
+    each retried; the run ends with every question scored once, as in-process."""
+    with LogprobServer(answering_qwen_dir, kind="vllm") as server:
+        server.faults.extend([Fault("status", 429, retry_after=0.3), Fault("status", 500), Fault("slow", seconds=3),
+                              Fault("drop"), Fault("status", 503, retry_after=0)])
+        run = run_lmms_eval(tmp_path / "out", "openai_yesno", _args(server, tmp_path / "cache", timeout=1), TASK)
+        sent = server.scored()
+    want, got = _p_by_question(reference), _p_by_question(run)
+    assert len(run.samples[TASK]) == 256 and set(got) == set(want)
+    assert max(abs(got[q] - want[q]) for q in want) < 1e-4
+    assert sent == 256 + 5  # each fault cost exactly one more request
+
+
+@pytest.mark.parametrize("fault, said", [
+    (Fault("html"), "is not JSON (text/html)"),
+    (Fault("no_logprobs"), "it has no logprobs"),
+    (Fault("status", 400), "refused the request with HTTP 400"),
+])
+def test_a_bad_reply_stops_the_run_in_one_line_naming_the_question(fault, said, answering_qwen_dir, tmp_path):
+    with LogprobServer(answering_qwen_dir, kind="vllm") as server:
+        server.faults.append(fault)
+        run = run_lmms_eval(tmp_path / "out", "openai_yesno", _args(server, tmp_path / "cache", num_concurrent=1),
+                            TASK, verbose=False)
+    assert run.results is None and run.returncode == 2
+    last = run.output.strip().splitlines()[-1]
+    assert last.startswith("spatial-tasks: openai_yesno: task spatialtunnel_logit_sample_phase, doc ") and said in last
+
+
+def test_retries_run_out_in_one_line(answering_qwen_dir, tmp_path):
+    with LogprobServer(answering_qwen_dir, kind="vllm") as server:
+        server.faults.extend([Fault("status", 500)] * 3)
+        run = run_lmms_eval(tmp_path / "out", "openai_yesno",
+                            _args(server, tmp_path / "cache", num_concurrent=1, max_retries=2), TASK, verbose=False)
+    last = run.output.strip().splitlines()[-1]
+    assert run.results is None and run.returncode == 2
+    assert "after 3 tries; last: HTTP 500" in last and "the same command resumes" in last
+
+
+def test_kill_9_then_the_same_command_sends_only_the_missing_questions(answering_qwen_dir, reference, tmp_path):
+    cache = tmp_path / "cache"
+    with LogprobServer(answering_qwen_dir, kind="vllm", latency_s=0.02) as server:
+        argv = [LMMS_EVAL, "--model", "openai_yesno", "--model_args", _args(server, cache, num_concurrent=2),
+                "--tasks", TASK, "--output_path", str(tmp_path / "out"), "--log_samples"]
+        proc = subprocess.Popen(argv, env=run_env(), cwd=tmp_path, start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 240
+            while server.scored() < 100 and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        with sqlite3.connect(cache / "replies.sqlite3") as db:
+            kept = db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+        assert 100 <= server.scored() < 256 and 0 < kept <= server.scored()
+        before = server.scored()
+        run = run_lmms_eval(tmp_path / "out", "openai_yesno", _args(server, cache, num_concurrent=2), TASK)
+        resent = server.scored() - before
+    assert resent == 256 - kept  # only the missing questions
+    want, got = _p_by_question(reference), _p_by_question(run)
+    assert set(got) == set(want) and max(abs(got[q] - want[q]) for q in want) < 1e-4
+
+
+def test_the_cache_answers_only_the_same_model_and_prompt(answering_qwen_dir, tmp_path):
+    cache = tmp_path / "cache"
+    with LogprobServer(answering_qwen_dir, kind="vllm") as server:
+        first = run_lmms_eval(tmp_path / "a", "openai_yesno", _args(server, cache), TASK)
+        again = run_lmms_eval(tmp_path / "b", "openai_yesno", _args(server, cache), TASK)
+        assert server.scored() == 256  # the second run was answered from the cache
+        assert _p_by_question(again) == _p_by_question(first)
+        run_lmms_eval(tmp_path / "c", "openai_yesno", _args(server, cache, system_prompt="Be brief."), TASK)
+        assert server.scored() == 2 * 256  # another prompt: asked again
+        run_lmms_eval(tmp_path / "d", "openai_yesno", _args(server, "off"), TASK)
+        assert server.scored() == 3 * 256
+    with LogprobServer(answering_qwen_dir, kind="vllm", root="/models/other-weights") as other:  # same id
+        run_lmms_eval(tmp_path / "e", "openai_yesno", _args(other, cache), TASK)
+        assert other.scored() == 256  # another model behind the same id: never answered from the cache
+
+
+def test_bad_settings_stop_before_any_question(answering_qwen_dir, tmp_path):
+    with LogprobServer(answering_qwen_dir, kind="vllm") as server:
+        cases = {
+            _args(server, tmp_path / "c", colour="red"): "unknown --model_args ['colour']",
+            _args(server, tmp_path / "c", model_version="other"): "serves ['tiny'], not model_version='other'",
+            _args(server, tmp_path / "c", dialect="grpc"): "dialect='grpc'",
+            _args(server, tmp_path / "c", num_concurrent="many"): "num_concurrent='many'",
+            _args(server, tmp_path / "c", yes_text="Absolutely"): "'Absolutely' is not a single token",
+            f"model_version=tiny,base_url=http://127.0.0.1:9/v1,cache={tmp_path / 'c'}": "cannot reach the server",
+            f"model_version=tiny,base_url=not-a-url,cache={tmp_path / 'c'}": "base_url='not-a-url'",
+        }
+        for args, said in cases.items():
+            run = run_lmms_eval(tmp_path / "out", "openai_yesno", args, TASK, verbose=False)
+            last = run.output.strip().splitlines()[-1]
+            assert run.results is None and run.returncode == 2, args
+            assert last.startswith("spatial-tasks: openai_yesno: ") and said in last, (args, last)
+        assert server.scored() == 0
+
+
+def test_generation_tasks_run_through_lmms_evals_openai_model(openai_server, tmp_path):
+    """O3-D, DORI and VAGUE (multiple choice and free form) through lmms-eval's own ``openai`` model."""
+    from spatial_tasks.demo import offline_bertscore
+
+    openai_server.responder = lambda body: "A"
+    tasks = ("o3d_sample_markers", "dori_sample", "vague_sample_vlm", "vague_sample_freeform")
+    args = (f"model_version=stub,base_url={openai_server.base_url},api_key=test,num_concurrent=2,"
+            "max_retries=1,retry_backoff_s=0,httpx_trust_env=False")
+    run = run_lmms_eval(tmp_path / "out", "openai", args, ",".join(tasks), env=offline_bertscore())
+    assert run.results is not None, run.output[-3000:]
+    scored = 0
+    for task in run.samples:
+        n = run.results["n-samples"][task]["effective"]
+        assert len(run.samples[task]) == n > 0, task
+        scored += n
+        values = [v for k, v in run.results["results"][task].items() if "," in k and "stderr" not in k]
+        assert all(isinstance(v, (int, float)) or v is None for v in values), (task, run.results["results"][task])
+        assert any(isinstance(v, (int, float)) and math.isfinite(v) for v in values), task  # NaN only where undefined
+    assert {t.split("_sample")[0] for t in run.samples} == {"o3d", "dori", "vague"}
+    assert len(openai_server.requests) == scored
+    assert sum("data:image" in json.dumps(body) for body in openai_server.requests) >= scored // 2
+
+
+# --- the protocol's pieces -------------------------------------------------------------------------
+
+LABELS = served.Labels(("Yes",), ("No",))
+
+
+def test_a_label_outside_the_top_list_takes_its_last_value():
+    both = served.Reading.from_top(LABELS, {"Yes": -0.5, "No": -1.5, "The": -3.0}, "Yes")
+    assert (both.logits.logit_yes, both.logits.logit_no, both.censored) == (-0.5, -1.5, ())
+    one = served.Reading.from_top(LABELS, {"Yes": -0.5, "The": -3.0}, "Yes")
+    assert (one.logits.logit_no, one.censored) == (-3.0, ("No",))
+    none = served.Reading.from_top(LABELS, {"The": -0.1, "A": -3.0}, "The")
+    assert none.censored == ("Yes", "No") and none.logits.p_yes == 0.5
+    variants = served.Labels(("Yes", " Yes"), ("No", " No"), rule="variants")
+    summed = served.Reading.from_top(variants, {"Yes": math.log(0.3), " Yes": math.log(0.2), "No": math.log(0.1)}, "")
+    assert summed.logits.logit_yes == pytest.approx(math.log(0.5)) and summed.censored == ()
+
+
+@pytest.mark.parametrize("reply, said", [
+    ({}, "no choices"),
+    ({"choices": [{"message": {"content": "Yes"}}]}, "no logprobs"),
+    ({"choices": [{"logprobs": {"content": [{"token": "Yes", "top_logprobs": []}]}}]}, "no top_logprobs"),
+    ({"choices": [{"logprobs": {"content": [{"token": "Yes", "top_logprobs": [{"token": "Yes", "logprob": "x"}]}]}}]},
+     "not a number"),
+    ({"choices": [{"logprobs": {"content": [{"token": "Yes", "top_logprobs": [{"token": "Yes", "logprob": 0.7}]}]}}]},
+     "not a number <= 0"),
+])
+def test_malformed_replies_say_what_is_missing(reply, said):
+    with pytest.raises(served.MalformedReply, match=said):
+        served.Dialect("top_logprobs", "m", LABELS).read(reply)
+
+
+def test_vllm_dialect_needs_every_label_id():
+    labels = served.Labels(("Yes",), ("No",), (7,), (8,))
+    reply = {"choices": [{"message": {"content": "Yes"}, "logprobs": {"content": [
+        {"token": "token_id:7", "logprob": -0.1, "top_logprobs": [{"token": "Yes", "logprob": -0.1}]}]}}]}
+    with pytest.raises(served.MalformedReply, match="ignores logprob_token_ids"):
+        served.Dialect("vllm", "m", labels).read(reply)
+
+
+def test_retry_after_and_backoff():
+    assert served.retry_after_seconds("3") == 3.0 and served.retry_after_seconds(None) is None
+    in_two = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 2))
+    assert 0.5 < served.retry_after_seconds(in_two) <= 2.5
+    policy = served.RetryPolicy(max_retries=5, backoff_s=1.0, max_wait_s=10)
+    assert [policy.wait(n, None) for n in (1, 2, 3, 5)] == [1.0, 2.0, 4.0, 10]
+    assert policy.wait(1, 30.0) == 10 and policy.wait(1, -5) == 0.0
+
+
+def test_the_cache_key_covers_model_dialect_and_body():
+    server = served.Server("http://h/v1", "m", {"id": "m", "root": "/w"}, "vllm")
+    key = served.ReplyCache.key(server, "vllm", "b1")
+    assert key == served.ReplyCache.key(served.Server("http://other/v1", "m", {"id": "m", "root": "/w"}, "vllm"), "vllm", "b1")
+    assert len({key, served.ReplyCache.key(server, "top_logprobs", "b1"), served.ReplyCache.key(server, "vllm", "b2"),
+                served.ReplyCache.key(served.Server("http://h/v1", "m", {"id": "m", "root": "/x"}, "vllm"), "vllm", "b1"),
+                served.ReplyCache.key(served.Server("http://h/v1", "n", {"id": "m", "root": "/w"}, "vllm"), "vllm", "b1")}) == 5
+    url = "data:image/png;base64,AAAA"
+    body = {"messages": [{"content": [{"image_url": {"url": url}}]}]}
+    assert served.body_digest(body, {url: "d1"}) != served.body_digest(body, {url: "d2"})
