@@ -96,28 +96,23 @@ DORI_FRAGMENTS = st.sampled_from(["Answer: ", "answer is", "(A)", "(B)", " or ",
                                   "clockwise", "counter", "90 degrees ", "cannot be determined", "I'm sorry", "E", "a"])
 
 
-@FUZZ
-@given(answer=st.one_of(TEXT, ANYTHING, st.lists(DORI_FRAGMENTS, max_size=40).map("".join)),
-       options=st.one_of(st.just(DORI_OPTIONS), st.lists(st.one_of(TEXT, ANYTHING), max_size=16)))
-def test_read_choice_dori_style(answer, options):
-    choice = read_choice(answer, options)
-    assert choice.outcome in OUTCOMES
-    assert choice.index is None or 0 <= choice.index < len(options)
-
-
 VAGUE_FRAGMENTS = st.sampled_from(["Your answer2 (intention) : ", "answer2", "(", ")", "A", "B:", "(C)", "D.", " or ",
                                    "Answer: ", "**", "I don't know", "\n", " ", "The speaker wants person1 to "])
+VAGUE_OPTIONS = ["Move the car.", "Stay.", "Close the door.", "Buy milk."]
 
 
 @FUZZ
-@given(answer=st.one_of(TEXT, ANYTHING, st.lists(VAGUE_FRAGMENTS, max_size=40).map("".join)),
-       options=st.one_of(st.just(["Move the car.", "Stay.", "Close the door.", "Buy milk."]),
-                         st.lists(st.one_of(TEXT, ANYTHING), max_size=4)))
-def test_read_choice_vague_style(answer, options):
-    text = answer if isinstance(answer, str) else ""
-    choice = read_choice(final_part(text), options)
-    assert choice.outcome in OUTCOMES
-    assert choice.index is None or 0 <= choice.index < len(options)
+@given(answer=st.one_of(TEXT, ANYTHING, st.lists(DORI_FRAGMENTS, max_size=40).map("".join),
+                        st.lists(VAGUE_FRAGMENTS, max_size=40).map("".join)),
+       options=st.one_of(st.just(DORI_OPTIONS), st.just(VAGUE_OPTIONS), st.lists(st.one_of(TEXT, ANYTHING), max_size=16)))
+def test_read_choice_dori_and_vague_style(answer, options):
+    """The multiple-choice reader as DORI calls it (the answer as given) and as VAGUE does (its
+    final part, after a chain of thought), on the same inputs: DORI's and VAGUE's answer fragments
+    and options, and any list of up to 16 options."""
+    for read in (answer, final_part(answer if isinstance(answer, str) else "")):
+        choice = read_choice(read, options)
+        assert choice.outcome in OUTCOMES
+        assert choice.index is None or 0 <= choice.index < len(options)
 
 
 @FUZZ
@@ -132,19 +127,16 @@ def test_yes_no_parser_and_payload_decoder(response):
 
 @FUZZ
 @given(value=st.one_of(JSON_VALUES, TEXT, st.integers(1, 20_000).map(lambda n: _nested(n))))
-def test_logged_response_reader(value):
+def test_logged_response_reader_and_o3d_stored_value_validators(value):
+    """The logged-response reader always returns text; O3-D's stored-value validators refuse a
+    value only with their one-line SchemaError (crop_tag / question_side take text only)."""
     assert isinstance(first_response({"filtered_resps": value}), str)
-
-
-@FUZZ
-@given(value=st.one_of(TEXT, JSON_VALUES))
-def test_o3d_stored_value_validators_fail_only_with_their_error(value):
     for validate in (schema.parse_cues, schema.parse_depth_scale, schema.as_bool, schema.crop_tag, schema.question_side):
         try:
             validate(value)
         except schema.SchemaError as err:
             assert str(err) and "\n" not in str(err)
-        except (TypeError, AttributeError) as err:  # crop_tag / question_side take text only
+        except (TypeError, AttributeError) as err:
             assert validate in (schema.crop_tag, schema.question_side) and not isinstance(value, str), err
 
 

@@ -17,7 +17,9 @@ model_args: lmms-eval's ``openai`` names -- ``model_version`` (or ``model``), ``
 ``/v1/models``), ``top_logprobs`` (default 20), ``tokenizer`` (path or Hub id: the label ids, and
 the chat template the sglang dialect renders), ``yes_text``/``no_text``/``answer_rule`` (as
 ``hf_yesno``), ``system_prompt``, ``cache`` (a folder, or ``off``; default
-``$SPATIAL_TASKS_SERVED_CACHE`` or ``~/.cache/spatial-tasks/served``).
+``$SPATIAL_TASKS_SERVED_CACHE`` or ``~/.cache/spatial-tasks/served``), ``httpx_trust_env``
+(default false: proxies from the environment are ignored, as a local server needs; true for an
+API behind a proxy).
 """
 
 from __future__ import annotations
@@ -114,7 +116,7 @@ class OpenAIYesNo(lmms):
         self.cache = None if str(cache).lower() == "off" else served.ReplyCache(
             served.default_cache_dir() if cache in (None, "") else os.path.expanduser(str(cache)))
         self.scorer = served.Scorer(server, self.dialect, api_key, int(num_concurrent), timeout,
-                                    served.RetryPolicy(int(max_retries), backoff), self.cache)
+                                    served.RetryPolicy(int(max_retries), backoff), self.cache, trust_env)
         self.server = server
         self.batch_size_per_gpu = 1
 

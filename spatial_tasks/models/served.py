@@ -193,7 +193,7 @@ class Server:
     @property
     def root(self) -> str:
         """The server's root, where vLLM and SGLang keep /tokenize and /generate."""
-        return self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+        return self.base_url.removesuffix("/v1")
 
 
 def discover(client: httpx.Client, base_url: str, model_version: str) -> Server:
@@ -509,6 +509,7 @@ class Scorer:
     timeout_s: float = 120.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     cache: ReplyCache | None = None
+    trust_env: bool = False  # httpx: read HTTP(S)_PROXY etc. from the environment
     sent: int = 0  # requests sent this run (retries included)
     answered_from_cache: int = 0
 
@@ -531,7 +532,8 @@ class Scorer:
         slots = asyncio.Semaphore(self.num_concurrent)
         limits = httpx.Limits(max_connections=self.num_concurrent, max_keepalive_connections=self.num_concurrent)
         url = self.server.root + self.dialect.path if self.dialect.name == "sglang" else self.server.base_url + self.dialect.path
-        async with httpx.AsyncClient(timeout=self.timeout_s, limits=limits, headers=headers, trust_env=False) as client:
+        async with httpx.AsyncClient(timeout=self.timeout_s, limits=limits, headers=headers,
+                                     trust_env=self.trust_env) as client:
             tasks: list[asyncio.Task] = []
             try:
                 for i in order:

@@ -135,11 +135,11 @@ def test_censored_labels_are_bounds_and_counted(tiny_qwen_dir, lmms_run, tmp_pat
     (figures,) = rescored["runs"].values()
     assert figures["tasks"][TASK]["n_censored"] == len(censored)
     report = subprocess.run([SPATIAL_TASKS, "report", str(run.out), "--out", str(tmp_path / "report")],
-                            capture_output=True, text=True)
+                            check=False, capture_output=True, text=True)
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "report" / "report.md").read_text()
     assert "| censored |" in text and f"| {len(censored)} |" in text and "**censored**" in text
-    verify = subprocess.run([SPATIAL_TASKS, "verify", str(run.out)], capture_output=True, text=True)
+    verify = subprocess.run([SPATIAL_TASKS, "verify", str(run.out)], check=False, capture_output=True, text=True)
     assert f"{TASK}: {len(censored)} of 256 questions scored from a censored label" in verify.stdout
 
 
@@ -157,29 +157,56 @@ def test_faults_are_retried_and_every_question_is_scored_once(answering_qwen_dir
     assert sent == 256 + 5  # each fault cost exactly one more request
 
 
-@pytest.mark.parametrize("fault, said", [
-    (Fault("html"), "is not JSON (text/html)"),
-    (Fault("no_logprobs"), "it has no logprobs"),
-    (Fault("status", 400), "refused the request with HTTP 400"),
-])
-def test_a_bad_reply_stops_the_run_in_one_line_naming_the_question(fault, said, answering_qwen_dir, tmp_path):
+def test_a_bad_reply_stops_the_run_in_one_line_naming_the_question(answering_qwen_dir, tmp_path):
     with LogprobServer(answering_qwen_dir, kind="vllm") as server:
-        server.faults.append(fault)
+        server.faults.append(Fault("html"))
         run = run_lmms_eval(tmp_path / "out", "openai_yesno", _args(server, tmp_path / "cache", num_concurrent=1),
                             TASK, verbose=False)
     assert run.results is None and run.returncode == 2
     last = run.output.strip().splitlines()[-1]
-    assert last.startswith("spatial-tasks: openai_yesno: task spatialtunnel_logit_sample_phase, doc ") and said in last
+    assert last.startswith("spatial-tasks: openai_yesno: task spatialtunnel_logit_sample_phase, doc ")
+    assert "is not JSON (text/html)" in last
 
 
-def test_retries_run_out_in_one_line(answering_qwen_dir, tmp_path):
+@pytest.fixture(scope="module")
+def image_question():
+    from spatial_tasks.models.hf_yesno import image_key
+
+    image = Image.new("RGB", (64, 64), (120, 30, 30))
+    return served.Question("task t, doc 7", "Is the red object closer to the camera? Answer with yes or no.",
+                           [image_key(image)], lambda: [image])
+
+
+def _scorer(server: LogprobServer, **more) -> served.Scorer:
+    import httpx
+
+    with httpx.Client(trust_env=False) as client:
+        found = served.discover(client, server.base_url, server.model_id)
+        labels = served.labels_from_tokenizer(served.ServerTokenizer(client, found.root, found.model_version),
+                                              "Yes", "No", "exact")
+    policy = served.RetryPolicy(more.pop("max_retries", 2), backoff_s=0.01)
+    return served.Scorer(found, served.Dialect("vllm", found.model_version, labels), num_concurrent=1, retry=policy,
+                         **more)
+
+
+@pytest.mark.parametrize("faults, said", [
+    ([Fault("no_logprobs")], "it has no logprobs"),
+    ([Fault("status", 400)], "refused the request with HTTP 400"),
+    ([Fault("status", 500)] * 3, "after 3 tries; last: HTTP 500"),
+    ([Fault("slow", seconds=2)] * 3, "after 3 tries; last: timed out after 0.5 s"),
+    ([Fault("drop")] * 3, "after 3 tries; last: RemoteProtocolError"),
+])
+def test_a_question_without_a_usable_reply_is_named(faults, said, answering_qwen_dir, image_question, tmp_path):
     with LogprobServer(answering_qwen_dir, kind="vllm") as server:
-        server.faults.extend([Fault("status", 500)] * 3)
-        run = run_lmms_eval(tmp_path / "out", "openai_yesno",
-                            _args(server, tmp_path / "cache", num_concurrent=1, max_retries=2), TASK, verbose=False)
-    last = run.output.strip().splitlines()[-1]
-    assert run.results is None and run.returncode == 2
-    assert "after 3 tries; last: HTTP 500" in last and "the same command resumes" in last
+        server.faults.extend(faults)
+        scorer = _scorer(server, timeout_s=0.5, cache=served.ReplyCache(tmp_path))
+        with pytest.raises(served.ServerFailed) as failed:
+            scorer.score([image_question])
+        assert len(scorer.cache) == 0  # nothing unusable is kept
+        assert scorer.score([image_question])[0].logits.finite  # the next try gets its reply
+    message = str(failed.value)
+    assert message.startswith("spatial-tasks: openai_yesno: task t, doc 7: ") and said in message, message
+    assert "\n" not in message
 
 
 def test_kill_9_then_the_same_command_sends_only_the_missing_questions(answering_qwen_dir, reference, tmp_path):
@@ -208,38 +235,51 @@ def test_kill_9_then_the_same_command_sends_only_the_missing_questions(answering
 
 
 def test_the_cache_answers_only_the_same_model_and_prompt(answering_qwen_dir, tmp_path):
+    small, n = "spatialtunnel_logit_sample_size", 88
     cache = tmp_path / "cache"
     with LogprobServer(answering_qwen_dir, kind="vllm") as server:
-        first = run_lmms_eval(tmp_path / "a", "openai_yesno", _args(server, cache), TASK)
-        again = run_lmms_eval(tmp_path / "b", "openai_yesno", _args(server, cache), TASK)
-        assert server.scored() == 256  # the second run was answered from the cache
-        assert _p_by_question(again) == _p_by_question(first)
-        run_lmms_eval(tmp_path / "c", "openai_yesno", _args(server, cache, system_prompt="Be brief."), TASK)
-        assert server.scored() == 2 * 256  # another prompt: asked again
-        run_lmms_eval(tmp_path / "d", "openai_yesno", _args(server, "off"), TASK)
-        assert server.scored() == 3 * 256
+        first = run_lmms_eval(tmp_path / "a", "openai_yesno", _args(server, cache), small)
+        again = run_lmms_eval(tmp_path / "b", "openai_yesno", _args(server, cache), small)
+        assert len(first.samples[small]) == n and server.scored() == n  # the second run: from the cache
+        assert _p_by_question(again, small) == _p_by_question(first, small)
+        run_lmms_eval(tmp_path / "c", "openai_yesno", _args(server, cache, system_prompt="Be brief."), small)
+        assert server.scored() == 2 * n  # another prompt: asked again
+        run_lmms_eval(tmp_path / "d", "openai_yesno", _args(server, "off"), small)
+        assert server.scored() == 3 * n
     with LogprobServer(answering_qwen_dir, kind="vllm", root="/models/other-weights") as other:  # same id
-        run_lmms_eval(tmp_path / "e", "openai_yesno", _args(other, cache), TASK)
-        assert other.scored() == 256  # another model behind the same id: never answered from the cache
+        run_lmms_eval(tmp_path / "e", "openai_yesno", _args(other, cache), small)
+        assert other.scored() == n  # another model behind the same id: never answered from the cache
 
 
-def test_bad_settings_stop_before_any_question(answering_qwen_dir, tmp_path):
+def test_bad_settings_stop_before_any_question(answering_qwen_dir, tmp_path, capsys):
+    """Each bad setting is one line, printed last, exit status 2, before any question is sent: the
+    model built directly for each case, and one case through the CLI."""
+    from spatial_tasks.models.openai_yesno import OpenAIYesNo
+
     with LogprobServer(answering_qwen_dir, kind="vllm") as server:
-        cases = {
-            _args(server, tmp_path / "c", colour="red"): "unknown --model_args ['colour']",
-            _args(server, tmp_path / "c", model_version="other"): "serves ['tiny'], not model_version='other'",
-            _args(server, tmp_path / "c", dialect="grpc"): "dialect='grpc'",
-            _args(server, tmp_path / "c", num_concurrent="many"): "num_concurrent='many'",
-            _args(server, tmp_path / "c", yes_text="Absolutely"): "'Absolutely' is not a single token",
-            f"model_version=tiny,base_url=http://127.0.0.1:9/v1,cache={tmp_path / 'c'}": "cannot reach the server",
-            f"model_version=tiny,base_url=not-a-url,cache={tmp_path / 'c'}": "base_url='not-a-url'",
-        }
-        for args, said in cases.items():
-            run = run_lmms_eval(tmp_path / "out", "openai_yesno", args, TASK, verbose=False)
-            last = run.output.strip().splitlines()[-1]
-            assert run.results is None and run.returncode == 2, args
-            assert last.startswith("spatial-tasks: openai_yesno: ") and said in last, (args, last)
+        base = {"model_version": "tiny", "base_url": server.base_url, "cache": str(tmp_path / "c")}
+        cases = [
+            ({"colour": "red"}, "unknown --model_args ['colour']"),
+            ({"model_version": "other"}, "serves ['tiny'], not model_version='other'"),
+            ({"dialect": "grpc"}, "dialect='grpc'"),
+            ({"num_concurrent": "many"}, "num_concurrent='many'"),
+            ({"yes_text": "Absolutely"}, "'Absolutely' is not a single token"),
+            ({"base_url": "http://127.0.0.1:9/v1"}, "cannot reach the server at http://127.0.0.1:9/v1"),
+            ({"base_url": "not-a-url"}, "base_url='not-a-url'"),
+            ({"timeout": "-1"}, "timeout must be > 0"),
+        ]
+        for more, said in cases:
+            with pytest.raises(served.ServerFailed) as failed:
+                OpenAIYesNo(**{**base, **more})
+            assert failed.value.code == 2 and said in str(failed.value), (more, str(failed.value))
+            assert capsys.readouterr().err.strip().splitlines()[-1] == str(failed.value)
+        run = run_lmms_eval(tmp_path / "out", "openai_yesno", _args(server, tmp_path / "c", colour="red"), TASK,
+                            verbose=False)
         assert server.scored() == 0
+    last = run.output.strip().splitlines()[-1]
+    assert run.results is None and run.returncode == 2
+    assert last == "spatial-tasks: openai_yesno: unknown --model_args ['colour']; it takes " + ", ".join(
+        __import__("spatial_tasks.models.openai_yesno", fromlist=["x"]).KNOWN_ARGS)
 
 
 def test_generation_tasks_run_through_lmms_evals_openai_model(openai_server, tmp_path):
