@@ -42,7 +42,6 @@ from spatial_tasks.common.validate import flag
 from spatial_tasks.common.yesno import YesNoLogits, encode_payload
 from spatial_tasks.harness import lmms_eval_qwen2_5_vl
 from spatial_tasks.models import families as families
-from spatial_tasks.models.lmms_requests import as_list, request_item
 from spatial_tasks.models.answer_tokens import (  # noqa: F401  (re-exported: the rule's public names)
     AnswerTokens,
     YesNoTokenError,
@@ -50,6 +49,7 @@ from spatial_tasks.models.answer_tokens import (  # noqa: F401  (re-exported: th
     single_token_id,
     yes_no_token_ids,
 )
+from spatial_tasks.models.lmms_requests import as_list, request_item
 
 Qwen2_5_VL, process_vision_info = lmms_eval_qwen2_5_vl()  # the seam with lmms-eval's internals
 
