@@ -10,6 +10,7 @@ into the same folder replaces its earlier runs and report.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -107,6 +108,17 @@ def _run(label: str, command: list[str], output: Path, tasks: str, log: Path) ->
     return label, None if code == 0 else f"exit code {code}; see {log}"
 
 
+def _cause(log: Path) -> str:
+    """What ended a failed run: the last line of its log that says something (colours removed)."""
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return f"no log at {log}"
+    said = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip() for line in lines]
+    said = [line for line in said if line and not line.startswith(("Traceback", "File ", "^", "~"))]
+    return said[-1][:300] if said else "the run printed nothing"
+
+
 def run_studies(model_dir: Path, out: Path) -> list[Path]:
     """Each benchmark's study beside the evaluations (``Demo.study``: SpatialTunnel's probing of the
     tiny model's hidden states), into ``out/<benchmark>``; the folders for the report."""
@@ -139,16 +151,24 @@ def run_demo(out: Path, workers: int = 2) -> Path:
     runs = demo_runs(model_dir, out, gemma_dir)
     console.print(f"[bold]Running {len(runs)} lmms-eval evaluations[/], {workers} at a time "
                   f"(logs in {out / 'logs'}; a few minutes on 2 cores)")
-    failures = []
+    failures, causes = [], []
     with console.status("evaluating..."), ThreadPoolExecutor(workers) as pool:
         futures = [pool.submit(_run, label, cmd, output, tasks, out / "logs" / f"{i}.log")
                    for i, (label, cmd, output, tasks) in enumerate(runs)]
-        for future in futures:
+        for i, future in enumerate(futures):
             label, problem = future.result()
             console.print(f"  {'[green]ok[/]' if problem is None else '[red]FAILED[/]'}  {label}"
                           + (f": {problem}" if problem else ""))
             if problem:
                 failures.append(label)
+                causes.append(_cause(out / "logs" / f"{i}.log"))
+            first = max(2, workers)
+            if len(failures) == i + 1 == first and len(set(causes)) == 1 and first < len(runs):
+                # the first evaluations all failed the same way: the others would too (a broken install)
+                pool.shutdown(wait=False, cancel_futures=True)
+                skipped = sum(f.cancelled() for f in futures)
+                raise RunFailed(f"the first {first} evaluations failed the same way, so {skipped} of the other "
+                                f"{len(runs) - first} were not started: {causes[0]} (logs in {out / 'logs'})")
     if failures:
         raise RunFailed(f"{len(failures)} of {len(runs)} evaluations failed ({'; '.join(failures)}); "
                         f"their logs are in {out / 'logs'}")

@@ -64,12 +64,13 @@ def iter_samples(path: Path) -> Iterator[dict]:
 
 
 def samples_benchmark(samples_path: Path) -> str | None:
-    """The benchmark named by the first logged record (any metric key) of a samples file."""
+    """The benchmark named by the first logged record (any metric key) found in a samples file;
+    None when no line has one. Lines are read until one does: a first line that lost its record
+    must not hide the file (``rescore_file`` then names that line)."""
     for sample in iter_samples(samples_path):
         for value in sample.values():
-            if isinstance(value, dict) and value.get("benchmark"):
+            if isinstance(value, dict) and isinstance(value.get("benchmark"), str) and value["benchmark"]:
                 return value["benchmark"]
-        return None
     return None
 
 
@@ -116,18 +117,16 @@ def rescore_file(path: Path, keys: Sequence[str], benchmark: str,
                  score: Callable[[dict, dict], dict]) -> list[dict]:
     """``score(record, sample)`` for every logged sample of one samples file of ``benchmark``.
 
-    Nothing is dropped: a file whose first sample carries a record of ``benchmark`` (under one of
-    ``keys``, or as its doc) is ours, and then every sample must carry one; a sample without it, or
-    whose record cannot be re-scored (a missing field, a value out of range), is a SamplesError
-    naming the file, the line and the field. A file of another benchmark gives []."""
+    Nothing is dropped: a file in which any sample carries a record of ``benchmark`` (under one of
+    ``keys``, or as its doc) is ours, and then every sample must carry one; a sample without it (its
+    first line included), or whose record cannot be re-scored (a missing field, a value out of
+    range), is a SamplesError naming the file, the line and the field. A file of another benchmark
+    gives []."""
     out: list[dict] = []
-    ours: bool | None = None
-    for number, sample in numbered_samples(path):
-        record = logged_record(sample, keys, benchmark)
-        if ours is None:
-            ours = record is not None
-        if not ours:
-            continue
+    lines = [(number, sample, logged_record(sample, keys, benchmark)) for number, sample in numbered_samples(path)]
+    if not any(record is not None for _, _, record in lines):
+        return out
+    for number, sample, record in lines:
         if record is None:
             raise SamplesError(f"{path}:{number}: no {benchmark} record under {' or '.join(repr(k) for k in keys)} "
                                "(the other samples have one); every sample is counted, so the file cannot be "

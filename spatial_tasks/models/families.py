@@ -54,6 +54,13 @@ FAMILIES: dict[str, Family] = {f.model_type: f for f in (
 QWEN_GROUPING = ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe")
 
 
+def is_image_text(model_type: str) -> bool:
+    """Whether transformers' ``AutoModelForImageTextToText`` loads this family (what ``hf_yesno`` needs)."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    return model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+
 def read_model_type(pretrained: str, trust_remote_code: bool = False) -> str:
     """The ``model_type`` of a checkpoint: config.json of a local folder, else the Hub's (cache)."""
     path = Path(pretrained).expanduser()

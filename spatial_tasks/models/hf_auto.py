@@ -31,7 +31,7 @@ import torch
 from lmms_eval.api.model import lmms
 from PIL import Image
 
-from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.errors import UserError, stop_run
 from spatial_tasks.common.validate import flag
 from spatial_tasks.models import families
 from spatial_tasks.models.hf_yesno import GROUP_WINDOW, HFYesNoMixin, QwenImageFeatures
@@ -64,6 +64,12 @@ class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
         self.trust_remote_code = flag(trust_remote_code, "trust_remote_code")
         self.family = families.read_model_type(pretrained, self.trust_remote_code)
         self.adapter = adapter_for(pretrained, self.family, self.trust_remote_code)  # Hub code off conventions
+        if self.adapter is None and not self.trust_remote_code and not families.is_image_text(self.family):
+            raise families.ModelFamilyError(
+                f"hf_yesno: {pretrained} is a {self.family!r} checkpoint, not an image-text model: hf_yesno scores "
+                "checkpoints that transformers' AutoModelForImageTextToText loads (tested: "
+                f"{', '.join(f.title for f in families.FAMILIES.values())}), and Molmo or NVILA Hub code with "
+                "trust_remote_code=true")
         self._place(device, device_map)
         self._load(dtype, attn_implementation, max_memory_gb)
         self.system_prompt = system_prompt or None
@@ -75,6 +81,15 @@ class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
         if self.batch_size_per_gpu < 1 or self.group_window < 1:
             raise ModelArgsError(f"hf_yesno: batch_size and group_window must be >= 1 (got {batch_size}, {group_window})")
         self.answer_tokens()  # a tokenizer without single-token answers fails at load time
+
+    @classmethod
+    def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None):
+        """How lmms-eval builds the model: a setting it cannot use ends the run in one line (exit 2)
+        instead of lmms-eval's traceback and exit 0."""
+        try:
+            return super().create_from_arg_string(arg_string, additional_config)
+        except UserError as error:
+            stop_run(f"spatial-tasks: {error}" if str(error).startswith("hf_yesno") else f"spatial-tasks: hf_yesno: {error}")
 
     # --- loading and placement ----------------------------------------------------------------
     def _place(self, device: str | None, device_map: str | None) -> None:

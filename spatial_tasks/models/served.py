@@ -39,7 +39,6 @@ import json
 import math
 import os
 import sqlite3
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -50,7 +49,7 @@ from typing import Any, NoReturn
 import httpx
 from PIL import Image
 
-from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.errors import RunStopped, UserError, stop_run
 from spatial_tasks.common.yesno import YesNoLogits
 
 DIALECTS = ("top_logprobs", "vllm", "sglang")
@@ -63,23 +62,16 @@ class ServedError(UserError, ValueError):
     """A setting or a server that the served protocol cannot use (one line)."""
 
 
-class ServerFailed(SystemExit):
-    """The run stops: a bad setting, or a question without a usable reply. A SystemExit (status 2)
-    so that lmms-eval, which catches every Exception and exits 0, lets it end the run."""
+class ServerFailed(RunStopped):
+    """The run stops: a bad setting, or a question without a usable reply (one line, exit status 2)."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(2)
-        self.message = "spatial-tasks: openai_yesno: " + " ".join(message.split())
-
-    def __str__(self) -> str:
-        return self.message
+        super().__init__("spatial-tasks: openai_yesno: " + message)
 
 
 def stop(failure: str | ServerFailed) -> NoReturn:
     """End the run with this failure as the terminal's last line (exit status 2)."""
-    failed = failure if isinstance(failure, ServerFailed) else ServerFailed(failure)
-    print(failed.message, file=sys.stderr, flush=True)
-    raise failed
+    stop_run(failure if isinstance(failure, ServerFailed) else ServerFailed(failure))
 
 
 class _Failed(Exception):

@@ -8,10 +8,13 @@ Two protocols share docs and metrics:
 
 from __future__ import annotations
 
+import functools
+
 import datasets
 from PIL import Image
 
 from spatial_tasks.common import images, prompts
+from spatial_tasks.common.errors import stop_run
 from spatial_tasks.common.validate import DataError, reads_docs
 from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out, pool_subtasks  # noqa: F401
 from spatial_tasks.spatialtunnel import load, metrics
@@ -76,11 +79,26 @@ def process_results_size(doc, results):
     return fan_out(exact_match_record(doc, results), SIZE_METRICS)
 
 
+def _stop_on_text(process_results):
+    """A logit task scored with a model that returns text fails the same way on every doc: the run
+    stops at the first one, in one line (exit 2), instead of lmms-eval retrying each doc for 16 s
+    and exiting 0 after a traceback."""
+    @functools.wraps(process_results)
+    def checked(doc, results):
+        try:
+            return process_results(doc, results)
+        except LogitsMissingError as error:
+            stop_run(f"spatial-tasks: {error}")
+    return checked
+
+
+@_stop_on_text
 @_canonical_doc
 def process_results_logit_phase(doc, results):
     return fan_out(logit_record(doc, results), PHASE_METRICS)
 
 
+@_stop_on_text
 @_canonical_doc
 def process_results_logit_size(doc, results):
     return fan_out(logit_record(doc, results), SIZE_METRICS)

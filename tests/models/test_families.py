@@ -137,6 +137,24 @@ def test_bad_model_args_are_named(family_dir):
         HFYesNo("/nonexistent/model", device="cpu")
 
 
+def test_hf_yesno_on_a_checkpoint_that_is_not_image_text_is_one_line(tmp_path):
+    """A BERT folder: one line naming its family and what hf_yesno takes, exit 2 -- not transformers'
+    list of ~100 classes after a traceback, with exit 0."""
+    from lmms import run_lmms_eval
+
+    bert = tmp_path / "bert"
+    bert.mkdir()
+    (bert / "config.json").write_text(json.dumps({"model_type": "bert", "architectures": ["BertModel"]}))
+    with pytest.raises(families.ModelFamilyError, match=r"'bert' checkpoint, not an image-text model.*Qwen2.5-VL"):
+        HFYesNo(str(bert), device="cpu")
+    run = run_lmms_eval(tmp_path / "out", "hf_yesno", f"pretrained={bert},device=cpu", "spatialtunnel_logit_sample_phase",
+                        verbose=False)
+    last = run.output.strip().splitlines()[-1]
+    assert run.results is None and run.returncode == 2
+    assert last.startswith(f"spatial-tasks: hf_yesno: {bert} is a 'bert' checkpoint, not an image-text model"), last
+    assert "trust_remote_code=true" in last and "BertModel" not in last
+
+
 def test_a_family_we_do_not_know_is_refused(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "blip-2"}))
     with pytest.raises(families.ModelFamilyError, match="model family 'blip-2'.*supported: qwen2_5_vl"):

@@ -90,9 +90,11 @@ def test_report_draws_heatmaps_and_size_curve(baseline_runs, tmp_path):
 
 def test_logit_task_with_a_text_model_fails_clearly(tmp_path):
     run = run_lmms_eval(tmp_path / "out", "dummy", "response=Yes", "spatialtunnel_logit_sample_phase")
-    assert run.results is None
-    assert "needs" in run.output or "first-token Yes/No logits" in run.output
-    assert "qwen2_5_vl_yesno" in run.output
+    assert run.results is None and run.returncode == 2  # at the first doc: not retried per doc, not exit 0
+    last = run.output.strip().splitlines()[-1]
+    assert last.startswith("spatial-tasks: spatialtunnel_logit scores first-token Yes/No logits"), last
+    assert "qwen2_5_vl_yesno" in last and "openai_yesno" in last
+    assert run.output.count("spatialtunnel_logit scores first-token") == 1  # said once, whatever the threads
 
 
 def test_include_path_fallback_when_auto_discovery_is_off(tmp_path):

@@ -1,0 +1,91 @@
+"""Reliability round 3 (issue 32): nothing dropped without a word, on real runs of every benchmark."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
+BENCHMARKS = ("spatialtunnel", "o3d", "dori", "vague")
+
+
+def _first_samples_file(run: Path) -> Path:
+    return min(run.rglob("*_samples_*.jsonl"))
+
+
+def _spoil_first_line(path: Path, how: str) -> None:
+    """The first line's logged record removed, or a string in its place (every key that holds it)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    keys = [k for k, v in first.items() if isinstance(v, dict) and "benchmark" in v]
+    assert keys, "the first line holds no logged record to spoil"
+    for key in keys:
+        if how == "missing":
+            del first[key]
+        else:
+            first[key] = "a string where the record was"
+    lines[0] = json.dumps(first)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("benchmark", BENCHMARKS)
+def test_a_first_line_without_its_record_is_named_not_dropped(benchmark, golden_runs, tmp_path):
+    """Regression (issue 32, item 2): the first sample decided whether a file was ours, so a first
+    line that lost its record (or holds a string in its place) made the whole task vanish with exit
+    0. Every line is now scored or named: rescore and results stop, naming the file and line 1."""
+    run = tmp_path / benchmark
+    shutil.copytree(golden_runs / benchmark, run)
+    spoiled = _first_samples_file(run)
+    original = spoiled.read_text(encoding="utf-8")
+    for how, argv in (("a string", ["rescore", benchmark, str(run), "--json"]), ("missing", ["results", str(run), "--out", str(tmp_path / "results")])):
+        spoiled.write_text(original, encoding="utf-8")
+        _spoil_first_line(spoiled, how)
+        out = subprocess.run([SPATIAL_TASKS, *argv], capture_output=True, text=True, check=False)
+        assert out.returncode == 2, (how, argv, out.stdout[-500:], out.stderr[-500:])
+        assert f"{spoiled.name}:1: no {benchmark} record under" in out.stderr, (how, argv, out.stderr[-800:])
+
+
+def test_the_demo_stops_when_its_first_evaluations_fail_the_same_way(tmp_path, monkeypatch):
+    """Issue 32, item 9: 16 evaluations that would each fail on one broken install (the filelock
+    case) stop after the first two, naming the cause once."""
+    from spatial_tasks import demo
+    from spatial_tasks.common.samples import RunFailed
+
+    broken = [sys.executable, "-c", "import sys; print('Traceback (most recent call last):'); "
+              "print(\"ImportError: cannot import name '_api' from 'filelock'\"); sys.exit(1)"]
+    runs = [(f"run {i}", broken, tmp_path / "demo" / "runs" / str(i), "spatialtunnel_sample") for i in range(16)]
+    (tmp_path / "demo" / "tiny-qwen2_5_vl").mkdir(parents=True)
+    (tmp_path / "demo" / "tiny-qwen2_5_vl" / "config.json").write_text("{}")
+    (tmp_path / "demo" / "tiny-gemma3").mkdir()
+    (tmp_path / "demo" / "tiny-gemma3" / "config.json").write_text("{}")
+    monkeypatch.setattr(demo, "demo_runs", lambda model_dir, out, gemma_dir=None: runs)
+    monkeypatch.setattr("spatial_tasks.harness.check_runtime", lambda: None)
+    with pytest.raises(RunFailed) as failed:
+        demo.run_demo(tmp_path / "demo", workers=2)
+    message = str(failed.value)
+    assert re.match(r"the first 2 evaluations failed the same way, so (\d+) of the other 14 were not started: "
+                    r"ImportError: cannot import name '_api' from 'filelock' \(logs in ", message), message
+    skipped = int(re.match(r".*?so (\d+) of", message).group(1))
+    started = len(list((tmp_path / "demo" / "logs").glob("*.log")))
+    assert message.count("ImportError") == 1 and skipped >= 8 and started == 16 - skipped
+
+
+def test_evaluations_that_fail_in_different_ways_all_run(tmp_path, monkeypatch):
+    from spatial_tasks import demo
+    from spatial_tasks.common.samples import RunFailed
+
+    runs = [(f"run {i}", [sys.executable, "-c", f"print('problem {i}'); raise SystemExit(1)"],
+             tmp_path / "demo" / "runs" / str(i), "spatialtunnel_sample") for i in range(3)]
+    for folder in ("tiny-qwen2_5_vl", "tiny-gemma3"):
+        (tmp_path / "demo" / folder).mkdir(parents=True)
+        (tmp_path / "demo" / folder / "config.json").write_text("{}")
+    monkeypatch.setattr(demo, "demo_runs", lambda model_dir, out, gemma_dir=None: runs)
+    monkeypatch.setattr("spatial_tasks.harness.check_runtime", lambda: None)
+    with pytest.raises(RunFailed, match="3 of 3 evaluations failed"):
+        demo.run_demo(tmp_path / "demo", workers=2)
