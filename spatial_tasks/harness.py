@@ -382,22 +382,21 @@ def _with_our_tasks(include_path):
     return [*paths, *(p for p in ours if os.path.realpath(p) not in normalised)]
 
 
-def _install_task_discovery() -> bool:
-    if os.environ.get(AUTO_INCLUDE_ENV, "1") == "0":
-        return False
+def _install_task_discovery() -> None:
     from lmms_eval.tasks import TaskManager
 
     original = TaskManager.initialize_tasks
     if getattr(original, "_spatial_tasks", False):
-        return True
+        return
 
     @functools.wraps(original)
     def initialize_tasks(self, include_path=None, *args, **kwargs):
+        if os.environ.get(AUTO_INCLUDE_ENV, "1") == "0":  # read when the index is built, not at import
+            return original(self, include_path, *args, **kwargs)
         return original(self, _with_our_tasks(include_path), *args, **kwargs)
 
     initialize_tasks._spatial_tasks = True
     TaskManager.initialize_tasks = initialize_tasks
-    return True
 
 
 def _install_download() -> None:

@@ -48,7 +48,8 @@ class Run:
 
 # Read by our task hooks when a run loads its data, never at import: a forked run may set them.
 READ_WHEN_A_RUN_STARTS = frozenset({"SPATIAL_TASKS_DORI_SOURCE", "SPATIAL_TASKS_VAGUE_SOURCE", "SPATIAL_TASKS_O3D_SOURCE",
-                                    "SPATIAL_TASKS_BERTSCORE_MODEL", "SPATIAL_TASKS_BERTSCORE_LAYERS"})
+                                    "SPATIAL_TASKS_BERTSCORE_MODEL", "SPATIAL_TASKS_BERTSCORE_LAYERS",
+                                    "SPATIAL_TASKS_AUTO_INCLUDE"})
 # The environment as the test session began (tests/conftest.py imports this module first thing):
 # what a test process's own imports add later (bpy: MATERIALX_SEARCH_PATH, PATH; ray: RAY_CLIENT_MODE)
 # is not a run's business.

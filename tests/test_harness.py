@@ -202,7 +202,8 @@ def test_a_run_whose_environment_differs_at_import_is_the_console_script():
     from lmms import ForkServer, run_env
 
     assert ForkServer.for_env(run_env({"SPATIAL_TASKS_DORI_SOURCE": "/x"})) is not None  # read when a run starts
-    assert ForkServer.for_env(run_env({"SPATIAL_TASKS_AUTO_INCLUDE": "0"})) is None  # read at import
+    assert ForkServer.for_env(run_env({"SPATIAL_TASKS_AUTO_INCLUDE": "0"})) is not None  # read when the index is built
+    assert ForkServer.for_env(run_env({"SPATIAL_TASKS_BENCHMARKS": "x"})) is None  # not known to wait for a run
     assert ForkServer.for_env(run_env({"PYTHONPATH": "/elsewhere"})) is None
 
 

@@ -234,7 +234,9 @@ def test_kill_9_then_the_same_command_sends_only_the_missing_questions(answering
     assert set(got) == set(want) and max(abs(got[q] - want[q]) for q in want) < 1e-4
 
 
-def test_the_cache_answers_only_the_same_model_and_prompt(answering_qwen_dir, tmp_path):
+def test_the_cache_answers_only_the_same_model_and_prompt(answering_qwen_dir, image_question, tmp_path):
+    """Through the CLI: a second run is answered from the cache, another prompt is asked again. At
+    the scorer: cache=off, and another model behind the same id, are asked again."""
     small, n = "spatialtunnel_logit_sample_size", 88
     cache = tmp_path / "cache"
     with LogprobServer(answering_qwen_dir, kind="vllm") as server:
@@ -244,11 +246,15 @@ def test_the_cache_answers_only_the_same_model_and_prompt(answering_qwen_dir, tm
         assert _p_by_question(again, small) == _p_by_question(first, small)
         run_lmms_eval(tmp_path / "c", "openai_yesno", _args(server, cache, system_prompt="Be brief."), small)
         assert server.scored() == 2 * n  # another prompt: asked again
-        run_lmms_eval(tmp_path / "d", "openai_yesno", _args(server, "off"), small)
-        assert server.scored() == 3 * n
+        kept = served.ReplyCache(tmp_path / "unit")
+        _scorer(server, cache=kept).score([image_question])
+        _scorer(server, cache=kept).score([image_question])
+        assert server.scored() == 2 * n + 1
+        _scorer(server, cache=None).score([image_question])
+        assert server.scored() == 2 * n + 2  # cache=off
     with LogprobServer(answering_qwen_dir, kind="vllm", root="/models/other-weights") as other:  # same id
-        run_lmms_eval(tmp_path / "e", "openai_yesno", _args(other, cache), small)
-        assert other.scored() == n  # another model behind the same id: never answered from the cache
+        _scorer(other, cache=kept).score([image_question])
+        assert other.scored() == 1  # another model behind the same id: never answered from the cache
 
 
 def test_bad_settings_stop_before_any_question(answering_qwen_dir, tmp_path, capsys):
