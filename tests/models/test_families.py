@@ -94,19 +94,50 @@ def test_hf_yesno_through_the_lmms_eval_cli(family, family_dir, lmms_run):
         assert decode_payload(sample["v"]["response"]).finite and {k: payload[k] for k in expected} == expected
 
 
+# The probe CLI of every family in ONE process (the console entry, `spatial_tasks.cli.main`, called
+# once per family as `spatial-tasks probe ...` would be): importing torch and transformers once, not
+# seven times. Each family's outputs are still checked by a test of its own.
+PROBE_ALL = """
+import json, sys
+from spatial_tasks.cli import main
+codes = {}
+for family, model, data, out in json.loads(sys.argv[1]):
+    try:
+        main(["probe", "--model", model, "--data", data, "--out", out, "--dtype", "float32", "--batch-size", "4"])
+        codes[family] = 0
+    except SystemExit as stop:
+        codes[family] = stop.code if isinstance(stop.code, int) else 1
+print(json.dumps(codes))
+"""
+
+
+@pytest.fixture(scope="module")
+def probe_cli_outputs(family_dir, tmp_path_factory) -> Path:
+    from conftest import shared_across_workers
+
+    data = str(benchmark_tasks_dir("spatialtunnel") / "sample" / "contrastive_probing")
+
+    def run_all(root: Path) -> None:
+        jobs = [(f, str(family_dir(f)), data, str(root / f)) for f in ALL]
+        proc = subprocess.run([sys.executable, "-c", PROBE_ALL, json.dumps(jobs)], capture_output=True, text=True,
+                              timeout=1200, env={**_env(), "OMP_NUM_THREADS": "1"}, check=False)
+        (root / "codes.json").write_text(proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "{}")
+        (root / "output.txt").write_text(proc.stdout + proc.stderr)
+
+    return shared_across_workers(tmp_path_factory, "probe_cli_all_families", run_all)
+
+
 @pytest.mark.cli
 @pytest.mark.parametrize("family", ALL)
-def test_probe_cli_on_the_bundled_pairs(family, family_dir, tmp_path):
-    data = benchmark_tasks_dir("spatialtunnel") / "sample" / "contrastive_probing"
-    proc = subprocess.run([SPATIAL_TASKS, "probe", "--model", str(family_dir(family)), "--data", str(data),
-                           "--out", str(tmp_path / "probe"), "--dtype", "float32", "--batch-size", "4"],
-                          capture_output=True, text=True, timeout=600, env={**_env(), "OMP_NUM_THREADS": "1"})
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    meta = json.loads((tmp_path / "probe" / "probe.json").read_text())
-    metrics = json.loads((tmp_path / "probe" / "metrics.json").read_text())
+def test_probe_cli_on_the_bundled_pairs(family, probe_cli_outputs):
+    codes = json.loads((probe_cli_outputs / "codes.json").read_text())
+    assert codes.get(family) == 0, (probe_cli_outputs / "output.txt").read_text()[-3000:]
+    out = probe_cli_outputs / family
+    meta = json.loads((out / "probe.json").read_text())
+    metrics = json.loads((out / "metrics.json").read_text())
     assert meta["num_layers"] == 2 and meta["hidden_size"] == 64
     assert set(metrics["per_layer"]) == {"0", "1"}
-    deltas = np.load(tmp_path / "probe" / "deltas.npy")
+    deltas = np.load(out / "deltas.npy")
     assert deltas.shape[:2] == (2, meta["pairs"]) and np.isfinite(deltas).all() and np.abs(deltas).max() > 0
 
 
