@@ -22,8 +22,10 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from spatial_tasks.models.logprob_server import LocalServer
 
 DATA_URL = re.compile(r"^data:(?P<mime>image/[\w.+-]+);base64,(?P<data>.+)$", re.DOTALL)
 # Objects of these colours count as "closer" under the default rule (see answer_for).
@@ -96,7 +98,7 @@ def answer_for(body: dict) -> str:
     return "Yes" if colour is not None and colour.group(1) in _WARM else "No"
 
 
-class OpenAIStubServer:
+class OpenAIStubServer(LocalServer):
     """A threaded local HTTP server speaking the OpenAI chat-completions protocol.
 
     ``requests`` holds the JSON bodies received (thread-safe append), ``responder`` maps a
@@ -110,42 +112,12 @@ class OpenAIStubServer:
         self.requests: list[dict] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, 0), self._handler_class())
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return self._httpd.server_address[1]
-
-    @property
-    def base_url(self) -> str:
-        """What to pass as the OpenAI client's base_url (ends in /v1)."""
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self) -> Self:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="openai-stub", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._serve(host)
 
     def clear(self) -> None:
         with self._lock:
             self.requests.clear()
             self.headers.clear()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def _record(self, body: dict, headers: dict[str, str]) -> None:
         with self._lock:

@@ -114,34 +114,29 @@ class ModelBackend:
         return [int(i) for i in self.tokenizer.encode(text, add_special_tokens=add_special_tokens)]
 
 
-class LogprobServer:
-    """The server (module docstring). ``requests`` holds the bodies its scoring endpoints received."""
+class LocalServer:
+    """An HTTP server on 127.0.0.1 at a free port, serving from a thread: ``start``/``stop`` or a
+    ``with`` block. Subclasses give ``_handler_class`` (this one, and the tests' OpenAI stub)."""
 
-    def __init__(self, model_dir: str | Path | None = None, kind: str = "vllm", model_id: str = "tiny",
-                 latency_s: float = 0.0, host: str = "127.0.0.1", port: int = 0, root: str | None = None) -> None:
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
-        self.backend = ModelBackend(model_dir) if model_dir is not None else None
-        self.kind, self.model_id, self.latency_s = kind, model_id, latency_s
-        self.root = root or f"/models/{model_id}"  # what /v1/models says the weights are
-        self.faults: deque[Fault] = deque()
-        self.requests: list[dict] = []
-        self._lock = threading.Lock()
+    def _serve(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self._httpd = _HTTPServer((host, port), self._handler_class())
         self._thread: threading.Thread | None = None
 
-    # --- life cycle
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        raise NotImplementedError
+
     @property
     def port(self) -> int:
         return self._httpd.server_address[1]
 
     @property
     def base_url(self) -> str:
+        """The OpenAI base URL of this server (ends in /v1)."""
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> Self:
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="logprob-server", daemon=True)
+                                        name=type(self).__name__, daemon=True)
         self._thread.start()
         return self
 
@@ -156,6 +151,22 @@ class LogprobServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class LogprobServer(LocalServer):
+    """The server (module docstring). ``requests`` holds the bodies its scoring endpoints received."""
+
+    def __init__(self, model_dir: str | Path | None = None, kind: str = "vllm", model_id: str = "tiny",
+                 latency_s: float = 0.0, host: str = "127.0.0.1", port: int = 0, root: str | None = None) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+        self.backend = ModelBackend(model_dir) if model_dir is not None else None
+        self.kind, self.model_id, self.latency_s = kind, model_id, latency_s
+        self.root = root or f"/models/{model_id}"  # what /v1/models says the weights are
+        self.faults: deque[Fault] = deque()
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+        self._serve(host, port)
 
     def scored(self) -> int:
         with self._lock:
