@@ -49,6 +49,7 @@ _DATA_URL = re.compile(r"^data:image/[\w.+-]+;base64,(?P<data>.+)$", re.DOTALL)
 # The fixed reply of a server without a model: these tokens, in this order of likelihood.
 _FIXED = {"Yes": -0.2, "No": -1.8, "The": -4.0}
 _FIXED_IDS = {"Yes": 1, "No": 2, "The": 3}
+_FIXED_BY_ID = {i: _FIXED[t] for t, i in _FIXED_IDS.items()}
 
 
 @dataclass
@@ -212,9 +213,8 @@ class LogprobServer(LocalServer):
 
     def _fixed_chat(self, body: dict) -> dict:
         asked = body.get("logprob_token_ids") if self.kind == "vllm" else None
-        by_id = {i: _FIXED[t] for t, i in _FIXED_IDS.items()}
         if asked is not None:
-            entries = [{"token": f"token_id:{i}", "logprob": by_id.get(i, -20.0)} for i in asked]
+            entries = [{"token": f"token_id:{i}", "logprob": _FIXED_BY_ID.get(i, -20.0)} for i in asked]
         else:
             entries = [{"token": t, "logprob": v} for t, v in _FIXED.items()]
         first = {"token": "Yes", "logprob": _FIXED["Yes"], "top_logprobs": entries}
@@ -228,8 +228,7 @@ class LogprobServer(LocalServer):
         images = [_decode_image(u) for u in ([urls] if isinstance(urls, str) else urls)]
         asked = body.get("token_ids_logprob") or []
         if self.backend is None:
-            by_id = {i: _FIXED[t] for t, i in _FIXED_IDS.items()}
-            rows = [[by_id.get(i, -20.0), i, None] for i in asked]
+            rows = [[_FIXED_BY_ID.get(i, -20.0), i, None] for i in asked]
             return {"text": "Yes", "meta_info": {"output_token_ids_logprobs": [rows]}}
         logprobs = self.backend.first_token_logprobs(self.backend.prompt_inputs(text, images))
         best = int(logprobs.argmax())

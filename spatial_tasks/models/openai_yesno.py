@@ -131,8 +131,7 @@ class OpenAIYesNo(lmms):
         try:
             readings = self.scorer.score(questions, bar.update)
         except served.ServerFailed as failed:
-            bar.close()  # before the line, which must be the terminal's last
-            served.stop(failed)
+            served.stop(failed)  # printed last: stop_run closes the open progress bars first
         bar.close()
         fields = self.dialect.labels.log_fields() | {"dialect": self.dialect.name,
                                                      "served_model": self.server.identity}
