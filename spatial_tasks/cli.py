@@ -216,14 +216,15 @@ def report_command(
 @app.command("results")
 def results_command(
     paths: Annotated[list[Path], typer.Argument(help="lmms-eval --output_path folders (run with --log_samples).")],
-    out: Annotated[Path, typer.Option(help="Folder for results.jsonl and results.csv.")],
+    out: Annotated[Path, typer.Option(help="Folder for results.jsonl and results.csv (records already there are "
+                                           "kept: a new record of the same run, task and metric replaces its old one).")],
     iterations: Annotated[int, typer.Option(min=100, help="Bootstrap resamples per interval.")] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
 ) -> None:
     """Every headline figure of every task and group of every run, with its 95 % interval and
     provenance, as tidy records (schema: spatial_tasks/results/record.schema.json)."""
     from spatial_tasks.paths import output_folder
-    from spatial_tasks.results.schema import write_csv, write_jsonl
+    from spatial_tasks.results.schema import merge_with_files, write_csv, write_jsonl
     from spatial_tasks.results.tidy import collect
 
     records = collect(list(paths), iterations=iterations, seed=seed)
@@ -234,8 +235,14 @@ def results_command(
         raise FileNotFoundError(f"{', '.join(map(str, paths))}: no logged samples of {titles} "
                                 "(run lmms-eval with --log_samples)")
     folder = output_folder(out)
-    for path in (write_jsonl(records, folder / "results.jsonl"), write_csv(records, folder / "results.csv")):
-        typer.echo(f"{path}  ({len(records)} records)")
+    jsonl, table = folder / "results.jsonl", folder / "results.csv"
+    merged = merge_with_files(records, [table, jsonl])  # the .jsonl last: its exact floats win
+    kept = len(merged) - len(records)
+    # Written beside and then moved in, so an interrupted write never leaves half a file.
+    for path, write in ((jsonl, write_jsonl), (table, write_csv)):
+        write(merged, path.with_name(path.name + ".tmp"))
+        path.with_name(path.name + ".tmp").replace(path)
+        typer.echo(f"{path}  ({len(records)} records" + (f", and {kept} kept from before)" if kept else ")"))
 
 
 @app.command("verify")

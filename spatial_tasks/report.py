@@ -76,8 +76,10 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
     try:
         records = [record for run in runs for record in run_records(run)]  # the tidy headline records
         staged = _draw(root, runs, by_benchmark, makers, intro, probes, staging, records)
-        if records:  # the leaderboard keeps the rows of the one it replaces (same key: the newer row)
-            staged += write_leaderboard(records, staging, previous=out / LEADERBOARD_JSON)
+        # The leaderboard keeps the rows of the one it replaces (same key: the newer row), also
+        # when this report adds none (a probe-only report must not drop it).
+        if records or (out / LEADERBOARD_JSON).exists() or (out / LEADERBOARD_CSV).exists():
+            staged += write_leaderboard(records, staging, previous=out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

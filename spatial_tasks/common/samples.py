@@ -160,17 +160,9 @@ def task_of_samples_file(path: Path) -> str:
 
 def load_results(path: Path) -> dict:
     """An lmms-eval ``*_results.json``; any reading problem names the file."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise SamplesError(f"{path}: not UTF-8 text") from None
-    except json.JSONDecodeError as err:
-        raise SamplesError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
-    except RecursionError:
-        raise SamplesError(f"{path}: JSON nested too deeply to read") from None
-    if not isinstance(data, dict):
-        raise SamplesError(f"{path}: not an lmms-eval results file (expected a JSON object)")
-    return data
+    from spatial_tasks.common.jsonfile import read_json_object
+
+    return read_json_object(path, "an lmms-eval results file", SamplesError)
 
 
 # ------------------------------------------------------------------------------------------

@@ -8,9 +8,11 @@ import csv
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from spatial_tasks.common.errors import UserError
 
 SCHEMA_VERSION = "3"  # 2: the software fields (python_version ... lock_hash, scored_with); 3: settings
 SCHEMA_FILE = Path(__file__).with_name("record.schema.json")
@@ -93,19 +95,96 @@ def write_csv(records: Iterable[ResultRecord], path: Path) -> Path:
 
 def read_jsonl(path: Path) -> list[ResultRecord]:
     """Records of a JSON-lines file, each validated; a bad line names the file and line."""
+    from spatial_tasks.common.samples import iter_json_lines
+
+    return [_record(obj, f"{path}:{number}") for number, obj in iter_json_lines(path, RecordFileError)]
+
+
+class RecordFileError(UserError, ValueError):
+    """An earlier results or leaderboard file that cannot be read back: it is never overwritten."""
+
+
+_NULLABLE = frozenset(name for name, field in ResultRecord.model_fields.items()
+                      if type(None) in get_args(field.annotation))
+
+
+def _record(obj: object, where: str) -> ResultRecord:
     from pydantic import ValidationError
 
-    from spatial_tasks.common.samples import SamplesError, iter_json_lines
+    try:
+        return ResultRecord.model_validate(obj)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(map(str, first["loc"])) or "record"
+        raise RecordFileError(f"{where}: not a result record: {field}: {first['msg']}") from None
 
-    out = []
-    for number, obj in iter_json_lines(path):
-        try:
-            out.append(ResultRecord.model_validate(obj))
-        except ValidationError as err:
-            first = err.errors()[0]
-            raise SamplesError(f"{path}:{number}: not a result record: {'.'.join(map(str, first['loc']))}: "
-                               f"{first['msg']}") from None
+
+def _csv_records(path: Path) -> list[ResultRecord]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        header = reader.fieldnames or []
+        unknown = [name for name in header if name not in FIELDS]
+        if not header or unknown:
+            raise RecordFileError(f"{path}: not a results CSV (columns {', '.join(unknown) or 'none'} are not "
+                                  f"result-record fields)")
+        out = []
+        for row in reader:
+            where = f"{path}:{reader.line_num}"
+            if None in row or any(value is None for value in row.values()):
+                raise RecordFileError(f"{where}: the row has {len(header)} columns in the header but not in the row")
+            obj: dict[str, object] = {}
+            for name, value in row.items():
+                if name == "settings":
+                    try:
+                        obj[name] = json.loads(value) if value else {}
+                    except json.JSONDecodeError:
+                        raise RecordFileError(f"{where}: settings: not a JSON object") from None
+                else:
+                    obj[name] = None if value == "" and name in _NULLABLE else value
+            out.append(_record(obj, where))
     return out
+
+
+def read_record_file(path: Path) -> list[ResultRecord]:
+    """The records of a results or leaderboard file this package wrote: ``.json`` (a leaderboard
+    document), ``.jsonl`` or ``.csv``. Anything unreadable raises ``RecordFileError`` naming the
+    file (and its line or record)."""
+    from spatial_tasks.common.jsonfile import read_json_object
+
+    path = Path(path)
+    try:
+        if path.suffix == ".csv":
+            return _csv_records(path)
+        if path.suffix == ".jsonl":
+            return read_jsonl(path)
+        document = read_json_object(path, "a leaderboard", RecordFileError)
+        records = document.get("records")
+        if not isinstance(records, list):
+            raise RecordFileError(f"{path}: not a leaderboard (expected a JSON object with a list \"records\")")
+        return [_record(obj, f"{path}: record {i}") for i, obj in enumerate(records)]
+    except UnicodeDecodeError:
+        raise RecordFileError(f"{path}: not UTF-8 text") from None
+    except csv.Error as err:
+        raise RecordFileError(f"{path}: not a results CSV ({err})") from None
+    except UserError as err:
+        if isinstance(err, RecordFileError):
+            raise
+        raise RecordFileError(str(err)) from None
+
+
+def merge_with_files(records: Sequence[ResultRecord], previous: Sequence[Path]) -> list[ResultRecord]:
+    """``records`` merged into the records of the earlier files in ``previous`` that exist (a
+    leaderboard's .json and .csv, a results folder's .jsonl and .csv). A file that cannot be read
+    stops the command before anything is written, so it is never replaced by a smaller one."""
+    existing: list[ResultRecord] = []
+    for path in previous:
+        if path.exists():
+            try:
+                existing = merge(existing, read_record_file(path))
+            except RecordFileError as err:
+                raise RecordFileError(f"{err}. It was left as it is and nothing was written: repair it, or move it "
+                                      "away to start a new one (its records are merged with the new ones).") from None
+    return merge(existing, records)
 
 
 def merge(existing: Sequence[ResultRecord], new: Sequence[ResultRecord]) -> list[ResultRecord]:

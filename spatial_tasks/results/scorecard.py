@@ -11,7 +11,13 @@ from pathlib import Path
 from spatial_tasks.common.environment import mixed_warning, software
 from spatial_tasks.common.formatting import number
 from spatial_tasks.registry import benchmarks
-from spatial_tasks.results.schema import SCHEMA_VERSION, SOFTWARE_FIELDS, ResultRecord, merge, write_csv
+from spatial_tasks.results.schema import (
+    SCHEMA_VERSION,
+    SOFTWARE_FIELDS,
+    ResultRecord,
+    merge_with_files,
+    write_csv,
+)
 
 LEADERBOARD_JSON, LEADERBOARD_CSV = "leaderboard.json", "leaderboard.csv"
 
@@ -73,11 +79,12 @@ def record_software(record: ResultRecord) -> dict[str, str | None]:
 
 def write_leaderboard(records: Sequence[ResultRecord], out: Path, previous: Path | None = None) -> list[Path]:
     """``leaderboard.json`` and ``leaderboard.csv`` in ``out``: the scorecard's records merged into
-    those of ``previous`` (an earlier leaderboard.json; same key -> replaced, so nothing doubles)."""
-    rows = headline_records(records)
-    if previous is not None and previous.is_file():
-        data = json.loads(previous.read_text(encoding="utf-8"))
-        rows = merge([ResultRecord.model_validate(r) for r in data.get("records", [])], rows)
+    those of the leaderboard in the folder ``previous`` (its .json and its .csv, whichever exist;
+    same key -> replaced, so nothing doubles). An earlier leaderboard that cannot be read stops
+    here, naming it, before anything is written."""
+    # The .json last: where both hold a key, its record (exact floats) is the one kept.
+    files = [previous / LEADERBOARD_CSV, previous / LEADERBOARD_JSON] if previous is not None else []
+    rows = merge_with_files(headline_records(records), files)
     document = {"schema_version": SCHEMA_VERSION, "schema": "spatial_tasks/results/record.schema.json",
                 "key": ["model", "model_args", "benchmark", "task", "metric", "run_id"],
                 "written_with": software(),  # each record names its own run's software

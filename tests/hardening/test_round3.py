@@ -89,3 +89,54 @@ def test_evaluations_that_fail_in_different_ways_all_run(tmp_path, monkeypatch):
     monkeypatch.setattr("spatial_tasks.harness.check_runtime", lambda: None)
     with pytest.raises(RunFailed, match="3 of 3 evaluations failed"):
         demo.run_demo(tmp_path / "demo", workers=2)
+
+
+def _run_cli(argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([SPATIAL_TASKS, *argv], capture_output=True, text=True, check=False)
+
+
+def test_report_and_results_merge_what_they_replace_and_never_overwrite_a_file_they_cannot_read(golden_runs,
+                                                                                                  tmp_path):
+    """Issue 32, item 1: a leaderboard kept only as .csv is merged (not replaced) by the next report,
+    as the .json is; ``results --out`` merges the records already there; and a leaderboard or
+    results file that cannot be read stops the command, naming it, and is left byte for byte."""
+    from spatial_tasks.report import write_report
+    from spatial_tasks.results.schema import RecordFileError, read_record_file
+
+    report = tmp_path / "report"
+    write_report(golden_runs / "dori", report)
+    dori_rows = read_record_file(report / "leaderboard.csv")
+    assert dori_rows and {r.benchmark for r in dori_rows} == {"dori"}
+    (report / "leaderboard.json").unlink()  # only the CSV is left
+    write_report(golden_runs / "spatialtunnel", report)
+    for name in ("leaderboard.csv", "leaderboard.json"):
+        merged = read_record_file(report / name)
+        assert {r.benchmark for r in merged} == {"dori", "spatialtunnel"}, name
+        assert [r for r in merged if r.benchmark == "dori"] == dori_rows, name
+
+    for name, damage in (("leaderboard.json", b"{\"records\": [1, 2"), ("leaderboard.json", b""),
+                         ("leaderboard.json", b"[]"), ("leaderboard.csv", b"model,colour\nm,red\n")):
+        spoiled = tmp_path / f"spoiled-{name}-{len(damage)}"
+        shutil.copytree(report, spoiled)
+        (spoiled / name).write_bytes(damage)
+        before = {p.name: p.read_bytes() for p in spoiled.iterdir() if p.is_file()}
+        with pytest.raises(RecordFileError, match=rf"{re.escape(str(spoiled / name))}: .*nothing was written"):
+            write_report(golden_runs / "o3d", spoiled)
+        assert {p.name: p.read_bytes() for p in spoiled.iterdir() if p.is_file()} == before, (name, damage)
+
+    out = tmp_path / "results"
+    first = _run_cli(["results", str(golden_runs / "dori"), "--out", str(out), "--iterations", "100"])
+    assert first.returncode == 0, first.stderr[-800:]
+    n_dori = len(read_record_file(out / "results.jsonl"))
+    second = _run_cli(["results", str(golden_runs / "vague"), "--out", str(out), "--iterations", "100"])
+    assert second.returncode == 0 and f"and {n_dori} kept from before" in second.stdout, second.stdout + second.stderr
+    for name in ("results.jsonl", "results.csv"):
+        kept = read_record_file(out / name)
+        assert {r.benchmark for r in kept} == {"dori", "vague"} and len(kept) > n_dori, name
+    again = _run_cli(["results", str(golden_runs / "vague"), "--out", str(out), "--iterations", "100"])
+    assert again.returncode == 0 and len(read_record_file(out / "results.jsonl")) == len(kept)  # same keys: replaced
+    (out / "results.jsonl").write_text("{\"model\": \"m\"}\n", encoding="utf-8")
+    before = (out / "results.csv").read_bytes()
+    refused = _run_cli(["results", str(golden_runs / "dori"), "--out", str(out), "--iterations", "100"])
+    assert refused.returncode == 2 and "results.jsonl:1: not a result record" in refused.stderr, refused.stderr
+    assert "nothing was written" in refused.stderr and (out / "results.csv").read_bytes() == before
