@@ -183,8 +183,9 @@ class Benchmark:
     # -- the report: its section (files, markdown lines) from [(run, task, samples file)]
     report: Callable[[list, Path], tuple[list[Path], list[str]]] | None = None
     report_title: str | None = None
-    # -- inspect: whether a split's layout (a datasets.Dataset, its name, the folder's files) or a
-    # whole folder fits our loader: "accepted: ..." or the reason it does not
+    # -- inspect: whether a split (a datasets.Dataset of its first rows, its name, the folder's
+    # files, and optionally ``root=`` the local folder) or a whole folder loads through our loader:
+    # "accepted: ..." or the reason it does not
     inspect_split: Callable[..., str] | None = None
     inspect_folder: Callable[[Path], str | None] | None = None
     # -- the spatial_baseline rules: the module that registers them (``@rule(name, ...)``)

@@ -284,7 +284,11 @@ def _choose_split(split: str | None, local: Path, dataset_name: str | None, base
     try:
         names = datasets.get_dataset_split_names(str(local), dataset_name)
     except Exception as err:  # noqa: BLE001
-        raise ValueError(f"--data {local}: cannot read the splits of config {dataset_name!r} ({_first_line(err)})") from None
+        from spatial_tasks.common.validate import dataset_file_problem
+
+        problem = dataset_file_problem(str(local), dataset_name)
+        raise ValueError(f"--data {local}: " + (problem or f"cannot read the splits of config {dataset_name!r} "
+                                                            f"({_first_line(err)})")) from None
     if split is not None:
         if split not in names:
             raise ValueError(f"--split {split}: {local} [{dataset_name}] declares only the split(s) {names}")

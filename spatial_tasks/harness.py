@@ -329,6 +329,11 @@ def failure_line(data: TaskData, error: BaseException) -> str:
         reason = reason[:899] + "…"
     if isinstance(error, UserError):  # bad data or a bad setting: its message says what and where
         return f"spatial-tasks: task {data.task}: {reason}"
+    from spatial_tasks.common.validate import dataset_file_problem
+
+    problem = dataset_file_problem(data.path, data.name, **data.load_kwargs())
+    if problem:  # datasets says only "DatasetGenerationError": name the file that stopped it
+        return f"spatial-tasks: task {data.task} cannot load {data.label}: {problem}"
     hint = (f"point ${data.override} at a local copy" if data.override else
             "check the path, or run `spatial-tasks inspect " + data.path + "` to see what it holds")
     if any(word in reason.lower() for word in ("offline", "connect", "resolve", "reach")):

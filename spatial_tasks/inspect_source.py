@@ -1,19 +1,21 @@
 """``spatial-tasks inspect SOURCE``: what a dataset holds, and which of our readers takes it.
 
-First contact with an unknown layout should teach something. For a local folder, or a Hub id read
-from the local Hugging Face cache (nothing is downloaded), this lists the files, then every config
-and split ``datasets`` finds there with its columns and their types and one sample row (long
-values cut, images shown as their size), and says for each split which benchmark reader accepts
-its layout (each benchmark's ``inspect_split``: the columns and types the loaders check first) or, when none does, the
-first reason each gives. Rows are read lazily (streaming), so a large release costs seconds; the
-rows themselves are checked when a task loads them.
+First contact with an unknown layout should teach something. For a local folder, one data file
+(parquet, JSON lines, CSV, TSV), or a Hub id read from the local Hugging Face cache (nothing is
+downloaded), this lists the files, then every config and split ``datasets`` finds there with its
+columns and their types and one sample row (long values cut, images shown as their size), and says
+for each split which benchmark reader takes it (each benchmark's ``inspect_split``) or, when none
+does, the first reason each gives. A data file that cannot be read is named with the reason (no
+rows, not parquet). Rows are read lazily (streaming), so a large release costs seconds.
 
-Readers judge a split's columns, not its values: "accepted" means the loader will read it, and its
-row checks may still name a bad row.
+A reader is listed as "accepted" only when the rows read here (the first ``SAMPLE_ROWS``) load
+through its benchmark's own loader, not merely when the columns fit; a later row may still be
+refused, with its number, when a task loads the whole split.
 """
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +30,9 @@ from spatial_tasks.registry import benchmarks
 SAMPLE_ROWS = 8  # rows read per split to try the readers on
 MAX_FILES = 40
 CUT = 80  # characters of a sample value shown
+# One data file, read as datasets' builder for its suffix would read it (TSV: the csv builder).
+FILE_BUILDERS = {".parquet": ("parquet", {}), ".jsonl": ("json", {}), ".json": ("json", {}),
+                 ".csv": ("csv", {}), ".tsv": ("csv", {"delimiter": "\t"}), ".arrow": ("arrow", {})}
 
 
 @dataclass
@@ -82,7 +87,10 @@ def resolve(source: str) -> Path:
     if path.is_dir():
         return path.resolve()
     if path.exists():
-        raise DataError(f"{source}: a file; inspect takes a dataset folder or a Hub id")
+        if path.suffix.lower() not in FILE_BUILDERS:
+            raise DataError(f"{source}: inspect reads a dataset folder, a Hub id, or one data file "
+                            f"({', '.join(FILE_BUILDERS)}); this file is none of them")
+        return path.absolute()  # a link keeps its own name (and suffix); the report names its target
     if source.count("/") == 1 and not source.startswith((".", "/", "~")):
         from huggingface_hub import snapshot_download
 
@@ -108,12 +116,19 @@ def _show(value: Any) -> str:
 def _split_report(folder: Path, config: str, split: str, benchmarks: list[str], files: list[str]) -> SplitReport:
     report = SplitReport(config=config, split=split)
     try:
-        stream = datasets.load_dataset(str(folder), config, split=split, streaming=True)
+        if folder.is_file():
+            builder, options = FILE_BUILDERS[folder.suffix.lower()]
+            stream = datasets.load_dataset(builder, data_files=str(folder), split="train", streaming=True, **options)
+        else:
+            stream = datasets.load_dataset(str(folder), config, split=split, streaming=True)
         stream = stream.cast_column("image", datasets.Image(decode=False)) if isinstance(
             (stream.features or {}).get("image"), datasets.Image) else stream
         rows = list(itertools.islice(iter(stream), SAMPLE_ROWS))
     except Exception as err:  # noqa: BLE001 - whatever datasets says, reported
-        report.error = f"datasets cannot read it: {type(err).__name__}: {' '.join(str(err).split())[:300]}"
+        from spatial_tasks.common.validate import dataset_file_problem
+
+        problem = dataset_file_problem(str(folder), config)
+        report.error = problem or f"datasets cannot read it: {type(err).__name__}: {' '.join(str(err).split())[:300]}"
         return report
     features = stream.features or (datasets.Dataset.from_list(rows).features if rows else datasets.Features())
     report.columns = {name: kind_of(feature) for name, feature in features.items()}
@@ -126,7 +141,11 @@ def _split_report(folder: Path, config: str, split: str, benchmarks: list[str], 
         {k: [] for k in features}, features=features)
     for benchmark in benchmarks:
         try:
-            report.readers[benchmark] = readers()[benchmark](sample, f"{config}/{split}", files)
+            reader = readers()[benchmark]
+            # ``root`` (the local folder, for image paths) goes to readers that take it
+            where = {"root": folder.parent if folder.is_file() else folder} if "root" in inspect.signature(
+                reader).parameters else {}
+            report.readers[benchmark] = reader(sample, f"{config}/{split}", files, **where)
         except Exception as err:  # noqa: BLE001 - a reader that cannot judge says so
             report.readers[benchmark] = f"cannot judge ({type(err).__name__}: {err})"
     return report
@@ -139,6 +158,16 @@ def inspect_source(source: str, benchmark: str | None = None) -> Report:
     chosen = [benchmark] if benchmark else list(readers())
     folder = resolve(source)
     report = Report(source=source, folder=str(folder))
+    if folder.is_file():  # one data file: itself, as one split
+        from spatial_tasks.common.validate import data_file_problem
+
+        report.files = [folder.name]
+        problem = data_file_problem(folder)
+        if problem:
+            report.error = problem
+        else:
+            report.splits.append(_split_report(folder, "(the file)", "train", chosen, [folder.name]))
+        return report
     files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
                    if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
     report.files, report.more_files = files[:MAX_FILES], max(0, len(files) - MAX_FILES)
@@ -152,7 +181,10 @@ def inspect_source(source: str, benchmark: str | None = None) -> Report:
         try:
             splits = datasets.get_dataset_split_names(str(folder), config)
         except Exception as err:  # noqa: BLE001
-            report.splits.append(SplitReport(config=config, split="?", error=f"cannot list its splits: {err}"))
+            from spatial_tasks.common.validate import dataset_file_problem
+
+            problem = dataset_file_problem(str(folder), config)
+            report.splits.append(SplitReport(config=config, split="?", error=problem or f"cannot list its splits: {err}"))
             continue
         for split in splits:
             report.splits.append(_split_report(folder, config, split, chosen, files))

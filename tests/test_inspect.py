@@ -38,7 +38,7 @@ def test_every_bundled_sample(folder, reader, configs):
     report = inspect_source(str(TASKS / folder))
     assert {s.config for s in report.splits} == configs
     assert all(s.columns and s.sample for s in report.splits)
-    assert reader in accepted(report)
+    assert accepted(report) == {reader}  # issue 32: listed only where its loader reads the rows
     text = render(report)
     assert "read by:" in text and "first row:" in text
 
@@ -96,3 +96,33 @@ def test_the_command(tmp_path):
     assert bad.returncode == 2 and "no such folder" in bad.stderr
     wrong = subprocess.run([SPATIAL_TASKS, "inspect", str(TASKS), "--benchmark", "mmlu"], capture_output=True, text=True)
     assert wrong.returncode == 2 and "--benchmark 'mmlu': one of spatialtunnel, o3d, dori, vague" in wrong.stderr
+
+
+def test_a_data_file_is_inspected_and_an_unreadable_one_is_named(tmp_path):
+    """Issue 32, items 4 and 6: ``inspect`` takes one data file, as the README says; a parquet file
+    with no rows, or one that is not parquet (also behind a link), is named with the reason; and
+    a reader whose columns fit but whose loader refuses the rows is not listed (the DORI sample
+    fits the official SpatialTunnel table's columns, but its answers are not Yes/No)."""
+    import pyarrow.parquet as pq
+
+    dori_file = next((TASKS / "dori/sample").glob("*.parquet"))
+    report = inspect_source(str(dori_file))
+    assert [s.config for s in report.splits] == ["(the file)"] and accepted(report) == {"dori"}
+    assert "rows do not load" in report.splits[0].readers["spatialtunnel"]
+    assert "is not Yes or No" in report.splits[0].readers["spatialtunnel"]
+
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(pq.read_table(dori_file).slice(0, 0), empty)
+    foreign = tmp_path / "notes.txt"
+    foreign.write_text("hello\n")
+    link = tmp_path / "linked.parquet"
+    link.symlink_to(foreign)
+    assert inspect_source(str(empty)).error == f"{empty}: no rows (a parquet file with only its schema)"
+    assert inspect_source(str(link)).error.startswith(f"{link} (a link to {foreign}): not a readable parquet file")
+    with pytest.raises(DataError, match="inspect reads a dataset folder, a Hub id, or one data file"):
+        inspect_source(str(foreign))
+    folder = tmp_path / "folder" / "phase_variation"
+    folder.mkdir(parents=True)
+    pq.write_table(pq.read_table(dori_file).slice(0, 0), folder / "test-00000.parquet")
+    (split,) = inspect_source(str(folder.parent)).splits
+    assert split.error == f"{folder / 'test-00000.parquet'}: no rows (a parquet file with only its schema)"

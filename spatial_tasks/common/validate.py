@@ -7,9 +7,11 @@ ValueError) whose message names the file (or split), the row and the field.
 
 from __future__ import annotations
 
+import itertools
 import math
 import reprlib
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 import datasets
 
@@ -180,6 +182,52 @@ def parquet_columns(path, error: type[DataError] = SourceError) -> list[str]:
     except Exception as err:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise error(f"{path}: not a readable parquet file ({first[:160]})") from None
+
+
+def data_file_problem(path: str | Path) -> str | None:
+    """Why one local data file cannot be read as a table ("FILE: no rows", "FILE: not a readable
+    parquet file (...)"), or None when it can. ``datasets`` reports either case as a bare
+    DatasetGenerationError, so the loaders ask this to name the file."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    shown = f"{path} (a link to {path.resolve()})" if path.is_symlink() else str(path)
+    if not path.is_file():
+        return f"{shown}: missing"
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        try:
+            rows = pq.read_metadata(path).num_rows
+        except Exception as err:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            return f"{shown}: not a readable parquet file ({first[:160]})"
+        return None if rows else f"{shown}: no rows (a parquet file with only its schema)"
+    if suffix in (".csv", ".tsv", ".jsonl", ".json", ".txt"):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                lines = [line for line in itertools.islice(fh, 2) if line.strip()]
+        except UnicodeDecodeError:
+            return f"{shown}: not UTF-8 text (is it really a {suffix} file?)"
+        header = 1 if suffix in (".csv", ".tsv") else 0
+        if len(lines) <= header:
+            return f"{shown}: no rows" + (" (only a header line)" if lines else " (the file is empty)")
+    return None
+
+
+def dataset_file_problem(path: str, name: str | None = None, **load_kwargs) -> str | None:
+    """The first problem (``data_file_problem``) among the local data files ``datasets`` would
+    read for config ``name`` of ``path`` (a folder, or a builder such as "parquet" with
+    ``data_files``); None when they all read, or they are not local (a Hub id is never resolved)."""
+    from spatial_tasks.harness import LOCAL_BUILDERS
+
+    if not (Path(path).expanduser().is_dir() or path in LOCAL_BUILDERS):
+        return None
+    try:
+        builder = datasets.load_dataset_builder(str(path), name, **load_kwargs)
+        files = [f for split in (builder.config.data_files or {}).values() for f in split]
+    except Exception:  # noqa: BLE001 - the caller reports the loading error itself
+        return None
+    return next((problem for f in files if (problem := data_file_problem(f))), None)
 
 
 def reads_docs(benchmark: str, fields: Sequence[str]) -> Callable:

@@ -46,25 +46,34 @@ def report(entries: list, out: Path):
     return dori_figures(entries, out)
 
 
-def inspect_split(ds, name: str, files=()) -> str:
+def inspect_split(ds, name: str, files=(), root: Path | None = None) -> str:
     """The generator's layout, or an official-release layout whose columns map by name (task and
     granularity may come from the file paths)."""
-    from spatial_tasks.common.origin import Origin, in_memory
+    from spatial_tasks.common.origin import Origin
     from spatial_tasks.common.validate import DataError
     from spatial_tasks.dori import load
 
-    if load.is_generated(ds):
-        return "accepted: DORI, spatial-tasks generator layout"
     data = [f for f in files if f.endswith((".parquet", ".jsonl", ".json", ".csv", ".tsv", ".arrow"))]
     named = data and all(load.task_from_text(f) for f in data)
-    origin = Origin(label=name, files=tuple((f, 0) for f in data)) if named else in_memory(name)
+    origin = Origin(label=name, files=tuple((f, 0) for f in data) if named else (), root=root)
     try:
-        load.map_columns(ds, origin, name)
-        how = " (task and granularity from the file paths)" if named and "task" not in load.resolve_columns(
-            ds.column_names) else ""
-        return f"accepted: DORI, an official-release layout (columns mapped by name){how}"
+        how = ""
+        if load.is_generated(ds):
+            verdict = "accepted: DORI, spatial-tasks generator layout"
+        else:
+            load.map_columns(ds, origin, name)
+            how = " (task and granularity from the file paths)" if named and "task" not in load.resolve_columns(
+                ds.column_names) else ""
+            verdict = f"accepted: DORI, an official-release layout (columns mapped by name){how}"
     except DataError as err:
         return str(err)
+    if how:  # the rows read here are not tied to their files, so their tasks are unknown here
+        return verdict
+    try:  # the rows themselves must load, not only the columns fit
+        load.to_docs(ds, origin, hint=name)
+    except DataError as err:
+        return f"the columns fit, but the rows do not load: {err}"
+    return verdict
 
 
 def custom_data(request) -> dict:

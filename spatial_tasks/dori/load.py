@@ -40,6 +40,7 @@ from spatial_tasks.common.validate import (
     SourceError,
     check_unique,
     columns,
+    dataset_file_problem,
     is_finite_number,
     require_columns,
     short,
@@ -525,12 +526,16 @@ def discover(path: str, load_kwargs: Mapping[str, Any] | None = None) -> list[tu
         try:
             splits = datasets.get_dataset_split_names(path, config, **load_kwargs)
         except Exception as err:  # noqa: BLE001
-            raise SourceError(f"{path} [{config}]: cannot list its splits ({type(err).__name__}: {str(err)[:200]}); "
-                              f"configs found: {configs}") from None
+            problem = dataset_file_problem(path, config, **load_kwargs)
+            raise SourceError(f"{path} [{config}]: " + (problem or f"cannot list its splits ({type(err).__name__}: "
+                                                                   f"{str(err)[:200]}); configs found: {configs}")) from None
         for split in splits:
             try:
                 data = datasets.load_dataset(path, config, split=split, **load_kwargs)
             except Exception as err:  # noqa: BLE001
+                problem = dataset_file_problem(path, config, **load_kwargs)
+                if problem:
+                    raise SourceError(f"{path} [{config}] split {split}: {problem}") from None
                 raise SourceError(f"{path} [{config}] split {split}: cannot load ({type(err).__name__}: "
                                   f"{str(err)[:200]}); configs found: {configs}, splits: {splits}") from None
             parts.append((config, split, data, origin_for(data, path, config, split, load_kwargs)))

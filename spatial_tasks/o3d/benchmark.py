@@ -73,7 +73,7 @@ def report(entries: list, out: Path):
     return o3d_figures(entries, out)
 
 
-def inspect_split(ds, name: str, files=()) -> str:
+def inspect_split(ds, name: str, files=(), root: Path | None = None) -> str:
     import datasets
 
     from spatial_tasks.o3d import schema

@@ -36,7 +36,7 @@ from PIL import Image
 
 from spatial_tasks.common import images
 from spatial_tasks.common.origin import Origin, in_memory, origin_for
-from spatial_tasks.common.validate import INSPECT_HINT, require_columns
+from spatial_tasks.common.validate import INSPECT_HINT, dataset_file_problem, require_columns
 from spatial_tasks.o3d import markers, schema
 from spatial_tasks.o3d.schema import SchemaError
 
@@ -106,6 +106,7 @@ class O3DSource(Mapping):
                 ds = datasets.load_dataset(self.path, name, split=schema.SPLIT, **self.load_kwargs)
             except Exception as exc:  # the datasets error names the config; add the source
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                first = dataset_file_problem(self.path, name, **self.load_kwargs) or first
                 raise KeyError(f"cannot load subset {name!r} from O3-D source {self.path!r}: {first}{INSPECT_HINT}") from exc
             self._subsets[name] = ds
             return ds

@@ -62,10 +62,10 @@ def report(entries: list, out: Path):
     return spatialtunnel_figures(entries, out)
 
 
-def inspect_split(ds, name: str, files=()) -> str:
+def inspect_split(ds, name: str, files=(), root: Path | None = None) -> str:
     from spatial_tasks.spatialtunnel.inspect import read_split
 
-    return read_split(ds, name)
+    return read_split(ds, name, root)
 
 
 def custom_data(request) -> dict | None:
@@ -78,18 +78,32 @@ PROBE_COLUMNS = {"coh_h": "Coh_H", "coh_v": "Coh_V", "coh_d": "Coh_D", "vd_ei": 
 
 
 def study_figures(root: Path) -> list[tuple[Path, str, str, str, dict]]:
-    """Every ``spatial-tasks probe`` folder under ``root``: Table 5 at the layer its metrics.json reports."""
-    import json
-
+    """Every ``spatial-tasks probe`` folder under ``root``: Table 5 at the layer its metrics.json
+    reports. A metrics.json that cannot be read, or is not shaped as the probe writes it, is named."""
+    from spatial_tasks.common.jsonfile import read_json_object
+    from spatial_tasks.common.samples import SamplesError
     from spatial_tasks.spatialtunnel.probe.run import METRICS
 
     out = []
     for metrics_file in sorted(Path(root).rglob(METRICS)):
-        data = json.loads(metrics_file.read_text(encoding="utf-8"))
-        at_layer = data.get("at_layer") or {}
-        out.append((metrics_file.parent, str(data.get("model")), "table5", f"probe, layer {data.get('layer')}",
-                    {column: at_layer.get(key) for column, key in PROBE_COLUMNS.items()}))
+        data = read_json_object(metrics_file, "a probe's metrics.json", SamplesError)
+        at_layer, layer = data.get("at_layer"), data.get("layer")
+        if not isinstance(data.get("model"), str) or not (layer is None or type(layer) is int) \
+                or not (at_layer is None or isinstance(at_layer, dict)):
+            raise SamplesError(f"{metrics_file}: not a probe's metrics.json (expected \"model\" text, \"layer\" a "
+                               "number or null, \"at_layer\" an object or null); rerun `spatial-tasks probe` on its "
+                               "folder to rewrite it")
+        figures = {column: at_layer.get(key) for column, key in PROBE_COLUMNS.items()} if at_layer else {}
+        bad = [column for column, value in figures.items() if value is not None and not _is_number(value)]
+        if bad:
+            raise SamplesError(f"{metrics_file}: at_layer: {', '.join(bad)} is not a number")
+        out.append((metrics_file.parent, data["model"], "table5", f"probe, layer {layer}",
+                    {column: figures.get(column) for column in PROBE_COLUMNS}))
     return out
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def probe_section(folders: list[Path], out: Path):

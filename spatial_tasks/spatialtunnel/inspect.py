@@ -8,11 +8,11 @@ from collections import Counter
 
 import datasets
 
-from spatial_tasks.common.origin import in_memory
+from spatial_tasks.common.origin import Origin, in_memory
 from spatial_tasks.common.validate import DataError
 
 
-def read_split(ds: datasets.Dataset, name: str) -> str:
+def read_split(ds: datasets.Dataset, name: str, root=None) -> str:
     """"accepted: ..." with the task that reads it, or the first reason the tables refuse it."""
     from spatial_tasks.spatialtunnel import load
     from spatial_tasks.spatialtunnel.probe import data as probe_data
@@ -23,9 +23,15 @@ def read_split(ds: datasets.Dataset, name: str) -> str:
         if set(columns) <= set(ds.column_names):
             return f"accepted: {task}"
     try:
-        return f"accepted: {load.detect_format(ds, in_memory(name))} (spatialtunnel_phase / _size)"
+        layout = load.detect_format(ds, in_memory(name))
     except DataError as err:
         first = str(err)
+    else:
+        try:  # the rows themselves must load, not only the columns fit
+            load.to_docs(ds, Origin(label=name, root=root))
+        except DataError as err:
+            return f"the columns fit the tunnel tables, but the rows do not load: {err}"
+        return f"accepted: {layout} (spatialtunnel_phase / _size)"
     try:
         origin = in_memory(name)
         layout = probe_data.detect_layout(ds.column_names, origin)

@@ -56,12 +56,18 @@ def report(entries: list, out: Path):
     return vague_figures(entries, out)
 
 
-def inspect_split(ds, name: str, files=()) -> str:
+def inspect_split(ds, name: str, files=(), root: Path | None = None) -> str:
+    from spatial_tasks.common.origin import Origin
+    from spatial_tasks.common.validate import DataError
     from spatial_tasks.vague import load
 
     missing = [c for c in load.TABLE_COLUMNS if c not in ds.column_names]
     if missing:
         return f"not the VAGUE release's table: missing column(s) {missing}"
+    try:  # the rows themselves must load, not only the columns fit
+        load.docs_from_table(ds, Origin(label=name, root=root))
+    except DataError as err:
+        return f"the columns fit, but the rows do not load: {err}"
     return "accepted: VAGUE, the Hub release's table (subsets from image_name)"
 
 

@@ -140,3 +140,41 @@ def test_report_and_results_merge_what_they_replace_and_never_overwrite_a_file_t
     refused = _run_cli(["results", str(golden_runs / "dori"), "--out", str(out), "--iterations", "100"])
     assert refused.returncode == 2 and "results.jsonl:1: not a result record" in refused.stderr, refused.stderr
     assert "nothing was written" in refused.stderr and (out / "results.csv").read_bytes() == before
+
+
+def _empty_copy(sample: Path, tmp_path: Path, config_file: str) -> tuple[Path, Path]:
+    """A copy of a bundled sample whose one parquet file keeps its schema but no rows."""
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / sample.parent.name
+    shutil.copytree(sample, folder)
+    emptied = folder / config_file
+    pq.write_table(pq.read_table(emptied).slice(0, 0), emptied)
+    return folder, emptied
+
+
+def test_a_parquet_file_without_rows_is_named_by_every_loader(tmp_path):
+    """Issue 32, item 4: a 0-row parquet file gave datasets' bare "DatasetGenerationError"
+    (SpatialTunnel, O3-D, DORI); each loader now names the file and says it has no rows."""
+    import datasets
+
+    from spatial_tasks.common.validate import SourceError
+    from spatial_tasks.dori import load as dori_load
+    from spatial_tasks.harness import TaskData, failure_line
+    from spatial_tasks.o3d.load import O3DSource
+
+    tasks = Path("tasks")
+    folder, emptied = _empty_copy(tasks / "spatialtunnel/sample", tmp_path, "phase_variation/test-00000-of-00001.parquet")
+    data = TaskData(task="spatialtunnel_phase", path=str(folder), name="phase_variation", split="test")
+    with pytest.raises(Exception) as caught:  # what lmms-eval meets when it loads the task's data
+        datasets.load_dataset(data.path, data.name, split=data.split)
+    assert failure_line(data, caught.value).endswith(f"{emptied}: no rows (a parquet file with only its schema)")
+
+    folder, emptied = _empty_copy(tasks / "o3d/sample", tmp_path, "kb-1cue/train-00000-of-00001.parquet")
+    with pytest.raises(KeyError, match=re.escape(f"{emptied}: no rows")):
+        O3DSource("emptied", path=str(folder)).subset("kb-1cue")
+
+    (dori_file,) = (tasks / "dori/sample").glob("*.parquet")
+    folder, emptied = _empty_copy(tasks / "dori/sample", tmp_path, dori_file.name)
+    with pytest.raises(SourceError, match=re.escape(f"{emptied}: no rows")):
+        dori_load.discover(str(folder))

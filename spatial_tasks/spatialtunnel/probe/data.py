@@ -209,6 +209,11 @@ def resolve_source(source: str | Path) -> list[Path]:
 
 
 def _read(path: Path) -> tuple[datasets.Dataset, Origin]:
+    from spatial_tasks.common.validate import data_file_problem
+
+    problem = data_file_problem(path)  # datasets would say only "DatasetGenerationError"
+    if problem:
+        raise ProbeDataError(problem)
     if path.suffix == ".parquet":
         dataset = datasets.load_dataset("parquet", data_files=str(path), split="train")
     else:  # every column as text: object names such as "None" or "1" must stay names

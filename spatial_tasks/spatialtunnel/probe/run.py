@@ -25,6 +25,7 @@ import csv
 import hashlib
 import json
 import os
+import reprlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,14 +86,26 @@ def fingerprint(pairs: Sequence[ProbePair]) -> str:
     return digest.hexdigest()
 
 
+# What a probe.json must hold for a probe to resume or be recomputed (the rest is description).
+_META_FIELDS = {"model": str, "data": str, "pairs": int, "num_layers": int, "hidden_size": int}
+
+
 def _read_meta(out: Path) -> dict | None:
+    from spatial_tasks.common.jsonfile import read_json_object
+
     path = out / META
     if not path.is_file():
         return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, RecursionError) as err:
-        raise ProbeError(f"{path}: not valid JSON ({err}); remove the folder or use --overwrite") from None
+    meta = read_json_object(path, f"a probe's {META}", ProbeError)
+    for field, kind in _META_FIELDS.items():
+        if not isinstance(meta.get(field), kind) or isinstance(meta.get(field), bool):
+            raise ProbeError(f"{path}: {field}: expected {kind.__name__}, found {meta.get(field)!r}; the file is "
+                             "damaged: remove the folder or rerun with --overwrite")
+    layers = meta.get("layers")
+    if layers is not None and not (isinstance(layers, list) and all(type(i) is int and i >= 0 for i in layers)):
+        raise ProbeError(f"{path}: layers: expected a list of layer numbers, found {reprlib.repr(layers)}; "
+                         "remove the folder or rerun with --overwrite")
+    return meta
 
 
 def done_rows(out: Path) -> dict[int, dict]:
