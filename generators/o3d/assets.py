@@ -27,13 +27,17 @@ sunrise, sunset), plus HDRI Haven's under ``--assets``.
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import json
 import os
+import reprlib
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -161,7 +165,7 @@ def fetch_pybullet(root: Path | None = None, *, archive: Path | None = None) -> 
         target.parent.mkdir(parents=True, exist_ok=True)  # staging beside the target: one atomic rename
         staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".pybullet-"))
         try:
-            with tarfile.open(archive) as tar:
+            with _open_archive(archive) as tar, _archive_errors(archive):
                 members = {m.name.removeprefix(PYBULLET_PREFIX): m for m in tar.getmembers()
                            if m.name.startswith(PYBULLET_PREFIX) and m.isfile()}
                 for rel in wanted:
@@ -242,11 +246,14 @@ def _manifest(path: Path) -> dict[str, dict]:
     assets = data.get("assets") if isinstance(data, dict) else None
     if not isinstance(assets, dict):
         raise ValueError(f"{path}: no 'assets' mapping (Kubric's manifest format)")
-    for asset_id in assets:  # an id names a folder and a cache entry: it must stay inside them
+    for asset_id, entry in assets.items():  # an id names a folder and a cache entry: it must stay inside them
         try:
             safe_name(asset_id, "asset id")
         except DataError as err:
             raise DataError(f"{path}: {err}") from None
+        if not isinstance(entry, dict) or not isinstance(entry.get("kwargs", {}), dict):
+            raise DataError(f"{path}: asset {asset_id!r}: expected an object with a 'kwargs' object (Kubric's "
+                            f"manifest format), found {reprlib.repr(entry)}")
     return assets
 
 
@@ -261,14 +268,34 @@ def _asset_folder(root: Path, stem: str, asset_id: str) -> Path:
     unpacked = cache_dir() / "kubric" / stem / asset_id
     if not unpacked.is_dir():
         staging = Path(tempfile.mkdtemp(prefix=f".{asset_id}-"))
-        with tarfile.open(packed) as tar:
-            tar.extractall(staging, filter="data")
-        inner = [p for p in staging.iterdir()]
-        source = inner[0] if len(inner) == 1 and inner[0].is_dir() else staging
-        unpacked.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(source), unpacked)
-        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            with _open_archive(packed) as tar, _archive_errors(packed):
+                tar.extractall(staging, filter="data")
+            inner = [p for p in staging.iterdir()]
+            source = inner[0] if len(inner) == 1 and inner[0].is_dir() else staging
+            unpacked.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(source), unpacked)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return unpacked
+
+
+def _open_archive(path: Path) -> tarfile.TarFile:
+    """``path`` opened as a tar archive; one that is not one (or is cut short) is named."""
+    with _archive_errors(path):
+        return tarfile.open(path)
+
+
+@contextlib.contextmanager
+def _archive_errors(path: Path):
+    """Reading a damaged archive (not tar, bad gzip, cut short) raises ``DataError`` naming it."""
+    try:
+        yield
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as err:
+        reason = " ".join(str(err).split()) or type(err).__name__
+        if "could not be opened successfully" in reason:  # tarfile tried every compression it knows
+            reason = "not a tar archive, plain or gzip/bz2/xz-compressed"
+        raise DataError(f"{path}: not a readable .tar.gz archive ({reason[:160]}); download it again") from None
 
 
 # ------------------------------------------------------------------------------- catalogue

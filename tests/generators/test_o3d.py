@@ -320,8 +320,40 @@ def test_a_folder_without_manifests_is_refused(tmp_path):
      r"GSO\.json: asset id '\.\./\.\./escape': not usable as a file name"),
     ({"assets": {"/abs": {"kwargs": {"render_filename": "{asset_dir}/x.obj"}}}}, r"asset id '/abs'"),
     ("[" * 100_000 + "]" * 100_000, r"GSO\.json: not a readable JSON manifest \(RecursionError"),
+    ({"assets": {"box": "a string"}}, r"GSO\.json: asset 'box': expected an object with a 'kwargs' object"),
+    ({"assets": {"box": {"kwargs": [1]}}}, r"GSO\.json: asset 'box': expected an object with a 'kwargs' object"),
 ])
 def test_a_manifest_whose_ids_would_leave_the_folder_or_that_nests_too_deep(tmp_path, manifest, match):
     (tmp_path / "GSO.json").write_text(manifest if isinstance(manifest, str) else json.dumps(manifest))
     with pytest.raises(ValueError, match=match):
         assets.KubricAssets.load(tmp_path)
+
+
+@pytest.mark.parametrize("damage", ["random bytes", "cut short"])
+def test_a_damaged_archive_is_named_and_leaves_nothing_behind(tmp_path, monkeypatch, damage):
+    """Issue 32, item 4: a packed Kubric asset (``<id>.tar.gz``) or a pybullet source archive that is
+    not a tar archive, or is cut short, is named (not an internal error), and no half-unpacked
+    folder is left in the cache."""
+    import io
+    import random
+    import tarfile
+
+    monkeypatch.setenv("SPATIAL_TASKS_ASSETS", str(tmp_path / "cache"))
+    good = io.BytesIO()
+    with tarfile.open(fileobj=good, mode="w:gz") as tar:
+        data = random.Random(0).randbytes(200_000)
+        info = tarfile.TarInfo("box/visual_geometry.obj")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    payload = random.Random(1).randbytes(500) if damage == "random bytes" else good.getvalue()[:100_000]
+    (tmp_path / "GSO").mkdir()
+    (tmp_path / "GSO" / "box.tar.gz").write_bytes(payload)
+    (tmp_path / "GSO.json").write_text(json.dumps({"assets": {"box": {"kwargs": {
+        "render_filename": "{asset_dir}/visual_geometry.obj"}}}}))
+    with pytest.raises(ValueError, match=r"GSO/box\.tar\.gz: not a readable \.tar\.gz archive"):
+        assets.KubricAssets.load(tmp_path)
+    assert not (tmp_path / "cache" / "kubric" / "GSO" / "box").exists()
+    (tmp_path / "pybullet.tar.gz").write_bytes(payload)
+    with pytest.raises(ValueError, match=r"pybullet\.tar\.gz: not a readable \.tar\.gz archive"):
+        assets.fetch_pybullet(tmp_path / "pb", archive=tmp_path / "pybullet.tar.gz")
+    assert not (tmp_path / "pb").exists() or not any((tmp_path / "pb").iterdir())
