@@ -43,6 +43,7 @@ from spatial_tasks.common.validate import (
     parquet_columns,
     short,
 )
+from spatial_tasks.vague.person_tags import check_boxes
 from spatial_tasks.vague.schema import (
     BENCHMARK,
     DOC_FIELDS,
@@ -147,6 +148,16 @@ def item_to_doc(item: Any, index: int, where: str, subset: str, image: dict | No
         if not (isinstance(box, (list, tuple)) and len(box) == 4 and all(is_finite_number(v) for v in box)
                 and box[0] <= box[2] and box[1] <= box[3]):
             raise bad(f"meta.person_bbox[{k}]", f"{short(box)} is not [x1, y1, x2, y2]")
+    if width is not None and height is not None:  # boxes are in the stated size (drawn there, mid-run)
+        for k, box in enumerate(boxes):
+            if not (0 <= box[0] and 0 <= box[1] and box[2] <= width and box[3] <= height):
+                raise bad(f"meta.person_bbox[{k}]", f"{short(box)} is not inside the {width:g} x {height:g} image "
+                                                    "(meta.img_size)")
+    listener = listener_of(solution)
+    tag = re.fullmatch(r"person\s*(\d+)", listener, flags=re.IGNORECASE)
+    if tag and meta.get("person_bbox") is not None and not 1 <= int(tag.group(1)) <= len(boxes):
+        raise bad("solution", f"the listener {listener!r} has no person tag: the item has {len(boxes)} person "
+                              "box(es) (meta.person_bbox), tagged 1.." + str(len(boxes)))
     rating = _struct(meta.get("rating"), "meta.rating", bad)
     for key in ("direct", "indirect"):
         value = rating.get(key)
@@ -164,7 +175,7 @@ def item_to_doc(item: Any, index: int, where: str, subset: str, image: dict | No
         "benchmark": BENCHMARK, "item_id": f"{subset}-{index:05d}", "subset": subset, "index": index,
         "image_name": image_name, "image": image, "tags": tags,
         "direct": _text(item, "direct", bad, required=False) or "", "indirect": indirect, "solution": solution,
-        "listener": listener_of(solution),
+        "listener": listener,
         "letters": [b[0] for b in by_letter], "option_texts": [b[1] for b in by_letter],
         "option_types": [b[2] for b in by_letter], "answer": str(ordering[0]), "correct_intention": texts[0].strip(),
         "caption": caption if isinstance(caption, str) and caption.strip() else None,
@@ -219,6 +230,10 @@ def _look_at_image(doc: dict, data: bytes, image_where: str, where: str) -> None
     if None not in stated and tuple(round(v) for v in stated) != image.size:
         raise SourceError(f"{where} ({doc['image_name']!r}), key 'meta.img_size': {stated[0]:g} x {stated[1]:g} but the "
                           f"image is {image.size[0]} x {image.size[1]} (person boxes are in the stated size)")
+    try:  # without a stated size, the boxes are checked against the image itself
+        check_boxes(doc["person_boxes"], image.size)
+    except ValueError as err:
+        raise SourceError(f"{where} ({doc['image_name']!r}), key 'meta.person_bbox': {err}") from None
     rgb = np.asarray(image.convert("RGB"), dtype=np.float32) / 255.0
     doc["tags"] = "in image" if has_person_tags(rgb, doc["person_boxes"]) else "drawn"
 
@@ -300,16 +315,34 @@ def read_json(file: Path) -> Any:
         raise SourceError(f"{file}: not a readable JSON file ({type(err).__name__}: {str(err)[:160]})") from None
 
 
-def _looks_like_items(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(v, Mapping) and "mcq" in v for v in value[:20])
+ITEM_KEYS = frozenset({"image_name", "indirect", "solution", "mcq"})  # any one marks a VAGUE item
+
+
+def _has_items(value: Any) -> bool:
+    return isinstance(value, list) and any(isinstance(v, Mapping) and ITEM_KEYS & set(v) for v in value)
 
 
 def item_files(root: Path) -> tuple[list[tuple[Path, list]], list[Path]]:
-    """(item files with their items, JSON files that are not item lists) under ``root``."""
+    """(item files with their items, JSON files that hold no VAGUE items) under ``root``.
+
+    A file is an item file when any of its elements looks like an item (has one of ``ITEM_KEYS``):
+    then every element is read and checked, so one bad item names itself instead of hiding its
+    file. Items wrapped in an object ({"items": [...]}) are refused: the release's files are lists.
+    Folders named ``_*`` (the generator's scratch) or ``.*`` are not read."""
     items, other = [], []
     for path in sorted(Path(root).rglob("*.json")):
+        if any(part.startswith(("_", ".")) for part in path.relative_to(root).parts[:-1]):
+            continue  # scratch (the generator's _work) and hidden folders hold no release files
         value = read_json(path)
-        (items.append((path, value)) if _looks_like_items(value) else other.append(path))
+        if _has_items(value):
+            items.append((path, value))
+            continue
+        if isinstance(value, Mapping):
+            wrapped = [key for key, inner in value.items() if _has_items(inner)]
+            if wrapped:
+                raise SourceError(f"{path}: the VAGUE items are inside an object (key {wrapped[0]!r}); the release's "
+                                  "item files are a JSON list of items: write that list on its own")
+        other.append(path)
     return items, other
 
 
@@ -333,6 +366,7 @@ def docs_from_folder(root: Path, *, check_images: bool = True, require_images: b
         log.warning(f"{root}: not read (not lists of VAGUE items): {', '.join(str(p.relative_to(root)) for p in other)}")
     index = image_index(root)
     docs = []
+    first_of_id: dict[str, str] = {}  # item id -> "FILE, item K" that gave it
     for file, items in files:
         named = subset_of_file(file)
         if named is None:
@@ -346,12 +380,18 @@ def docs_from_folder(root: Path, *, check_images: bool = True, require_images: b
                                   "(the person-tagged VCR / Ego4D frames: tasks/vague/README.md, Images)")
             subset = named or (subset_of_name(name) if isinstance(name, str) else "vcr")
             image = None if path is None else images.ref_of_file(path, f"{path} (item {subset}-{k:05d})")
-            docs.append(item_to_doc(item, k, f"{file}, item {k}", subset, image))
+            doc = item_to_doc(item, k, f"{file}, item {k}", subset, image)
+            if doc["item_id"] in first_of_id:  # ids are positions in a subset's file: two files would clash
+                raise SourceError(f"{file}, item {k}: its id {doc['item_id']} is also {first_of_id[doc['item_id']]}: "
+                                  f"the {SUBSETS[subset]} items must come from one file (an item's id is its "
+                                  "position in it)")
+            first_of_id[doc["item_id"]] = f"{file}, item {k}"
+            docs.append(doc)
     check_ids(docs, str(root))
     if check_images:
         for doc in images.progress(docs, "VAGUE: checking images"):
             if doc["image"] is not None:
-                _look_at_image(doc, images.ref_bytes(doc["image"]), doc["image"]["where"], f"item {doc['item_id']}")
+                _look_at_image(doc, images.ref_bytes(doc["image"]), doc["image"]["where"], first_of_id[doc["item_id"]])
     report_subsets(docs, str(root), len(docs))
     return [{k: doc[k] for k in DOC_FIELDS} for doc in docs]
 

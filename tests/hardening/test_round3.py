@@ -178,3 +178,67 @@ def test_a_parquet_file_without_rows_is_named_by_every_loader(tmp_path):
     folder, emptied = _empty_copy(tasks / "dori/sample", tmp_path, dori_file.name)
     with pytest.raises(SourceError, match=re.escape(f"{emptied}: no rows")):
         dori_load.discover(str(folder))
+
+
+def _vague_copy(tmp_path: Path, change) -> Path:
+    """The bundled VAGUE GitHub-layout sample, its VCR item file changed by ``change(items)`` (which
+    returns what the file then holds)."""
+    folder = tmp_path / "vague"
+    shutil.copytree(Path("tasks/vague/sample/github"), folder)
+    (file,) = folder.glob("vcr_*.json")
+    file.write_text(json.dumps(change(json.loads(file.read_text(encoding="utf-8")))), encoding="utf-8")
+    return folder
+
+
+def _edit(index: int, edit):
+    def change(items):
+        items[index] = edit(items[index])
+        return items
+    return change
+
+
+def _meta(**fields):
+    return lambda item: {**item, "meta": {**item["meta"], **fields}}
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (_edit(1, lambda item: "an item that is a string"), r"vcr_4_sample\.json, item 1 \(None\), key 'item': not a JSON object"),
+    (_edit(2, lambda item: {k: v for k, v in item.items() if k != "mcq"}),
+     r"vcr_4_sample\.json, item 2 \('0003_Sample_Office@2'\), key 'mcq': missing"),
+    (lambda items: {"items": items}, r"vcr_4_sample\.json: the VAGUE items are inside an object \(key 'items'\)"),
+    (_edit(0, lambda item: {**item, "solution": "(person3, move, sedan)"}),
+     r"item 0 \('0001_Sample_Parking@0'\), key 'solution': the listener 'person3' has no person tag: the item has 2"),
+    (_edit(0, _meta(person_bbox=[[22.0, 60.0, 560.0, 200.0]])),
+     r"item 0 \('0001_Sample_Parking@0'\), key 'meta.person_bbox\[0\]': .* is not inside the 320 x 240 image"),
+    (_edit(0, _meta(img_size=None, person_bbox=[[22.0, 60.0, 56.0, 900.0]])),
+     r"vcr_4_sample\.json, item 0 \('0001_Sample_Parking@0'\), key 'meta.person_bbox': box 1: .* is not inside the "
+     r"320 x 240 image"),
+], ids=["string item", "no mcq", "wrapped in an object", "listener without a tag", "box outside the stated size",
+        "box outside the image"])
+def test_one_bad_vague_item_is_named_and_never_hides_its_file(tmp_path, change, message):
+    """Regression (issue 32, item 3): a string item, an item without ``mcq`` or a {"items": [...]}
+    file made the whole item file be skipped with a warning, and the load went on with the other
+    subset. Every such item is now refused, naming file and item; so are a listener with no tagged
+    box and a person box outside its image (found before, mid-run, when the tags were drawn)."""
+    from spatial_tasks.common.validate import SourceError
+    from spatial_tasks.vague.load import docs_from_folder
+
+    folder = _vague_copy(tmp_path, change)
+    with pytest.raises(SourceError, match=message):
+        docs_from_folder(folder)
+
+
+def test_two_files_of_one_vague_subset_cannot_give_the_same_item_ids(tmp_path):
+    """Issue 32, item 3: an item's id is its position in its subset's file, so two VCR files would
+    give two items each id; refused, naming both."""
+    from spatial_tasks.common.validate import SourceError
+    from spatial_tasks.vague.load import docs_from_folder
+
+    folder = _vague_copy(tmp_path, lambda items: items)
+    (file,) = folder.glob("vcr_*.json")
+    more = [{**item, "indirect": item["indirect"] + " Again."} for item in json.loads(file.read_text())]
+    (folder / "vcr_more.json").write_text(json.dumps(more), encoding="utf-8")
+    with pytest.raises(SourceError, match=r"vcr_more\.json, item 0: its id vcr-00000 is also .*vcr_4_sample\.json, "
+                                          r"item 0: the VAGUE-VCR items must come from one file"):
+        docs_from_folder(folder)
+    assert len(docs_from_folder(_vague_copy(tmp_path / "again", lambda items: items))) == 8  # the sample loads
