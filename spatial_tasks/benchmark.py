@@ -25,7 +25,7 @@ from __future__ import annotations
 import importlib
 import math
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +165,7 @@ class Benchmark:
     score: Callable[..., dict] | None = None
     summary: Callable[..., dict] | None = None
     options: tuple[str, ...] = ()  # what ``score`` / ``summary`` / ``records_from_samples`` accept
+    option_values: Mapping[str, tuple] = field(default_factory=dict)  # an option's allowed values
     scorecard: Scorecard | None = None
     # -- the papers: whose paper_results.yaml holds our tables (a re-split is in its parent's paper)
     paper: str | None = None
@@ -219,9 +220,16 @@ class Benchmark:
         return tasks_dir() / (self.task_folder or self.name)
 
     def check_options(self, options: Mapping[str, Any]) -> None:
+        """Every option named and valued as the benchmark takes it (else ValueError naming the
+        option), before any question is scored: a bad option must not be blamed on a question."""
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             raise ValueError(f"{self.name}: unknown option(s) {unknown}; it takes {list(self.options) or 'none'}")
+        for name, value in options.items():
+            allowed = self.option_values.get(name)
+            if allowed is not None and value is not None and (value not in allowed or isinstance(value, bool)):
+                raise ValueError(f"{self.name}: option {name}={value!r} is not one of "
+                                 f"{', '.join(map(repr, allowed))}")
 
     def title_for_report(self) -> str:
         return self.report_title or self.title

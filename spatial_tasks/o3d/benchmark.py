@@ -130,6 +130,7 @@ BENCHMARK = Benchmark(
     score=score,
     summary=summary,
     options=("ddof",),
+    option_values={"ddof": (0, 1)},
     scorecard=SCORECARD,
     paper=NAME,
     paper_figures=paper_figures,

@@ -152,6 +152,7 @@ BENCHMARK = Benchmark(
     score=score,
     summary=summary,
     options=("protocol",),
+    option_values={"protocol": ("auto", "exact", "logit")},  # rescore.PROTOCOLS
     scorecard=SCORECARD,
     paper=NAME,
     paper_figures=paper_figures,

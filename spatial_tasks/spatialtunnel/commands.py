@@ -69,7 +69,7 @@ def rescore_spatialtunnel(
         typer.echo(label)
         for kind in ("tasks", "groups"):
             for task, figures in run[kind].items():
-                typer.echo(f"  {task}: {figures_line(figures)}")
+                typer.echo(f"  {task} [{figures.get('protocol', '?')}]: {figures_line(figures)}")
 
 
 def probe_command(

@@ -16,7 +16,12 @@ from spatial_tasks.spatialtunnel import metrics
 from spatial_tasks.spatialtunnel.records import LoggedRecord, exact_match_record, logit_record
 
 BENCHMARK = "spatialtunnel"
-PROTOCOLS = ("auto", "exact", "logit")
+PROTOCOLS = ("auto", "exact", "logit")  # also the benchmark's option_values (spatialtunnel/benchmark.py)
+
+
+def _summary(records: list[dict]) -> dict:
+    """``metrics.summary`` and the protocol the records were scored with (a mix is named as such)."""
+    return {**metrics.summary(records), "protocol": "+".join(sorted({r["protocol"] for r in records}))}
 
 
 def records_from_samples(path: Path, protocol: str = "auto") -> list[dict]:
@@ -24,7 +29,9 @@ def records_from_samples(path: Path, protocol: str = "auto") -> list[dict]:
 
     protocol: "exact" (parse Yes/No text), "logit" (first-token payload required) or "auto"
     (each record's logged protocol; for records without one, logit when every response is a
-    logit payload, else exact).
+    logit payload, else exact). A protocol named for records that logged another one is refused
+    (naming the file and question): a task's protocol is part of the task, and figures scored with
+    the other one would belong to neither.
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"--protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
@@ -37,14 +44,24 @@ def records_from_samples(path: Path, protocol: str = "auto") -> list[dict]:
     fallback = "logit" if pairs and all(is_payload(r) for _, r in pairs) else "exact"
     out = []
     for record, response in pairs:
-        chosen = protocol if protocol != "auto" else record.get("protocol", fallback)
+        logged = record.get("protocol")
+        if protocol != "auto" and logged is not None and logged != protocol:
+            raise SamplesError(f"{path}: question {record.get('question_id')!r} was run with protocol {logged!r} "
+                               f"(its logged record says so), not {protocol!r}: --protocol only chooses for records "
+                               "that logged none; leave it at auto")
+        chosen = protocol if protocol != "auto" else logged or fallback
         if chosen not in scorers:
             raise SamplesError(f"{path}: record {record.get('question_id')!r} has unknown protocol {chosen!r}")
         out.append(scorers[chosen](record, [response]))
     return out
 
 
-PROTOCOLS = ("auto", "exact", "logit")
+PROTOCOLS = ("auto", "exact", "logit")  # also the benchmark's option_values (spatialtunnel/benchmark.py)
+
+
+def _summary(records: list[dict]) -> dict:
+    """``metrics.summary`` and the protocol the records were scored with (a mix is named as such)."""
+    return {**metrics.summary(records), "protocol": "+".join(sorted({r["protocol"] for r in records}))}
 
 
 def rescore(path: Path, protocol: str = "auto") -> dict:
@@ -69,8 +86,8 @@ def rescore(path: Path, protocol: str = "auto") -> dict:
         groups = {}
         for group, subtasks in sorted((run.results().get("group_subtasks") or {}).items()):
             if subtasks and all(t in per_task for t in subtasks):
-                groups[group] = metrics.summary([r for t in subtasks for r in per_task[t]])
-        runs[run.label] = {"tasks": {t: metrics.summary(r) for t, r in per_task.items()}, "groups": groups}
+                groups[group] = _summary([r for t in subtasks for r in per_task[t]])
+        runs[run.label] = {"tasks": {t: _summary(r) for t, r in per_task.items()}, "groups": groups}
     if not runs:
         raise SamplesError(f"{path}: no SpatialTunnel samples found (expected lmms-eval --log_samples "
                            "output: <stamp>_samples_spatialtunnel*.jsonl)")

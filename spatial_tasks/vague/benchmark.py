@@ -10,6 +10,7 @@ from pathlib import Path
 
 from spatial_tasks.benchmark import Benchmark, Demo, distinct
 from spatial_tasks.vague.metrics import SCORECARD
+from spatial_tasks.vague.schema import FREEFORM_SETTINGS, MCQ_SETTINGS
 
 NAME = "vague"
 SUBSETS = ("vcr", "ego4d")
@@ -119,6 +120,7 @@ BENCHMARK = Benchmark(
     score=score,
     summary=summary,
     options=("setting",),
+    option_values={"setting": (*MCQ_SETTINGS, *FREEFORM_SETTINGS)},
     scorecard=SCORECARD,
     paper=NAME,
     paper_figures=paper_figures,

@@ -127,6 +127,14 @@ def test_vague_module_equals_rescore_and_names_a_bad_reference(shuffled_runs):
         module.compute(predictions=answers, references=bad)
     with pytest.raises(ValueError, match=r"no metric module for 'spatial'"):
         spatial_tasks.metric_module("spatial")
+    # issue 32, item 5: an option's value is checked before any question, and never blamed on one
+    with pytest.raises(ValueError, match=r"^vague: option setting='nope' is not one of 'lm', 'sm'"):
+        module.compute(predictions=answers, references=[json.dumps(r) for r in records], setting="nope")
+    with pytest.raises(ValueError, match=r"^spatialtunnel: option protocol='nope' is not one of 'auto', 'exact'"):
+        _module("spatialtunnel").compute(predictions=["Yes"], references=[json.dumps({"question_id": "q"})],
+                                         protocol="nope")  # was: "references[0]: not a spatialtunnel question"
+    with pytest.raises(ValueError, match=r"^o3d: option ddof=2 is not one of 0, 1"):
+        _module("o3d").compute(predictions=[], references=[], ddof=2)
 
 
 def test_a_user_outside_lmms_eval_scores_docs():
