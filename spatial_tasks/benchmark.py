@@ -197,6 +197,9 @@ class Benchmark:
     prompt_space: Callable[[], Iterator[dict]] | None = None
     # -- custom-task: the data spec for --data (None: the shared rule for a datasets folder / Hub id)
     custom_data: Callable[[Any], dict | None] | None = None  # (catalog.CustomData) -> spec
+    # -- a task's prompt parameters (its lmms_eval_specific_kwargs) checked where they enter:
+    # ValueError naming the parameter (custom-task --prompt, and the task's docs at the run's start)
+    check_prompt: Callable[[Mapping[str, Any]], None] | None = None
     # -- the settings its figures depend on, from the records (BERTScore backbone, option-order
     # seed, answer reader, protocol): recorded in every result record and shown in the report
     settings: Callable[[Sequence[dict]], dict[str, str]] | None = None

@@ -250,7 +250,33 @@ def _prompt_spec(base_task: str, base_cfg: dict, prompt: dict[str, str]) -> dict
     if unknown:
         raise ValueError(f"--prompt {unknown[0]}: {base_task} has no such prompt parameter "
                          f"(it has: {', '.join(sorted(current)) or 'none'})")
-    return {"default": {**current, **prompt}}
+    typed = {key: _like(current[key], value, f"--prompt {key}={value}") for key, value in prompt.items()}
+    merged = {**current, **typed}
+    check = get(find_task(base_task).benchmark).check_prompt
+    if check is not None:
+        try:
+            check(merged)
+        except ValueError as err:
+            raise ValueError(f"--prompt: {err}") from None
+    return {"default": merged}
+
+
+def _like(default: object, value: str, flag_text: str) -> object:
+    """``value`` (text from the command line) as the type of the parameter's default: a number or
+    a boolean stays one in the YAML, and text that is neither is refused here, not mid-run."""
+    from spatial_tasks.common.validate import flag
+
+    try:
+        if isinstance(default, bool):
+            return flag(value, flag_text)
+        if isinstance(default, int):
+            return int(value)
+        if isinstance(default, float):
+            return float(value)
+    except ValueError:
+        kind = {bool: "true or false", int: "an integer", float: "a number"}[type(default)]
+        raise ValueError(f"{flag_text}: the base task's value is {default!r}; give {kind}") from None
+    return value
 
 
 def _metadata_spec(base_task: str, base_cfg: dict, metadata: dict[str, str]) -> dict:

@@ -63,6 +63,21 @@ def unfinished_note(folder: Path, work_dir: str = "_work") -> str | None:
     return None
 
 
+SHEET_FORMATS = (".png", ".jpg", ".jpeg", ".pdf", ".svg")
+
+
+def check_sheet(out: Path, size: int) -> None:
+    """The flags every preview takes, checked before any image is read: ``--out`` a file of a
+    format matplotlib writes, ``--size`` a panel side from 32 to 4,096 px."""
+    out = Path(out)
+    if out.is_dir():
+        raise UserError(f"--out {out}: a folder; give the file to write (e.g. {out / 'sheet.png'})")
+    if out.suffix.lower() not in SHEET_FORMATS:
+        raise UserError(f"--out {out}: {out.suffix or 'no suffix'}; a sheet is written as {', '.join(SHEET_FORMATS)}")
+    if not 32 <= size <= 4096:
+        raise UserError(f"--size {size}: a panel side from 32 to 4096 pixels")
+
+
 def doc_sheet(benchmark: str, folder: Path, out: Path, *, count: int = 9, size: int = 200,
               warn: Callable[[str], None] = print) -> Path:
     """Write the sheet (PNG) of the first ``count`` questions of ``folder`` to ``out``."""
@@ -72,6 +87,7 @@ def doc_sheet(benchmark: str, folder: Path, out: Path, *, count: int = 9, size: 
     import matplotlib.pyplot as plt
 
     folder = Path(folder)
+    check_sheet(out, size)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: no such dataset folder")
     if not 1 <= count <= 100:

@@ -65,7 +65,7 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
 
 def check_flags(task: str, *, count: int = 200, resolution: int = 256, samples: int = 16, seed: int = 0,
                 shard: str = "1/1", workers: int = 1, images: Path | None = None,
-                patterns: int | None = None) -> list[str]:
+                patterns: int | None = None, source: str = "transformed images") -> list[str]:
     """The tasks to make, after checking every flag (errors name the flag)."""
     tasks = list(sampling.RENDERED_TASKS) if task == "all" else [task]
     for name in tasks:
@@ -77,6 +77,14 @@ def check_flags(task: str, *, count: int = 200, resolution: int = 256, samples: 
     if patterns is not None:
         check_flag("--patterns", patterns)
     Shard.parse(shard)
+    if not isinstance(source, str) or not source.strip() or any(c in source for c in "\r\n\t"):
+        raise ValueError(f"--source {source!r}: name the source dataset of --images in one line of text (it is "
+                         "every canonical_orientation question's 'source' field)")
+    if "canonical_orientation" not in tasks:
+        given = [flag for flag, value in (("--images", images), ("--patterns", patterns)) if value is not None]
+        if given or source != "transformed images":
+            raise ValueError(f"{(given or ['--source'])[0]}: only --task canonical_orientation reads it (this run "
+                             f"makes {', '.join(tasks)})")
     if "canonical_orientation" in tasks:
         if images is None:
             raise ValueError("--task canonical_orientation transforms a folder of images: pass --images FOLDER")
@@ -289,7 +297,7 @@ def generate(task: str, out: Path, *, count: int = 200, resolution: int = 256, s
     """Make ``task`` ("all" = the four rendered tasks) in ``out``; resumable (see the module docstring).
     ``ray_address``: render on Ray (jobs.run_jobs); ``device``: Cycles' device."""
     tasks = check_flags(task, count=count, resolution=resolution, samples=samples, seed=seed, shard=shard,
-                        workers=workers, images=images, patterns=patterns)
+                        workers=workers, images=images, patterns=patterns, source=source)
     with OutputFolder(Path(out), WORK_DIR) as folder:
         for name in tasks:
             identity = {"generator": GENERATOR, "task": name, "seed": seed, "shards": Shard.parse(shard).count}

@@ -12,13 +12,15 @@ panel shows the familiar-size pair in the same environment and position.
 from __future__ import annotations
 
 import io
+import math
 from collections import defaultdict
 from pathlib import Path
 
 import pyarrow.parquet as pq
 from PIL import Image
 from spatial_tasks.generators.common import dataset as ds
-from spatial_tasks.generators.common.preview import save_sheet
+from spatial_tasks.common.errors import UserError
+from spatial_tasks.generators.common.preview import check_sheet, save_sheet
 
 from spatial_tasks.o3d import schema
 
@@ -27,6 +29,7 @@ CUE_TITLES = {
     "LS": "LS light & shadow", "TG": "TG texture gradient", "FO": "FO focus", "SA": "SA aerial perspective",
     "FS": "FS familiar size",
 }
+POSITIONS = ("near", "far")  # where the odd object stands (the rows' odd_position)
 ORDER = ("none", "HP", "OC", "RS", "LS", "TG", "FO", "SA", "FS")
 META = ["image_name", "env_id", "env_cat", "obj_id", "odd_position", "cues", "cue_strength"]
 
@@ -80,6 +83,12 @@ def contact_sheet(folder: Path, out: Path, *, size: int = 256, position: str | N
     import matplotlib.pyplot as plt
 
     folder = Path(folder)
+    check_sheet(out, size)
+    if position not in (None, *POSITIONS):
+        raise UserError(f"--position {position!r}: one of {', '.join(POSITIONS)} (or leave it out: the scene with "
+                        "most cues)")
+    if not (math.isfinite(strength) and strength > 0):
+        raise UserError(f"--strength {strength}: a cue strength is a positive number (1.0: full strength)")
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: no such dataset folder")
     key, chosen = pick_scene(_rows(folder), position, strength)

@@ -48,7 +48,7 @@ from spatial_tasks.generators.common.jobs import atomic_write_json, atomic_write
 
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.images import open_image
-from spatial_tasks.common.validate import safe_name, safe_relative_path
+from spatial_tasks.common.validate import http_url, safe_name, safe_relative_path
 from spatial_tasks.vague.load import item_to_doc, listener_of
 from spatial_tasks.vague.person_tags import draw_person_tags
 from spatial_tasks.vague.schema import IMAGE_SUFFIX, LETTERS, SUBSETS
@@ -535,6 +535,10 @@ def generate(out: Path, *, scenes: Path | None = None, images: Path | None = Non
         return build_dataset(out, labels, seed)
     if images is None or not Path(images).is_dir():
         raise PipelineError(f"--images {images}: the folder of frames is needed with --scenes")
+    try:
+        http_url(base_url, "--base-url")
+    except ValueError as err:
+        raise PipelineError(str(err)) from None
     for flag, value, low, high in (("--rpm", rpm, 1e-6, 1e6), ("--timeout", timeout, 1, 3600)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
             raise PipelineError(f"{flag} must be a number from {low:g} to {high:g}, got {value!r}")

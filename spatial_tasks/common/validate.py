@@ -149,6 +149,22 @@ def flag(value: object, name: str) -> bool:
     raise ValueError(f"{name} must be true or false, not {value!r}")
 
 
+def http_url(value: object, name: str) -> str:
+    """An http(s) URL with a host (a server's base URL), else ValueError naming ``name``."""
+    from urllib.parse import urlsplit
+
+    text = str(value or "").strip()
+    try:
+        parts = urlsplit(text)
+        port_ok = parts.port is None or 0 < parts.port < 65536
+    except ValueError:
+        parts, port_ok = None, False
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok \
+            or any(c.isspace() for c in text):
+        raise ValueError(f"{name} {value!r}: not an http(s) URL with a host (e.g. http://127.0.0.1:8000/v1)")
+    return text
+
+
 def safe_name(name: object, what: str) -> str:
     """``name`` when it can be one file or folder name inside an output folder: text, not empty,
     no path separator, not ``.`` or ``..``, no control characters. Every generator and command

@@ -76,6 +76,12 @@ def inspect_split(ds, name: str, files=(), root: Path | None = None) -> str:
     return verdict
 
 
+def check_prompt(kwargs) -> None:
+    from spatial_tasks.dori.tasks import check_prompt as check
+
+    check(kwargs)
+
+
 def custom_data(request) -> dict:
     """DORI tasks read a whole source (its configs are discovered) and keep their own questions;
     a local folder must hold the task's questions."""
@@ -121,6 +127,7 @@ BENCHMARK = Benchmark(
     baselines="spatial_tasks.dori.baselines",
     prompt_kind=lambda doc: (doc["task"], doc["granularity"]),
     custom_data=custom_data,
+    check_prompt=check_prompt,
     commands="spatial_tasks.dori.commands",
     demo=DEMO,
     settings=lambda records: distinct(records, "seed"),

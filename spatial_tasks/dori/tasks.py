@@ -56,6 +56,15 @@ def _seed(value: object) -> int:
     return seed
 
 
+def check_prompt(kwargs: Mapping) -> None:
+    """The task's prompt parameters (``Benchmark.check_prompt``): seed a non-negative integer,
+    draw_boxes one of ``DRAW_BOXES``."""
+    merged = {**DEFAULT_PROMPT_KWARGS, **kwargs}
+    _seed(merged["seed"])
+    if str(merged["draw_boxes"]) not in DRAW_BOXES:
+        raise ValueError(f"DORI: the task argument draw_boxes must be one of {DRAW_BOXES}, got {merged['draw_boxes']!r}")
+
+
 def reads_source(data: TaskData) -> bool:
     """A Hub id or a folder is discovered and read by ``load.load_source`` (the release declares no
     configs); a data file lmms-eval can load (``dataset_path: parquet``) is loaded by lmms-eval."""
@@ -66,6 +75,7 @@ def docs_for(dataset: datasets.Dataset | None, data: TaskData, task: str | None,
              granularity: str | None) -> datasets.Dataset:
     """The canonical docs of one DORI task (None: every task / granularity): from ``dataset`` (a
     split lmms-eval loaded), or from the source ``data`` names when ``dataset`` is None."""
+    check_prompt(data.prompt_kwargs)  # at the run's start, not at the first image drawn
     seed = _seed({**DEFAULT_PROMPT_KWARGS, **data.prompt_kwargs}["seed"])
     if dataset is None:
         docs = load.source_docs(data.path, seed, data.load_kwargs())

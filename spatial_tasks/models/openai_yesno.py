@@ -34,7 +34,7 @@ from PIL import Image
 from tqdm import tqdm
 
 from spatial_tasks.common.errors import UserError
-from spatial_tasks.common.validate import flag
+from spatial_tasks.common.validate import flag, http_url
 from spatial_tasks.common.yesno import encode_payload
 from spatial_tasks.models import served
 from spatial_tasks.models.hf_yesno import image_key
@@ -72,9 +72,11 @@ class OpenAIYesNo(lmms):
             raise served.ServedError(f"unknown --model_args {sorted(unknown)}; it takes {', '.join(KNOWN_ARGS)}")
         if not model_version:
             raise served.ServedError("pass model_version=<the served model's id> in --model_args")
-        if not base_url or not str(base_url).startswith(("http://", "https://")):
+        try:
+            base_url = http_url(base_url, "base_url")
+        except ValueError:
             raise served.ServedError(f"base_url={base_url!r}: pass the server's OpenAI base URL, e.g. "
-                                     "http://127.0.0.1:8000/v1 (or set OPENAI_API_BASE)")
+                                     "http://127.0.0.1:8000/v1 (or set OPENAI_API_BASE)") from None
         numbers = {"num_concurrent": num_concurrent, "max_retries": max_retries, "top_logprobs": top_logprobs}
         for name, value in numbers.items():
             if not str(value).isdigit():

@@ -22,6 +22,9 @@ class Tag:
     rectangle: tuple[int, int, int, int]  # x0, y0, x1, y1 of the black box (inclusive)
 
 
+MIN_TAG_SIZE = 4  # px: a smaller digit is unreadable
+
+
 def tag_size(image: Image.Image) -> int:
     """Font size in pixels: 40 on a 1,000 px frame, scaled with the longer side, at least 10."""
     return max(10, round(40 * max(image.size) / 1000))
@@ -83,7 +86,22 @@ def tag_image_file(image: Path, boxes: str, out: Path, size: int | None = None) 
     drawn, written to ``out``; returns the number of tags."""
     from spatial_tasks.common.images import open_image
 
-    tagged, tags = draw_person_tags(open_image(Path(image).read_bytes(), str(image)), read_boxes(boxes), size)
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    tagged.save(out)
+    out = Path(out)
+    if out.is_dir():
+        raise ValueError(f"--out {out}: a folder; give the image file to write (e.g. {out / 'NAME_annot.jpg'})")
+    if out.suffix.lower() not in Image.registered_extensions():
+        raise ValueError(f"--out {out}: {out.suffix or 'no suffix'} is not an image format (use .jpg or .png)")
+    if out.exists() and out.resolve() == Path(image).resolve():
+        raise ValueError(f"--out {out}: that is the image to tag; write the tagged copy to another file")
+    if size is not None and size < MIN_TAG_SIZE:
+        raise ValueError(f"--size {size}: a tag's font is at least {MIN_TAG_SIZE} px")
+    picture = open_image(Path(image).read_bytes(), str(image))
+    if size is not None and size > max(picture.size):
+        raise ValueError(f"--size {size}: larger than the {picture.size[0]} x {picture.size[1]} image; "
+                         f"at most {max(picture.size)} (default here: {tag_size(picture)})")
+    tagged, tags = draw_person_tags(picture, read_boxes(boxes), size)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.partial{out.suffix}")  # never half an image under the final name
+    tagged.save(partial)
+    partial.replace(out)
     return len(tags)

@@ -61,6 +61,7 @@ def files(tmp_path) -> dict[str, Path]:
     paths["a_file"].write_text("x")
     paths["empty_dir"] = tmp_path / "empty"
     paths["empty_dir"].mkdir()
+    paths["tag_image"] = Path("tasks/vague/sample/github/images/0001_Sample_Parking@0_annot.jpg").resolve()
     return paths
 
 
@@ -130,6 +131,31 @@ CASES = [
     ("publish to ''", ["publish", "{empty_dir}", "--repo", "", "--dry-run"], 2, r"^error: --repo must be ORG/NAME"),
     ("publish to an id with a newline", ["publish", "{empty_dir}", "--repo", "a/b\nc", "--dry-run"], 2,
      r"^error: --repo .*(not a valid|must be ORG/NAME)"),
+    # issue 32, item 5: options checked when the command starts, naming the flag
+    ("a prompt value the task cannot use", ["custom-task", "dori_sample", "--out", "{empty_dir}/c", "--prompt",
+                                            "draw_boxes=sometimes"], 2,
+     r"^error: --prompt: DORI: the task argument draw_boxes must be one of \('auto', 'always', 'never'\), got 'sometimes'$"),
+    ("a prompt number that is text", ["custom-task", "dori_sample", "--out", "{empty_dir}/c", "--prompt", "seed=many"],
+     2, r"^error: --prompt seed=many: the base task's value is 42; give an integer$"),
+    ("an empty DORI --source", ["generate", "dori", "--out", "{empty_dir}/d", "--task", "canonical_orientation",
+                                "--images", "{empty_dir}", "--source", ""], 2,
+     r"^error: --source '': name the source dataset of --images in one line"),
+    ("a DORI --images for rendered tasks", ["generate", "dori", "--out", "{empty_dir}/d", "--images", "{empty_dir}"],
+     2, r"^error: --images: only --task canonical_orientation reads it"),
+    ("tag size 0", ["vague", "tag-persons", "{tag_image}", "--boxes", "[[1, 1, 20, 20]]", "--out", "{empty_dir}/t.jpg",
+                    "--size", "0"], 2, r"^error: --size 0: a tag's font is at least 4 px$"),
+    ("tag size past the image", ["vague", "tag-persons", "{tag_image}", "--boxes", "[[1, 1, 20, 20]]", "--out",
+                                 "{empty_dir}/t.jpg", "--size", "100000"], 2,
+     r"^error: --size 100000: larger than the 320 x 240 image; at most 320"),
+    ("tags written onto a folder", ["vague", "tag-persons", "{tag_image}", "--boxes", "[[1, 1, 20, 20]]", "--out",
+                                    "{empty_dir}"], 2, r"^error: --out .*empty: a folder; give the image file to write"),
+    ("a preview position that is none", ["preview", "o3d", "tasks/o3d/sample", "--out", "{empty_dir}/s.png",
+                                         "--position", "middle"], 2, r"^error: --position 'middle': one of near, far"),
+    ("a preview written onto a folder", ["preview", "dori", "tasks/dori/sample", "--out", "{empty_dir}"], 2,
+     r"^error: --out .*empty: a folder; give the file to write"),
+    ("a base URL that is no URL", ["generate", "vague", "--out", "{empty_dir}/v", "--scenes", "{a_file}", "--images",
+                                   "{empty_dir}", "--base-url", "not a url"], 2,
+     r"^error: --base-url 'not a url': not an http\(s\) URL with a host"),
 ]
 
 

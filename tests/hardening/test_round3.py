@@ -242,3 +242,38 @@ def test_two_files_of_one_vague_subset_cannot_give_the_same_item_ids(tmp_path):
                                           r"item 0: the VAGUE-VCR items must come from one file"):
         docs_from_folder(folder)
     assert len(docs_from_folder(_vague_copy(tmp_path / "again", lambda items: items))) == 8  # the sample loads
+
+
+def test_a_probe_pair_under_two_indexes_is_refused(tmp_path):
+    """Issue 32, item 5: the same image and question under another index was probed, and counted,
+    twice; it is refused, naming both rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from spatial_tasks.spatialtunnel.probe.data import ProbeDataError, load_probe_pairs
+
+    table = pq.read_table("tasks/spatialtunnel/sample/contrastive_probing/test-00000-of-00001.parquet")
+    again = table.slice(3, 1).set_column(table.schema.get_field_index("index"), "index",
+                                         pa.array([10_000], table.schema.field("index").type))
+    pq.write_table(pa.concat_tables([table, again]), tmp_path / "pairs.parquet")
+    assert len(load_probe_pairs("tasks/spatialtunnel/sample/contrastive_probing", per_category=0).pairs) == 24
+    with pytest.raises(ProbeDataError, match=r"pairs\.parquet, row 24: the same image and question as .*row 3 "
+                                             r"\(another index\)"):
+        load_probe_pairs(tmp_path / "pairs.parquet", per_category=0)
+
+
+def test_rescore_refuses_a_protocol_the_run_did_not_use(golden_runs, capsys):
+    """Issue 32, item 5: ``rescore spatialtunnel --protocol logit`` on the exact-match task printed
+    figures as if the option were honoured; a protocol other than the logged one is refused, naming
+    the file and question, and the text output names the protocol of each line."""
+    from spatial_tasks import cli
+
+    run = golden_runs / "spatialtunnel"
+    exact = next(run.glob("*_samples_spatialtunnel_sample_phase.jsonl"))
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["rescore", "spatialtunnel", str(exact), "--protocol", "logit"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and f"{exact}: question 'phase-r00-c00-k00-q1' was run with protocol 'exact'" in err
+    cli.main(["rescore", "spatialtunnel", str(run)])  # returns: nothing wrong
+    out = capsys.readouterr().out
+    assert "  spatialtunnel_sample_phase [exact]: v=" in out and "  spatialtunnel_logit_sample_phase [logit]: v=" in out

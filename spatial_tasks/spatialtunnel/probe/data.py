@@ -42,6 +42,7 @@ there are more pairs than the cap (the source order is kept). ``per_category=0``
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 from collections import Counter
@@ -159,6 +160,13 @@ def load_probe_pairs(source: str | Path, *, per_category: int = PER_CATEGORY, se
             raise ProbeDataError(f"{pair.where}, field 'index': duplicate index {pair.pair_id!r} "
                                  f"(also at {seen[pair.pair_id]})")
         seen[pair.pair_id] = pair.where
+    same: dict[tuple[bytes, str], str] = {}  # one image and question under two indexes would count twice
+    for pair in pairs:
+        key = (hashlib.sha256(pair.image).digest(), pair.question())
+        if key in same:
+            raise ProbeDataError(f"{pair.where}: the same image and question as {same[key]} (another index); "
+                                 "a pair must appear once, or it counts twice in the coherence")
+        same[key] = pair.where
     total = len(pairs)
     if per_category:
         pairs = cap_per_category(pairs, per_category)
