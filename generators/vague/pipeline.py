@@ -264,6 +264,14 @@ def first_json_object(text: str) -> Any:
     raise ValueError("no JSON object in the reply")
 
 
+def _first_problem(err: Exception) -> str:
+    """One line of a validation error: pydantic's first error as "field: message"."""
+    if isinstance(err, ValidationError):
+        first = err.errors()[0]
+        return f"{'.'.join(map(str, first['loc'])) or 'answer'}: {first['msg']}"
+    return str(err).splitlines()[0]
+
+
 def _render(stage: str, **fields: Any) -> str:
     return ds.render_template(PROMPTS / f"{stage}.jinja", **fields).strip()
 
@@ -313,7 +321,14 @@ class Stages:
         digest = hashlib.sha256(prompt.encode()).hexdigest()
         record = _stored(record_path)
         if record is not None and record.get("prompt_sha256") == digest and record.get("parsed") is not None:
-            return ANSWERS[stage].model_validate(record["parsed"])  # resume: a stored answer to this very prompt
+            try:  # resume: a stored answer to this very prompt, held to the checks a new one meets
+                stored = ANSWERS[stage].model_validate(record["parsed"])
+                self._check(scene, stage, stored)
+            except (ValueError, ValidationError) as err:
+                raise PipelineError(f"{record_path}: the stored {stage} answer no longer fits ({_first_problem(err)}); "
+                                    "it was edited or damaged: repair its 'parsed' field, or delete the file to ask "
+                                    "the model again") from None
+            return stored
         image = self._image(scene) if stage in WITH_IMAGE else None
         problem = None
         for attempt in range(1, self.attempts + 1):
@@ -329,7 +344,7 @@ class Stages:
                 parsed = ANSWERS[stage].model_validate(first_json_object(reply["text"]))
                 self._check(scene, stage, parsed)
             except (ValueError, ValidationError) as err:
-                problem = str(err).splitlines()[0]
+                problem = _first_problem(err)
                 record["problem"] = problem
                 atomic_write_json(record_path.with_name(f"{stage}.rejected{attempt}.json"), record)
                 continue
@@ -420,8 +435,11 @@ def read_labels(path: Path) -> dict[str, dict]:
         where = f"--labels {path}, task {k}"
         if not isinstance(task, dict):
             raise PipelineError(f"{where}: a task is a JSON object, got {type(task).__name__}")
-        data = task.get("data") or {}
-        name = data.get("image_name") if isinstance(data, dict) else None
+        data = task.get("data")
+        if not isinstance(data, dict):
+            raise PipelineError(f"{where}: 'data' must be the task's object (with its image_name), got "
+                                f"{type(data).__name__}")
+        name = data.get("image_name")
         annotations = task.get("annotations")
         if not name or not annotations:
             continue  # not annotated: not kept
@@ -485,13 +503,23 @@ def build_dataset(out: Path, labels_path: Path, seed: int = 0) -> Path:
             raise PipelineError(f"{folder.root}: pass 1 has not run here (no {state_path}); run with --scenes first")
         state = _read_json(state_path, "pass 1's record")
         labels = read_labels(labels_path)
-        items, skipped = [], 0
+        items, skipped, unlabelled = [], 0, 0
         images = Path(state["images"])
-        (folder.root / "images").mkdir(exist_ok=True)
+        candidates = {}
         for path in sorted((folder.work / "candidates").glob("*.json")):
             result = _read_json(path, "a pass-1 candidate")
-            name = result["scene"]["image_name"]
-            if name not in labels or not kept(labels[name]):
+            candidates[result["scene"]["image_name"]] = result
+        unknown = sorted(set(labels) - set(candidates))
+        if unknown:  # labels of another run (or a typo) would silently label nothing
+            raise PipelineError(f"--labels {labels_path}: {len(unknown)} labelled scene(s) that pass 1 did not make "
+                                f"here: {unknown[:5]}{' ...' if len(unknown) > 5 else ''} (pass 1 made "
+                                f"{len(candidates)}: {sorted(candidates)[:5]}{' ...' if len(candidates) > 5 else ''})")
+        (folder.root / "images").mkdir(exist_ok=True)
+        for name, result in candidates.items():
+            if name not in labels:
+                unlabelled += 1
+                continue
+            if not kept(labels[name]):
                 skipped += 1
                 continue
             item = build_item(result, labels[name], seed)
@@ -503,8 +531,11 @@ def build_dataset(out: Path, labels_path: Path, seed: int = 0) -> Path:
             item_to_doc(item, len(items), target, state["subset"], target)  # the benchmark's own checks
             tagged.save(target, format="JPEG", quality=95)
             items.append(item)
+        skipped += unlabelled
         if not items:
-            raise PipelineError(f"--labels {labels_path}: no scene passed the keep thresholds (direct 4-5, indirect >= 3)")
+            raise PipelineError(f"--labels {labels_path}: no scene kept: {len(candidates)} made by pass 1, "
+                                f"{unlabelled} without an annotated label, {skipped - unlabelled} below the keep "
+                                "thresholds (direct 4-5, indirect >= 3)")
         for old in folder.root.glob(f"{state['subset']}_*_generated.json"):
             old.unlink()
         out_file = folder.root / f"{state['subset']}_{len(items)}_generated.json"

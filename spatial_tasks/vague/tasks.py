@@ -152,11 +152,14 @@ def _wrap(text: str, kwargs: Mapping) -> str:
 
 def mcq_prompt(doc: Mapping, setting: str, caption: str | None = None, kwargs: Mapping | None = None) -> str:
     kwargs = _kwargs(kwargs)
-    if setting in ("sm", "sm_gpt", "sm_cot"):
-        caption = doc["caption"] if setting == "sm_gpt" else caption
+    if setting == "sm_gpt":
+        caption = doc["caption"]
         if caption is None:
             raise load.SourceError(f"item {doc['item_id']} ({doc['image_name']!r}): the SM_gpt setting needs the "
                                    "stored caption meta.caption, and this item has none")
+    elif setting in ("sm", "sm_cot") and not isinstance(caption, str):
+        raise ValueError(f"item {doc['item_id']}: the {setting} setting answers from the model's own caption "
+                         f"(round 1), and none was given ({caption!r})")
     text = prompts.render(BENCHMARK, MCQ_TEMPLATES[setting], utterance=doc["indirect"], choices=choices(doc),
                           caption=caption or "")
     return _wrap(text, kwargs)
@@ -204,9 +207,12 @@ def _socratic(setting: str, doc, kwargs, previous_output, round_idx):
         return kwargs["caption_prompt"]
     outputs = list(previous_output or [])
     if round_idx == 1:  # the caption is in: answer from it, without the image
-        return [], mcq_prompt(doc, setting, caption=outputs[-1], kwargs=kwargs), False, None, None
-    caption = outputs[0] if outputs else ""
-    answer = outputs[-1] if len(outputs) > 1 else ""
+        # A model that returned nothing (None, or no output at all) captioned nothing: the answer
+        # round sees an empty description, as an empty caption would give; the record keeps "".
+        caption = outputs[-1] if outputs and isinstance(outputs[-1], str) else ""
+        return [], mcq_prompt(doc, setting, caption=caption, kwargs=kwargs), False, None, None
+    caption = outputs[0] if outputs and isinstance(outputs[0], str) else ""
+    answer = outputs[-1] if len(outputs) > 1 and isinstance(outputs[-1], str) else ""
     return None, None, True, [*outputs, json.dumps({"caption": caption, "answer": answer})], None
 
 

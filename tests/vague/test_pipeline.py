@@ -6,6 +6,7 @@ dataset the benchmark's own loader reads."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -103,6 +104,16 @@ def test_end_to_end(openai_server, scenes, tmp_path):
     assert item["mcq"]["2_fake_scene"] == "The speaker wants person1 to fly a kite 1."
     assert item["meta"]["rating"] == {"direct": 5, "indirect": 4} and item["meta"]["img_size"]["width"] == 200
 
+    # issue 32, item 10: labels of a scene pass 1 did not make are refused, naming it
+    stranger = _label(tasks, {"scene0": (5, 2, 4), "scene1": (3, 1, 5), "scene2": (4, 3, 2)})
+    exported = json.loads(stranger.read_text())
+    exported[2]["data"]["image_name"] = "scene9"
+    stranger.write_text(json.dumps(exported))
+    with pytest.raises(pipeline.PipelineError, match=r"1 labelled scene\(s\) that pass 1 did not make here: "
+                                                     r"\['scene9'\] \(pass 1 made 3: \['scene0', 'scene1', 'scene2'\]\)"):
+        pipeline.build_dataset(out, stranger, seed=0)
+    assert json.loads(item_file.read_text()) == items  # the dataset it had is kept
+
     docs = load.docs_from_folder(out)  # the benchmark reads what the pipeline wrote
     assert len(docs) == 1 and docs[0]["listener"] == "person1"
     assert docs[0]["option_texts"][docs[0]["letters"].index(docs[0]["answer"])] == item["mcq"]["1_correct"]
@@ -194,6 +205,15 @@ def test_a_damaged_stored_reply_is_named_and_asked_again(openai_server, scenes, 
     assert len(openai_server.requests) == 1  # only the damaged reply is asked again
     assert any(str(stored) in r.getMessage() and "a damaged stored reply" in r.getMessage() for r in caplog.records)
     assert json.loads(stored.read_text())["parsed"]["fake"]
+    # issue 32, item 10: an edited answer that no longer fits is named with its field, and kept
+    record = json.loads(stored.read_text())
+    record["parsed"]["fake"] = "one string instead of the candidates"
+    stored.write_text(json.dumps(record))
+    edited = stored.read_bytes()
+    with pytest.raises(pipeline.PipelineError, match=rf"{re.escape(str(stored))}: the stored fake_scene answer no "
+                                                     r"longer fits \(fake: .*\); it was edited or damaged"):
+        pipeline.generate_candidates(scenes_path, frames, out, "vcr", _client(openai_server))
+    assert stored.read_bytes() == edited
 
 
 @pytest.mark.parametrize(("export", "match"), [
@@ -205,6 +225,7 @@ def test_a_damaged_stored_reply_is_named_and_asked_again(openai_server, scenes, 
     ([{"data": {"image_name": "s"}, "annotations": [{"result": [{"type": "rating", "value": "5"}]}]}],
      r"an annotation result is not an object with a 'value' object"),
     ([{"data": {"image_name": ["s"]}, "annotations": [{"result": []}]}], r"task 0: data.image_name must be text"),
+    ([{"data": "scene0", "annotations": [{"result": []}]}], r"task 0: 'data' must be the task's object .*got str"),
     ([{"data": {"image_name": "s"}, "annotations": [{"result": [{"type": "rating", "value": {"rating": 4}}]}]}],
      r"needs direct_rating, indirect_choice and indirect_rating \(found \['None'\]\)"),
 ])

@@ -75,6 +75,20 @@ def test_socratic_rounds(doc):
     assert terminal and T.socratic_parts(outputs[-1]) == (CAPTION, "B")
 
 
+@pytest.mark.parametrize("said", [[""], [None], []], ids=["empty caption", "None", "no output"])
+def test_a_socratic_caption_round_that_said_nothing_is_answered_from_an_empty_description(doc, said):
+    """Issue 32, item 10: an empty or None caption (or no output at all) raised an IndexError, or an
+    error naming the SM_gpt setting; the answer round now sees an empty description, as the model
+    gave none, and the record keeps an empty caption."""
+    _, context, terminal, _, _ = T.doc_to_text_sm(doc, None, previous_output=said, round_idx=1)
+    assert context == T.mcq_prompt(doc, "sm", caption="") and not terminal
+    if said:  # both rounds answered: the caption kept as "" beside the answer
+        _, _, terminal, outputs, _ = T.doc_to_text_sm_cot(doc, None, previous_output=[*said, "B"], round_idx=2)
+        assert terminal and T.socratic_parts(outputs[-1]) == ("", "B")
+    with pytest.raises(ValueError, match=r"the sm setting answers from the model's own caption"):
+        T.mcq_prompt(doc, "sm", caption=None)
+
+
 def test_sm_gpt_needs_the_stored_caption(doc):
     with pytest.raises(load.SourceError, match="needs the stored caption meta.caption"):
         T.doc_to_text_sm_gpt({**doc, "caption": None})
