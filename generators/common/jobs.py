@@ -96,6 +96,13 @@ class Shard:
         """How many of ``total`` jobs fall in this shard."""
         return len(range(self.index - 1, total, self.count))
 
+    def require_jobs(self, total: int, what: str, flag: str = "--shard") -> None:
+        """Refuse, before anything runs, a shard that gets none of ``total`` jobs: it would write a
+        table with no rows, which no loader reads."""
+        if self.size_of(total) == 0:
+            raise ValueError(f"{flag} {self.label}: {what} gives {total} job(s), so shard {self.index} of "
+                             f"{self.count} would get none; use at most {max(total, 1)} shard(s)")
+
     @property
     def label(self) -> str:
         return f"{self.index}/{self.count}"

@@ -80,7 +80,12 @@ def check_flags(variant: str, *, grid: int = 16, per_cell: int | None = None, re
         check_flag(flag, value)
     if per_cell is not None:
         check_flag("--per-cell", per_cell)
-    return variants, Shard.parse(shard)
+    shard_obj = Shard.parse(shard)
+    for name in variants:  # a shard with no image would write a table with no rows
+        cells = sampling.DEFAULT_PER_CELL[name] if per_cell is None else per_cell
+        shard_obj.require_jobs(len(sampling.plan(name, grid=grid, per_cell=cells, seed=seed)),
+                               f"--variant {name} --grid {grid} --per-cell {cells}")
+    return variants, shard_obj
 
 
 def image_flags(variant: str, grid: int, per_cell: int, resolution: int, samples: int, seed: int,
@@ -114,10 +119,11 @@ def render_variant(variant: str, out: Path, *, grid: int = 16, per_cell: int | N
     _, shard_obj = check_flags(variant, grid=grid, per_cell=per_cell, resolution=resolution, samples=samples,
                                seed=seed, shard=shard, workers=workers)
     per_cell = sampling.DEFAULT_PER_CELL[variant] if per_cell is None else per_cell
+    planned = sampling.plan(variant, grid=grid, per_cell=per_cell, seed=seed)
     config = CONFIG_FOR_VARIANT[variant]
     work = Path(out) / WORK_DIR / config
     work.mkdir(parents=True, exist_ok=True)
-    specs = shard_obj.select(sampling.plan(variant, grid=grid, per_cell=per_cell, seed=seed))
+    specs = shard_obj.select(planned)
     todo = [s for s in specs if not _done(work / f"{s.image_id}.json", work / f"{s.image_id}.png", s,
                                           resolution, samples, scene.RENDERER_VERSION)]
     if threads is None:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from spatial_tasks.benchmark import Benchmark
 from spatial_tasks.common.environment import mixed_warning
-from spatial_tasks.common.samples import Run, find_runs, samples_benchmark
+from spatial_tasks.common.samples import Run, SamplesError, find_runs, samples_benchmark
 from spatial_tasks.registry import benchmarks, get
 from spatial_tasks.results.paper import paper_results
 from spatial_tasks.results.tidy import software_of
@@ -187,7 +187,11 @@ def verify(paths: list[Path]) -> dict:
         found, missing = verify_studies(path)
         cells += found
         unmatched += missing
-        for run in find_runs(path):
+        runs = find_runs(path)
+        if not runs and not found and not missing:  # say what the folder lacks, not that no model matched
+            raise SamplesError(f"{path}: holds no lmms-eval samples (<stamp>_samples_<task>.jsonl: run lmms-eval "
+                               "with --log_samples) and no `spatial-tasks probe` folder; nothing to verify")
+        for run in runs:
             software[f"{run.folder}:{run.stamp}"] = software_of(run)
             found, missing, said = verify_run(run)
             cells += found
