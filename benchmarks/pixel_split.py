@@ -5,7 +5,8 @@ objects in each image (spatial_tasks/spatialtunnel/pixels.py). This rewrites a d
 generator -- whose recorded projections are the truth -- in that four-column layout, loads it as
 the tasks do, and prints, per table: questions, unknown ones, the split's agreement with the truth
 (pairs within the measurement tolerance of a decision line counted apart), the cells' agreement,
-and the time per image.
+in the size variant the far object's size s1 read from the pixels (Table 9's v(s1)), and the time
+per image.
 
     .venv/bin/python benchmarks/pixel_split.py                       # the bundled 128 px sample
     .venv/bin/python benchmarks/pixel_split.py --data data/st        # a generated folder
@@ -36,7 +37,7 @@ def official_layout(generated: datasets.Dataset) -> tuple[datasets.Dataset, list
             rows.append({"index": len(rows), "image": {"bytes": source["image"]["bytes"], "path": None},
                          "question": q["question"], "answer": q["answer"]})
             truth.append({k: source[k] for k in ("pixel1", "pixel2", "height", "theta1_index", "theta2_index",
-                                                  "color1", "color2", "image_id")})
+                                                  "color1", "color2", "image_id", "size1_nominal")})
     return datasets.Dataset.from_list(rows, features=FEATURES), truth
 
 
@@ -52,8 +53,12 @@ def measure(parquet: Path, variant: str) -> dict:
         seconds = time.perf_counter() - start
     out = {"images": len(generated), "questions": len(docs), "unknown": 0, "split_agree": 0, "split_differ": 0,
            "near_a_line": 0, "near_agree": 0, "cells_agree": 0, "cells_unknown": 0, "cells_differ": 0,
-           "ms_per_image": 1000 * seconds / len(generated)}
+           "ms_per_image": 1000 * seconds / len(generated), "s1_agree": 0, "s1_unknown": 0, "s1_differ": 0}
     for doc, rec in zip(docs, truth):
+        if variant == "size":  # s1 read from the pixels (pixels.far_size), per question
+            found = doc["size1_nominal"]
+            key = "s1_unknown" if found is None else "s1_agree" if found == rec["size1_nominal"] else "s1_differ"
+            out[key] += 1
         if doc["relation"] == "unknown":
             out["unknown"] += 1
             continue
@@ -81,7 +86,8 @@ def main() -> None:
     args = parser.parse_args()
     datasets.disable_progress_bars()
     print(f"{'table':<16} {'images':>6} {'questions':>9} {'unknown':>7} {'split =':>7} {'split !=':>8} "
-          f"{'near line (=)':>13} {'cells =':>7} {'cells ?':>7} {'cells !=':>8} {'ms/image':>8}")
+          f"{'near line (=)':>13} {'cells =':>7} {'cells ?':>7} {'cells !=':>8} {'s1 =':>5} {'s1 ?':>5} {'s1 !=':>5} "
+          f"{'ms/image':>8}")
     for variant in ("phase", "size"):
         files = sorted((args.data / f"{variant}_variation").glob("*.parquet"))
         if not files:
@@ -91,10 +97,13 @@ def main() -> None:
             near = f"{m['near_a_line']} ({m['near_agree']})"
             print(f"{variant + '_variation':<16} {m['images']:>6} {m['questions']:>9} {m['unknown']:>7} "
                   f"{m['split_agree']:>7} {m['split_differ']:>8} {near:>13} {m['cells_agree']:>7} "
-                  f"{m['cells_unknown']:>7} {m['cells_differ']:>8} {m['ms_per_image']:>8.1f}")
+                  f"{m['cells_unknown']:>7} {m['cells_differ']:>8} "
+                  + (f"{m['s1_agree']:>5} {m['s1_unknown']:>5} {m['s1_differ']:>5} " if variant == "size" else " " * 18)
+                  + f"{m['ms_per_image']:>8.1f}")
     print("split =/!=: questions whose pixel split equals / differs from the recorded one; near line (=): the true rows "
           "lie within 2 px (at 128 px) of the level or the 5 % line, where no pixel reader can be sure (how many agree anyway). cells: per "
-          "object; ? = a black object too close to a cell's edge to tell.")
+          "object; ? = a black object too close to a cell's edge to tell. s1 (size variant, per question): the far object's "
+          "size read from the pixels equals / cannot be told to the sweep's step / differs from the recorded one.")
 
 
 if __name__ == "__main__":

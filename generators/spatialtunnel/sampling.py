@@ -53,8 +53,8 @@ NOMINAL_SIZES = (0.2, 0.1)  # half-extents of obj1 (far) and obj2 (near), paper 
 SIZE_FACTOR_RANGE = (1.0, 1.5)
 ROUGHNESS_RANGE = (0.05, 1.0)
 SUN_ROTATION_RANGE = (1.25 * math.pi, 1.75 * math.pi)
-SIZE_SUM = 0.4  # size variant: s1 + s2
-SIZE_SWEEP = tuple(round(0.10 + 0.02 * i, 2) for i in range(11))  # s1 = 0.10 ... 0.30
+SIZE_SUM = geometry.SIZE_SUM  # size variant: s1 + s2
+SIZE_SWEEP = geometry.SIZE_SWEEP  # s1 = 0.10 ... 0.30
 OVERLAP_MARGIN = 0.01  # image-plane units (x/depth): ~5 px at 512 px between the objects' outlines
 MAX_THETA_DRAWS = 1000
 DEPTH_MID = (geometry.DEPTH_NEAR + geometry.DEPTH_FAR) / 2  # probing left/right and above/below pairs

@@ -234,9 +234,9 @@ def dataset_file_problem(path: str, name: str | None = None, **load_kwargs) -> s
     """The first problem (``data_file_problem``) among the local data files ``datasets`` would
     read for config ``name`` of ``path`` (a folder, or a builder such as "parquet" with
     ``data_files``); None when they all read, or they are not local (a Hub id is never resolved)."""
-    from spatial_tasks.harness import LOCAL_BUILDERS
-
-    if not (Path(path).expanduser().is_dir() or path in LOCAL_BUILDERS):
+    # A builder name ("parquet", "csv" ...) has no slash; a Hub id has one and is never resolved here.
+    builder = "data_files" in load_kwargs and "/" not in str(path)
+    if not (Path(path).expanduser().is_dir() or builder):
         return None
     try:
         builder = datasets.load_dataset_builder(str(path), name, **load_kwargs)

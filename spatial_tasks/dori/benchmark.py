@@ -77,7 +77,7 @@ def inspect_split(ds, name: str, files=(), root: Path | None = None) -> str:
 
 
 def check_prompt(kwargs) -> None:
-    from spatial_tasks.dori.tasks import check_prompt as check
+    from spatial_tasks.dori.schema import check_prompt as check
 
     check(kwargs)
 

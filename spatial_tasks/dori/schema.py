@@ -125,3 +125,28 @@ def __getattr__(name: str):
         globals().update(_generated_features())
         return globals()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ---------------------------------------------------------------------------------- prompt parameters
+
+DRAW_BOXES = ("auto", "always", "never")  # the task argument draw_boxes (tasks.doc_to_visual)
+
+
+def prompt_seed(value: object) -> int:
+    """The task argument seed (the option order's seed): an integer >= 0."""
+    try:
+        seed = int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"DORI: the task argument seed must be an integer, got {value!r}") from None
+    if seed < 0:
+        raise ValueError(f"DORI: the task argument seed must be >= 0, got {seed}")
+    return seed
+
+
+def check_prompt(kwargs: dict) -> None:
+    """A task's prompt parameters (``Benchmark.check_prompt``; checked by custom-task and when the
+    task's docs load): seed an integer >= 0, draw_boxes one of ``DRAW_BOXES``."""
+    if "seed" in kwargs:
+        prompt_seed(kwargs["seed"])
+    if "draw_boxes" in kwargs and str(kwargs["draw_boxes"]) not in DRAW_BOXES:
+        raise ValueError(f"DORI: the task argument draw_boxes must be one of {DRAW_BOXES}, got {kwargs['draw_boxes']!r}")

@@ -23,10 +23,13 @@ from spatial_tasks.dori import load, metrics
 from spatial_tasks.dori.records import LoggedRecord, answer_position, score, shown_options  # noqa: F401
 from spatial_tasks.dori.schema import (
     BENCHMARK,
+    DRAW_BOXES,
     GRANULARITIES,
     TASKS,
     TWO_IMAGE_TASKS,
     TWO_OBJECT_TASKS,
+    check_prompt,
+    prompt_seed,
 )
 from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out, pool_subtasks  # noqa: F401
 
@@ -46,25 +49,6 @@ BOX_COLOURS = {"A": (255, 40, 40), "B": (40, 110, 255)}
 # ---------------------------------------------------------------------------------- docs
 
 
-def _seed(value: object) -> int:
-    try:
-        seed = int(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"DORI: the task argument seed must be an integer, got {value!r}") from None
-    if seed < 0:
-        raise ValueError(f"DORI: the task argument seed must be >= 0, got {seed}")
-    return seed
-
-
-def check_prompt(kwargs: Mapping) -> None:
-    """The task's prompt parameters (``Benchmark.check_prompt``): seed a non-negative integer,
-    draw_boxes one of ``DRAW_BOXES``."""
-    merged = {**DEFAULT_PROMPT_KWARGS, **kwargs}
-    _seed(merged["seed"])
-    if str(merged["draw_boxes"]) not in DRAW_BOXES:
-        raise ValueError(f"DORI: the task argument draw_boxes must be one of {DRAW_BOXES}, got {merged['draw_boxes']!r}")
-
-
 def reads_source(data: TaskData) -> bool:
     """A Hub id or a folder is discovered and read by ``load.load_source`` (the release declares no
     configs); a data file lmms-eval can load (``dataset_path: parquet``) is loaded by lmms-eval."""
@@ -75,8 +59,8 @@ def docs_for(dataset: datasets.Dataset | None, data: TaskData, task: str | None,
              granularity: str | None) -> datasets.Dataset:
     """The canonical docs of one DORI task (None: every task / granularity): from ``dataset`` (a
     split lmms-eval loaded), or from the source ``data`` names when ``dataset`` is None."""
-    check_prompt(data.prompt_kwargs)  # at the run's start, not at the first image drawn
-    seed = _seed({**DEFAULT_PROMPT_KWARGS, **data.prompt_kwargs}["seed"])
+    check_prompt({**DEFAULT_PROMPT_KWARGS, **data.prompt_kwargs})  # at the run's start, not at the first image
+    seed = prompt_seed({**DEFAULT_PROMPT_KWARGS, **data.prompt_kwargs}["seed"])
     if dataset is None:
         docs = load.source_docs(data.path, seed, data.load_kwargs())
         where = data.label
@@ -126,7 +110,6 @@ def draw_boxes(image: Image.Image, boxes: list[dict]) -> Image.Image:
     return image
 
 
-DRAW_BOXES = ("auto", "always", "never")
 
 
 @_canonical_doc

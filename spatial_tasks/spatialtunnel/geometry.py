@@ -24,6 +24,8 @@ from dataclasses import dataclass
 HALF_WIDTH = 1.0  # m; the tunnel is 2 m x 2 m
 DEPTH_FAR = 8.0  # m along the axis; obj1
 DEPTH_NEAR = 4.0  # m along the axis; obj2
+SIZE_SUM = 0.4  # size variant: s1 + s2 (half-extents, m)
+SIZE_SWEEP = tuple(round(0.10 + 0.02 * i, 2) for i in range(11))  # size variant: s1 = 0.10 ... 0.30
 TUNNEL_START = -1.0  # m; the tunnel begins just behind the camera
 TUNNEL_END = 40.0  # m; open far end, the sky shows through it
 FOCAL_LENGTH_MM = 35.0

@@ -320,7 +320,7 @@ def _docs_from_official(dataset: datasets.Dataset, origin: Origin, variant: str,
     if check:
         table.check(description="SpatialTunnel: checking images")
     if not any(r["geometry"]["y1"] is not None for r in rows):
-        _pixel_geometry(table, rows, origin)
+        _pixel_geometry(table, rows, origin, variant)
     for row, r in enumerate(rows):
         image = table.ref(row)
         for template_id, question, answer in r["items"]:
@@ -331,10 +331,11 @@ def _docs_from_official(dataset: datasets.Dataset, origin: Origin, variant: str,
             yield _finish(doc, template_id)
 
 
-def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin) -> None:
+def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, variant: str = "phase") -> None:
     """Positions, cells and split of every official row from its image (module docstring): each
     distinct image is analysed once; rows whose objects cannot be found become unknown, listed in
-    one warning."""
+    one warning. In the size variant, s1 too (``pixels.far_size``): the sweep value it is read as,
+    or None (left out of v(s1) and Δ_s) when the estimate falls between two values."""
     first_row: dict[str, int] = {}
     keys = []
     for row, r in enumerate(rows):
@@ -352,11 +353,16 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin) 
     located = pixels.locate_all(lambda k: table.encoded(distinct[k]), [(rows[r]["obj1"], rows[r]["obj2"]) for r in distinct],
                                 progress=lambda ks: images.progress(ks, "SpatialTunnel: locating objects"))
     by_key = {keys[row]: loc for row, loc in zip(distinct, located)}
-    unknown, cells_unknown = [], []
+    unknown, cells_unknown, sizes_unknown = [], [], []
     for row, r in enumerate(rows):
         loc = by_key[keys[row]]
         split = pixels.split_of(loc)
         geo = r["geometry"]
+        if variant == "size" and geo.get("size1_nominal") is None:
+            geo["size1_nominal"] = pixels.sweep_value(
+                pixels.far_size(loc, pixels.shape_of(r["obj1"]), pixels.shape_of(r["obj2"])))
+            if geo["size1_nominal"] is None:
+                sizes_unknown.append(row)
         geo.update(width=loc.width or None, height=loc.height or None, geometry="pixels", dy=split.dy,
                    relation=split.three_way, relation_two_way=split.two_way)
         if loc.ok:
@@ -375,6 +381,10 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin) 
         more = f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else ""
         log.warning(f"{origin.where}: {len(unknown)} of {len(rows)} question(s) could not be placed from the pixels "
                     f"and count as unknown (outside v_cons, v_ctr and the cell grid): {shown}{more}")
+    if sizes_unknown:
+        log.info(f"{origin.where}: {len(sizes_unknown)} question(s) whose far object's size s1 cannot be read from "
+                 f"the pixels to the sweep's 0.02 step (left out of v(s1) and Δ_s; first: "
+                 f"{origin.locate(sizes_unknown[0])})")
     if cells_unknown:
         log.info(f"{origin.where}: {len(cells_unknown)} question(s) have a black object too close to a cell's edge to "
                  f"tell its cell (left out of the cell grid; first: {origin.locate(cells_unknown[0])})")

@@ -369,6 +369,63 @@ def nearest(found: Sequence[Found], x: float, y: float) -> Found | None:
 
 
 # ------------------------------------------------------------------------------------------
+# The size variant: the far object's size s1 (Table 9), from the pixels
+#
+# An object of half-extent s rests on a wall HALF_WIDTH from the axis, so in the square measure
+# its centre lies HALF_WIDTH - s from the axis. At depth z its centre's square radius in the image
+# is r = f (HALF_WIDTH - s) / z and its apparent radius rho = f s / z: both scale with f / z, so
+#     s = HALF_WIDTH * rho / (rho + r)
+# whatever the depth, the focal length or the resolution. rho is read from the region's area over
+# the shape's silhouette: a sphere's outline is about a disc of radius rho, a cube shows its front
+# face (a square of side 2 rho) and, off the axis, some of its side faces (``SHAPE_SPREAD``).
+
+# The silhouette's area over (pi rho^2) for a sphere or (2 rho)^2 for a cube, as measured on our
+# renders (the median over the coloured objects of the bundled phase and size samples, where rho
+# is recorded): shading at the rim and a cube's side faces make a region a little larger.
+SHAPE_SPREAD = {"sphere": 1.06, "cube": 1.26}
+SIZE_SNAP = 0.005  # an estimate is taken as a sweep value only this close to it (the sweep's step: 0.02)
+
+
+def shape_of(name: str) -> str | None:
+    """The shape word of an object name ("red cube" -> "cube"), or None."""
+    last = name.strip().lower().rsplit(" ", 1)[-1]
+    return last if last in SHAPE_SPREAD else None
+
+
+def apparent_radius(found: Found, shape: str) -> float:
+    """rho in pixels: the radius of the object's half-extent as seen, from its region's area."""
+    disc = math.pi if shape == "sphere" else 4.0
+    return math.sqrt(found.area / (disc * SHAPE_SPREAD[shape]))
+
+
+def wall_size(found: Found, shape: str, width: int, height: int) -> float:
+    """The half-extent s of an object resting on a wall (see above), from its region."""
+    rho = apparent_radius(found, shape)
+    return geometry.HALF_WIDTH * rho / (rho + square_radius(found, width, height))
+
+
+def far_size(loc: Located, far_shape: str, near_shape: str) -> float | None:
+    """s1 of a size-variant image: each object's ``wall_size``, joined by s1 + s2 = SIZE_SUM and
+    weighted by their apparent radii (each region's outline is known to about a pixel, so the
+    larger object's size is known better). None when the objects were not both found."""
+    if not loc.ok or None in (far_shape, near_shape):
+        return None
+    rho1, rho2 = apparent_radius(loc.far, far_shape), apparent_radius(loc.near, near_shape)
+    s1 = wall_size(loc.far, far_shape, loc.width, loc.height)
+    s2 = wall_size(loc.near, near_shape, loc.width, loc.height)
+    return (rho1 * s1 + rho2 * (geometry.SIZE_SUM - s2)) / (rho1 + rho2)
+
+
+def sweep_value(estimate: float | None, sweep: Sequence[float] = geometry.SIZE_SWEEP,
+                snap: float = SIZE_SNAP) -> float | None:
+    """The sweep's s1 value within ``snap`` of ``estimate``, else None (between two values: unknown)."""
+    if estimate is None:
+        return None
+    best = min(sweep, key=lambda value: abs(value - estimate))
+    return best if abs(best - estimate) <= snap else None
+
+
+# ------------------------------------------------------------------------------------------
 # A whole dataset, and the split of one image
 
 BLACK_UNCERTAINTY = 3.0  # a black object's row is known to about this many LEVEL_PX (darker, blurrier edges)

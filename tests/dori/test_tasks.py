@@ -88,10 +88,11 @@ def test_seed_orders_options_and_target_follows():
 SAMPLE_FILE = "tasks/dori/sample/test-00000-of-00001.parquet"
 
 
-def sample_data(seed: int = 42) -> TaskData:
-    """The TaskData of a task reading the bundled sample with this option-order seed."""
+def sample_data(seed: int = 42, **prompt) -> TaskData:
+    """The TaskData of a task reading the bundled sample with this option-order seed (and prompt
+    parameters)."""
     return TaskData(task="dori_sample", path="parquet", split="train", kwargs={"data_files": SAMPLE_FILE},
-                    prompt_kwargs={"seed": seed})
+                    prompt_kwargs={"seed": seed, **prompt})
 
 
 def test_seed_is_a_task_argument_and_checked():
@@ -101,7 +102,9 @@ def test_seed_is_a_task_argument_and_checked():
     assert a["question_id"] == b["question_id"] and a["shown_order"] != b["shown_order"]
     assert set(a["task"]) == {"single_axis_rotation"} and set(a["granularity"]) == {"granular"}
     with pytest.raises(ValueError, match="seed must be an integer"):
-        T._seed("forty-two")
+        T.prompt_seed("forty-two")
+    with pytest.raises(ValueError, match="draw_boxes must be one of"):  # at the docs' load, before any image
+        T.docs_for(data, sample_data(42, draw_boxes="sometimes"), "single_axis_rotation", "granular")
     with pytest.raises(load.SourceError, match="no view_parallelism coarse questions"):
         T.docs_for(data, sample_data(), "view_parallelism", "coarse")
 
