@@ -334,8 +334,9 @@ def _docs_from_official(dataset: datasets.Dataset, origin: Origin, variant: str,
 def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, variant: str = "phase") -> None:
     """Positions, cells and split of every official row from its image (module docstring): each
     distinct image is analysed once; rows whose objects cannot be found become unknown, listed in
-    one warning. In the size variant, s1 too (``pixels.far_size``): the sweep value it is read as,
-    or None (left out of v(s1) and Δ_s) when the estimate falls between two values."""
+    one warning. The size variant's s1 is not read from the pixels (``pixels.far_size``: not to
+    the sweep's step), so v(s1) and Δ_s stay undefined on an official size table, and a log line
+    says so."""
     first_row: dict[str, int] = {}
     keys = []
     for row, r in enumerate(rows):
@@ -359,10 +360,7 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, 
         split = pixels.split_of(loc)
         geo = r["geometry"]
         if variant == "size" and geo.get("size1_nominal") is None:
-            geo["size1_nominal"] = pixels.sweep_value(
-                pixels.far_size(loc, pixels.shape_of(r["obj1"]), pixels.shape_of(r["obj2"])))
-            if geo["size1_nominal"] is None:
-                sizes_unknown.append(row)
+            sizes_unknown.append(row)  # s1 is not read from the pixels: pixels.far_size says why
         geo.update(width=loc.width or None, height=loc.height or None, geometry="pixels", dy=split.dy,
                    relation=split.three_way, relation_two_way=split.two_way)
         if loc.ok:
@@ -382,9 +380,9 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, 
         log.warning(f"{origin.where}: {len(unknown)} of {len(rows)} question(s) could not be placed from the pixels "
                     f"and count as unknown (outside v_cons, v_ctr and the cell grid): {shown}{more}")
     if sizes_unknown:
-        log.info(f"{origin.where}: {len(sizes_unknown)} question(s) whose far object's size s1 cannot be read from "
-                 f"the pixels to the sweep's 0.02 step (left out of v(s1) and Δ_s; first: "
-                 f"{origin.locate(sizes_unknown[0])})")
+        log.info(f"{origin.where}: the table records no size s1, and the pixels give it only to about +-0.006, "
+                 f"not to the sweep's 0.02 step: v(s1 = .1), v(s1 = .3) and Δ_s are left undefined for its "
+                 f"{len(sizes_unknown)} question(s) (benchmarks/pixel_split.py measures the reading)")
     if cells_unknown:
         log.info(f"{origin.where}: {len(cells_unknown)} question(s) have a black object too close to a cell's edge to "
                  f"tell its cell (left out of the cell grid; first: {origin.locate(cells_unknown[0])})")

@@ -378,12 +378,19 @@ def nearest(found: Sequence[Found], x: float, y: float) -> Found | None:
 # whatever the depth, the focal length or the resolution. rho is read from the region's area over
 # the shape's silhouette: a sphere's outline is about a disc of radius rho, a cube shows its front
 # face (a square of side 2 rho) and, off the axis, some of its side faces (``SHAPE_SPREAD``).
+#
+# Why the loader does not use it: a region's area gives rho only to about 3 % (spheres) and 5 %
+# (cubes, as they are turned), so s1 comes out to about +-0.006, not to the sweep's 0.02 step: at
+# 512 px, nearest-value reading puts about 1 image in 20 into a neighbouring s1
+# (benchmarks/pixel_split.py), which would silently mix v(s1 = .1) with v(s1 = .12).
 
-# The silhouette's area over (pi rho^2) for a sphere or (2 rho)^2 for a cube, as measured on our
-# renders (the median over the coloured objects of the bundled phase and size samples, where rho
-# is recorded): shading at the rim and a cube's side faces make a region a little larger.
-SHAPE_SPREAD = {"sphere": 1.06, "cube": 1.26}
-SIZE_SNAP = 0.005  # an estimate is taken as a sweep value only this close to it (the sweep's step: 0.02)
+# The silhouette's area over (pi rho^2) for a sphere or (2 rho)^2 for a cube, and how far one
+# object's rho strays from it (relative, one sigma), measured on our 512 px renders of the size
+# variant (`generate spatialtunnel --variant size --per-cell 2 --resolution 512`, seed 0: median
+# and half the 10-90 % range): shading at the rim makes a sphere a little larger; a cube shows
+# some side faces off the axis, more or less as it is turned, so its rho is known less well.
+SHAPE_SPREAD = {"sphere": 1.04, "cube": 1.24}
+SHAPE_SCATTER = {"sphere": 0.03, "cube": 0.05}
 
 
 def shape_of(name: str) -> str | None:
@@ -393,7 +400,7 @@ def shape_of(name: str) -> str | None:
 
 
 def apparent_radius(found: Found, shape: str) -> float:
-    """rho in pixels: the radius of the object's half-extent as seen, from its region's area."""
+    """rho in pixels: the object's half-extent as seen, from its region's area."""
     disc = math.pi if shape == "sphere" else 4.0
     return math.sqrt(found.area / (disc * SHAPE_SPREAD[shape]))
 
@@ -404,25 +411,39 @@ def wall_size(found: Found, shape: str, width: int, height: int) -> float:
     return geometry.HALF_WIDTH * rho / (rho + square_radius(found, width, height))
 
 
-def far_size(loc: Located, far_shape: str, near_shape: str) -> float | None:
-    """s1 of a size-variant image: each object's ``wall_size``, joined by s1 + s2 = SIZE_SUM and
-    weighted by their apparent radii (each region's outline is known to about a pixel, so the
-    larger object's size is known better). None when the objects were not both found."""
+def wall_size_sigma(found: Found, shape: str, width: int, height: int) -> float:
+    """One sigma of ``wall_size``: rho's relative scatter (its shape's, and a pixel on the outline),
+    carried through s = W rho / (rho + r), whose derivative in log rho is s (1 - s / W)."""
+    rho = apparent_radius(found, shape)
+    size = wall_size(found, shape, width, height)
+    relative = math.hypot(SHAPE_SCATTER[shape], 1.0 / max(rho, 1e-6))
+    return size * (1.0 - size / geometry.HALF_WIDTH) * relative
+
+
+def far_size(loc: Located, far_shape: str | None, near_shape: str | None) -> tuple[float, float] | None:
+    """(s1, its sigma) of a size-variant image: the far object's ``wall_size``, and SIZE_SUM minus
+    the near object's (the variant fixes s1 + s2), weighted by their inverse variances. A black
+    object's region is not its silhouette (its rim takes the walls' light), so it does not count;
+    None when no coloured object of the two was found."""
     if not loc.ok or None in (far_shape, near_shape):
         return None
-    rho1, rho2 = apparent_radius(loc.far, far_shape), apparent_radius(loc.near, near_shape)
-    s1 = wall_size(loc.far, far_shape, loc.width, loc.height)
-    s2 = wall_size(loc.near, near_shape, loc.width, loc.height)
-    return (rho1 * s1 + rho2 * (geometry.SIZE_SUM - s2)) / (rho1 + rho2)
-
-
-def sweep_value(estimate: float | None, sweep: Sequence[float] = geometry.SIZE_SWEEP,
-                snap: float = SIZE_SNAP) -> float | None:
-    """The sweep's s1 value within ``snap`` of ``estimate``, else None (between two values: unknown)."""
-    if estimate is None:
+    readings = []
+    for found, shape, sign in ((loc.far, far_shape, 1.0), (loc.near, near_shape, -1.0)):
+        if found.colour == "black":
+            continue
+        size = wall_size(found, shape, loc.width, loc.height)
+        readings.append((size if sign > 0 else geometry.SIZE_SUM - size,
+                         wall_size_sigma(found, shape, loc.width, loc.height)))
+    if not readings:
         return None
-    best = min(sweep, key=lambda value: abs(value - estimate))
-    return best if abs(best - estimate) <= snap else None
+    weights = [1.0 / sigma ** 2 for _, sigma in readings]
+    value = sum(w * v for w, (v, _) in zip(weights, readings)) / sum(weights)
+    return value, 1.0 / math.sqrt(sum(weights))
+
+
+def nearest_sweep_value(value: float, sweep: Sequence[float] = geometry.SIZE_SWEEP) -> float:
+    """The sweep's s1 value nearest ``value`` (how ``benchmarks/pixel_split.py`` scores a reading)."""
+    return min(sweep, key=lambda s1: abs(s1 - value))
 
 
 # ------------------------------------------------------------------------------------------

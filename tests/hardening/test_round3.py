@@ -277,3 +277,36 @@ def test_rescore_refuses_a_protocol_the_run_did_not_use(golden_runs, capsys):
     cli.main(["rescore", "spatialtunnel", str(run)])  # returns: nothing wrong
     out = capsys.readouterr().out
     assert "  spatialtunnel_sample_phase [exact]: v=" in out and "  spatialtunnel_logit_sample_phase [logit]: v=" in out
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    (b"", "the file is empty"), (b"{\"model\": ", "not valid JSON"), (b"[1, 2]", "expected a JSON object, found list"),
+    (b"{\"model\": 3, \"layer\": \"x\"}", "not a probe's metrics.json"),
+])
+def test_a_probe_folder_that_cannot_be_read_is_named(tmp_path, content, reason):
+    """Issue 32, item 4: a corrupt, empty or wrongly shaped metrics.json (verify) or probe.json
+    (report, recompute) gave a bare JSON decoder message or "internal error (AttributeError)"."""
+    from spatial_tasks.common.errors import UserError
+    from spatial_tasks.results.verify import verify
+    from spatial_tasks.spatialtunnel.probe.run import recompute
+
+    folder = tmp_path / "probe"
+    folder.mkdir()
+    (folder / "metrics.json").write_bytes(content)
+    with pytest.raises(UserError, match=re.escape(str(folder / "metrics.json")) + ": .*" + re.escape(reason)):
+        verify([tmp_path])
+    (folder / "probe.json").write_bytes(content if reason != "not a probe's metrics.json" else b"{\"model\": 3}")
+    with pytest.raises(UserError, match=re.escape(str(folder / "probe.json")) + ": "):
+        recompute(folder)
+
+
+@pytest.mark.parametrize(("content", "reason"), [(b"index\timage\tquestion\tanswer\n", "no rows (only a header line)"),
+                                                 (bytes(range(256)) * 4, "not UTF-8 text")])
+def test_a_probe_tsv_that_cannot_be_read_is_named(tmp_path, content, reason):
+    """Issue 32, item 4: a header-only or random-bytes TSV gave datasets' DatasetGenerationError."""
+    from spatial_tasks.spatialtunnel.probe.data import ProbeDataError, load_probe_pairs
+
+    table = tmp_path / "pairs.tsv"
+    table.write_bytes(content)
+    with pytest.raises(ProbeDataError, match=re.escape(f"{table}: {reason}")):
+        load_probe_pairs(table)

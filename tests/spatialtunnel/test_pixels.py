@@ -68,6 +68,37 @@ def test_every_bundled_image_is_filed_as_recorded(tmp_path, config, log_messages
         assert f"{4 * len(unknown_images)} of {len(docs)} question(s)" in warning
 
 
+def test_the_size_variants_s1_is_read_to_about_a_hundredth_and_left_undefined(tmp_path, log_messages):
+    """Issue 32, item 8: s1 from the pixels (pixels.far_size) lands near the recorded s1, but not to
+    the sweep's 0.02 step, so the loader leaves v(s1) and Δ_s undefined on an official size table
+    and says so (benchmarks/pixel_split.py: at 512 px the nearest sweep value is wrong for about 1
+    image in 20)."""
+    docs, recorded = official_docs("size_variation", tmp_path / "official")
+    assert {doc["size1_nominal"] for doc in docs} == {None}
+    assert any("the pixels give it only to about +-0.006" in m for m in log_messages)
+    generated = datasets.load_dataset("parquet", data_files=str(SAMPLE / "size_variation" / "test-00000-of-00001.parquet"),
+                                      split="train").cast_column("image", datasets.Image(decode=False))
+    rows = list(generated)
+    located = pixels.locate_all(lambda k: rows[k]["image"]["bytes"], [(r["obj1"], r["obj2"]) for r in rows])
+    errors = [abs(reading[0] - row["size1_nominal"]) for row, loc in zip(rows, located)
+              if (reading := pixels.far_size(loc, pixels.shape_of(row["obj1"]), pixels.shape_of(row["obj2"])))]
+    assert len(errors) >= 20 and np.median(errors) < 0.01 and max(errors) < 0.05  # at 128 px
+
+
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+@pytest.mark.parametrize("theta", [0.0, 45.0, 112.5, 270.0])
+def test_an_objects_size_follows_from_its_apparent_radius_and_its_place(shape, theta):
+    """s = HALF_WIDTH * rho / (rho + r) for any depth and resolution: an object drawn where the
+    generator's geometry puts it, with the apparent radius it gives, reads back its own size."""
+    for size, depth, width in ((0.1, geometry.DEPTH_FAR, 128), (0.3, geometry.DEPTH_NEAR, 512), (0.22, 6.0, 256)):
+        x, y = geometry.project(geometry.object_center(theta, depth, size), width, width)
+        rho = geometry.projected_radius_px(size, depth, width)
+        disc = np.pi if shape == "sphere" else 4.0
+        found = pixels.Found(x, y, disc * pixels.SHAPE_SPREAD[shape] * rho ** 2, "red")
+        assert pixels.wall_size(found, shape, width, width) == pytest.approx(size, rel=1e-9)
+    assert pixels.nearest_sweep_value(0.1031) == 0.1 and pixels.nearest_sweep_value(0.2999) == 0.3
+
+
 def test_the_tsv_layout_gives_the_same_docs(tmp_path):
     parquet, _ = official_docs("size_variation", tmp_path / "p")
     tsv, _ = official_docs("size_variation", tmp_path / "t", tsv=True)
