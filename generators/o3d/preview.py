@@ -19,9 +19,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from PIL import Image
 from spatial_tasks.generators.common import dataset as ds
-from spatial_tasks.common.errors import UserError
 from spatial_tasks.generators.common.preview import check_sheet, save_sheet
 
+from spatial_tasks.common.errors import UserError
 from spatial_tasks.o3d import schema
 
 CUE_TITLES = {

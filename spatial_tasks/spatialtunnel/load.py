@@ -381,7 +381,7 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, 
                     f"and count as unknown (outside v_cons, v_ctr and the cell grid): {shown}{more}")
     if sizes_unknown:
         log.info(f"{origin.where}: the table records no size s1, and the pixels give it only to about +-0.006, "
-                 f"not to the sweep's 0.02 step: v(s1 = .1), v(s1 = .3) and Δ_s are left undefined for its "
+                 f"not surely to the sweep's 0.02 step: v(s1 = .1), v(s1 = .3) and Δ_s are left undefined for its "
                  f"{len(sizes_unknown)} question(s) (benchmarks/pixel_split.py measures the reading)")
     if cells_unknown:
         log.info(f"{origin.where}: {len(cells_unknown)} question(s) have a black object too close to a cell's edge to "

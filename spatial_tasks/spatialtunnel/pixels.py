@@ -380,9 +380,9 @@ def nearest(found: Sequence[Found], x: float, y: float) -> Found | None:
 # face (a square of side 2 rho) and, off the axis, some of its side faces (``SHAPE_SPREAD``).
 #
 # Why the loader does not use it: a region's area gives rho only to about 3 % (spheres) and 5 %
-# (cubes, as they are turned), so s1 comes out to about +-0.006, not to the sweep's 0.02 step: at
-# 512 px, nearest-value reading puts about 1 image in 20 into a neighbouring s1
-# (benchmarks/pixel_split.py), which would silently mix v(s1 = .1) with v(s1 = .12).
+# (cubes, as they are turned), so s1 comes out to a few thousandths, not surely to the sweep's
+# 0.02 step: on two fresh 512 px renders (44 images) the nearest sweep value was a neighbour's for
+# 1 of the 42 read (benchmarks/pixel_split.py), which would silently mix v(s1 = .3) with v(.28).
 
 # The silhouette's area over (pi rho^2) for a sphere or (2 rho)^2 for a cube, and how far one
 # object's rho strays from it (relative, one sigma), measured on our 512 px renders of the size

@@ -211,8 +211,8 @@ def _meta(**fields):
     (_edit(0, _meta(person_bbox=[[22.0, 60.0, 560.0, 200.0]])),
      r"item 0 \('0001_Sample_Parking@0'\), key 'meta.person_bbox\[0\]': .* is not inside the 320 x 240 image"),
     (_edit(0, _meta(img_size=None, person_bbox=[[22.0, 60.0, 56.0, 900.0]])),
-     r"vcr_4_sample\.json, item 0 \('0001_Sample_Parking@0'\), key 'meta.person_bbox': box 1: .* is not inside the "
-     r"320 x 240 image"),
+     (r"vcr_4_sample\.json, item 0 \('0001_Sample_Parking@0'\), key 'meta.person_bbox': box 1: .* is not inside "
+      r"the 320 x 240 image")),
 ], ids=["string item", "no mcq", "wrapped in an object", "listener without a tag", "box outside the stated size",
         "box outside the image"])
 def test_one_bad_vague_item_is_named_and_never_hides_its_file(tmp_path, change, message):

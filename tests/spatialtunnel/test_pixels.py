@@ -71,9 +71,9 @@ def test_every_bundled_image_is_filed_as_recorded(tmp_path, config, log_messages
 def test_the_size_variants_s1_is_read_to_about_a_hundredth_and_left_undefined(tmp_path, log_messages):
     """Issue 32, item 8: s1 from the pixels (pixels.far_size) lands near the recorded s1, but not to
     the sweep's 0.02 step, so the loader leaves v(s1) and Δ_s undefined on an official size table
-    and says so (benchmarks/pixel_split.py: at 512 px the nearest sweep value is wrong for about 1
-    image in 20)."""
-    docs, recorded = official_docs("size_variation", tmp_path / "official")
+    and says so (benchmarks/pixel_split.py: at 512 px the nearest sweep value is wrong for 1 of 42
+    images)."""
+    docs, _ = official_docs("size_variation", tmp_path / "official")
     assert {doc["size1_nominal"] for doc in docs} == {None}
     assert any("the pixels give it only to about +-0.006" in m for m in log_messages)
     generated = datasets.load_dataset("parquet", data_files=str(SAMPLE / "size_variation" / "test-00000-of-00001.parquet"),
