@@ -204,3 +204,17 @@ def test_tiny_model_cli_builds_a_family_and_refuses_unknown_ones(tmp_path):
                          capture_output=True, text=True, timeout=300, env=_env())
     assert bad.returncode == 2 and "--family 'blip2': choose one of qwen2_5_vl, qwen3_vl" in bad.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_a_probe_only_report_keeps_the_leaderboard_it_replaces(probe_cli_outputs, golden_runs, tmp_path):
+    """Issue 32, item 1: a report into a folder with a leaderboard replaces the earlier report's
+    files; one that adds no records (probe folders only) must keep the leaderboard, not delete it."""
+    from spatial_tasks.report import write_report
+    from spatial_tasks.results.schema import read_record_file
+
+    out = tmp_path / "report"
+    write_report(golden_runs / "dori", out)
+    before = read_record_file(out / "leaderboard.json")
+    written = write_report(None, out, probes=[probe_cli_outputs / "qwen2_5_vl"])
+    assert out / "leaderboard.json" in written and read_record_file(out / "leaderboard.json") == before
+    assert read_record_file(out / "leaderboard.csv") == before and "## SpatialTunnel: contrastive probing" in (out / "report.md").read_text()
