@@ -352,7 +352,8 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, 
             first_row[key] = row
     distinct = list(first_row.values())
     located = pixels.locate_all(lambda k: table.encoded(distinct[k]), [(rows[r]["obj1"], rows[r]["obj2"]) for r in distinct],
-                                progress=lambda ks: images.progress(ks, "SpatialTunnel: locating objects"))
+                                progress=lambda ks: images.progress(ks, "SpatialTunnel: locating objects"),
+                                variant=variant)
     by_key = {keys[row]: loc for row, loc in zip(distinct, located)}
     unknown, cells_unknown, sizes_unknown = [], [], []
     for row, r in enumerate(rows):

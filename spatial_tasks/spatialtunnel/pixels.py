@@ -274,15 +274,23 @@ def colour_of(name: str) -> str | None:
 
 Ring = tuple[float, float]  # (low, high) square radius of one role's objects, as a share of the width
 RING_MARGIN = 0.015  # of the width, around a ring measured on the coloured objects
+# The half-extents the paper's scenes use, per variant and role (phase: s1 = 0.2 and s2 = 0.1, each
+# x U[1, 1.5]; size: s1 + s2 = 0.4, s1 from 0.10 to 0.30). A black region whose size reading
+# (``wall_size``) falls outside its role's range by more than SIZE_MARGIN is not that object: on a
+# fresh 512 px render such regions were a shadow or a part of a cube, up to 64 px off.
+WALL_SIZES = {"phase": {"far": (0.2, 0.3), "near": (0.1, 0.15)}, "size": {"far": (0.1, 0.3), "near": (0.1, 0.3)}}
+SIZE_MARGIN = 0.15  # relative; a black object's own reading strays about 10 % (benchmarks/pixel_split.py)
 
 
 def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | None = None,
-           rings: dict[str, Ring] | None = None) -> Located:
+           rings: dict[str, Ring] | None = None, sizes: dict[str, tuple[float, float]] | None = None) -> Located:
     """Find the farther object ``far_name`` and the nearer ``near_name`` (names as in the question,
     "<colour> <shape>"). ``empty``: the empty tunnel's brightness under this image's light
     (``Background.estimate``), needed only for black objects. ``rings``: where the dataset's far
     and near objects lie ({"far": (low, high), "near": ...} in square radius over width, measured
-    on its coloured objects by ``measure_rings``); a candidate off its ring is not that object."""
+    on its coloured objects by ``measure_rings``); a candidate off its ring is not that object.
+    ``sizes``: each role's half-extent range (``WALL_SIZES``); a black candidate whose size reading
+    is outside it (by more than SIZE_MARGIN) is not that object."""
     h, w = rgb.shape[:2]
     out = Located(width=w, height=h)
     colours = {"far": colour_of(far_name), "near": colour_of(near_name)}
@@ -295,11 +303,17 @@ def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | N
         found += black_regions(rgb, coloured, empty)
     out.regions = found
 
+    shapes = {"far": shape_of(far_name), "near": shape_of(near_name)}
+
     def candidates(role: str) -> list[Found]:
         mine = [f for f in found if f.colour == colours[role]]
         if rings and role in rings:
             low, high = rings[role]
             mine = [f for f in mine if low - RING_MARGIN <= square_radius(f, w, h) / w <= high + RING_MARGIN]
+        if sizes and role in sizes and colours[role] == "black" and shapes[role] is not None:
+            low, high = sizes[role]
+            mine = [f for f in mine
+                    if low * (1 - SIZE_MARGIN) <= wall_size(f, shapes[role], w, h) <= high * (1 + SIZE_MARGIN)]
         return sorted(mine, key=lambda f: -f.area)
 
     if colours["far"] == colours["near"] and not rings:  # one pool: the farther is nearer the vanishing point
@@ -317,6 +331,8 @@ def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | N
         mine = candidates(role)
         colour = colours[role]
         where = " where the dataset's " + role + " objects lie" if rings and role in rings else ""
+        if sizes and role in sizes and colour == "black":
+            where += " with a size its variant draws"
         if not mine:
             out.problem = f"no {colour} object found{where}"
             return out
@@ -453,10 +469,12 @@ BLACK_UNCERTAINTY = 3.0  # a black object's row is known to about this many LEVE
 
 
 def locate_all(image_bytes: Callable[[int], bytes], names: Sequence[tuple[str, str]],
-               progress: Callable[[Iterable[int]], Iterable[int]] = lambda rows: rows) -> list[Located]:
+               progress: Callable[[Iterable[int]], Iterable[int]] = lambda rows: rows,
+               variant: str | None = None) -> list[Located]:
     """``locate`` for every image k of a dataset (``image_bytes(k)``; ``names[k]`` = (far, near)):
     coloured objects first, whose positions give each role's ring (``measure_rings``); then black
-    objects, each against the empty tunnel under its own light (``Background``) and on its ring."""
+    objects, each against the empty tunnel under its own light (``Background``), on its ring and,
+    when the ``variant`` is known, with a size it draws (``WALL_SIZES``)."""
     count = len(names)
     located: list[Located | None] = [None] * count
     thumbnails = []
@@ -473,7 +491,7 @@ def locate_all(image_bytes: Callable[[int], bytes], names: Sequence[tuple[str, s
     background = Background(np.stack(thumbnails) if thumbnails else np.zeros((0, FEATURE_SIDE ** 2)), image_bytes)
     for k in later:
         rgb = decode(image_bytes(k))
-        located[k] = locate(rgb, *names[k], background.estimate(k, rgb.shape[:2]), rings)
+        located[k] = locate(rgb, *names[k], background.estimate(k, rgb.shape[:2]), rings, WALL_SIZES.get(variant))
     return [loc if loc is not None else Located(problem="not analysed") for loc in located]
 
 
