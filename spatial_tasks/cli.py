@@ -237,12 +237,9 @@ def results_command(
     folder = output_folder(out)
     jsonl, table = folder / "results.jsonl", folder / "results.csv"
     merged = merge_with_files(records, [table, jsonl])  # the .jsonl last: its exact floats win
-    kept = len(merged) - len(records)
-    # Written beside and then moved in, so an interrupted write never leaves half a file.
-    for path, write in ((jsonl, write_jsonl), (table, write_csv)):
-        write(merged, path.with_name(path.name + ".tmp"))
-        path.with_name(path.name + ".tmp").replace(path)
-        typer.echo(f"{path}  ({len(records)} records" + (f", and {kept} kept from before)" if kept else ")"))
+    kept = f", and {len(merged) - len(records)} kept from before" if len(merged) > len(records) else ""
+    for path in (write_jsonl(merged, jsonl), write_csv(merged, table)):
+        typer.echo(f"{path}  ({len(records)} records{kept})")
 
 
 @app.command("verify")

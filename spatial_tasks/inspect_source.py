@@ -24,7 +24,7 @@ from typing import Any
 
 import datasets
 
-from spatial_tasks.common.validate import DataError, kind_of
+from spatial_tasks.common.validate import DataError, data_file_problem, dataset_file_problem, kind_of
 from spatial_tasks.registry import benchmarks
 
 SAMPLE_ROWS = 8  # rows read per split to try the readers on
@@ -125,8 +125,6 @@ def _split_report(folder: Path, config: str, split: str, benchmarks: list[str], 
             (stream.features or {}).get("image"), datasets.Image) else stream
         rows = list(itertools.islice(iter(stream), SAMPLE_ROWS))
     except Exception as err:  # noqa: BLE001 - whatever datasets says, reported
-        from spatial_tasks.common.validate import dataset_file_problem
-
         problem = dataset_file_problem(str(folder), config)
         report.error = problem or f"datasets cannot read it: {type(err).__name__}: {' '.join(str(err).split())[:300]}"
         return report
@@ -139,12 +137,13 @@ def _split_report(folder: Path, config: str, split: str, benchmarks: list[str], 
         report.sample = {k: _show(v) for k, v in rows[0].items()}
     sample = datasets.Dataset.from_list(rows, features=features) if rows else datasets.Dataset.from_dict(
         {k: [] for k in features}, features=features)
+    every = readers()
+    root = folder.parent if folder.is_file() else folder
     for benchmark in benchmarks:
         try:
-            reader = readers()[benchmark]
+            reader = every[benchmark]
             # ``root`` (the local folder, for image paths) goes to readers that take it
-            where = {"root": folder.parent if folder.is_file() else folder} if "root" in inspect.signature(
-                reader).parameters else {}
+            where = {"root": root} if "root" in inspect.signature(reader).parameters else {}
             report.readers[benchmark] = reader(sample, f"{config}/{split}", files, **where)
         except Exception as err:  # noqa: BLE001 - a reader that cannot judge says so
             report.readers[benchmark] = f"cannot judge ({type(err).__name__}: {err})"
@@ -159,8 +158,6 @@ def inspect_source(source: str, benchmark: str | None = None) -> Report:
     folder = resolve(source)
     report = Report(source=source, folder=str(folder))
     if folder.is_file():  # one data file: itself, as one split
-        from spatial_tasks.common.validate import data_file_problem
-
         report.files = [folder.name]
         problem = data_file_problem(folder)
         if problem:
@@ -181,8 +178,6 @@ def inspect_source(source: str, benchmark: str | None = None) -> Report:
         try:
             splits = datasets.get_dataset_split_names(str(folder), config)
         except Exception as err:  # noqa: BLE001
-            from spatial_tasks.common.validate import dataset_file_problem
-
             problem = dataset_file_problem(str(folder), config)
             report.splits.append(SplitReport(config=config, split="?", error=problem or f"cannot list its splits: {err}"))
             continue

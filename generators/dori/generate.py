@@ -76,11 +76,9 @@ def check_flags(task: str, *, count: int = 200, resolution: int = 256, samples: 
         check_flag(flag, value)
     if patterns is not None:
         check_flag("--patterns", patterns)
-    rendered = [name for name in tasks if name != "canonical_orientation"]
-    if rendered:  # each rendered task plans ``count`` items (a coarse and a granular question each)
-        Shard.parse(shard).require_jobs(count, f"--count {count}")
-    else:
-        Shard.parse(shard)
+    parsed = Shard.parse(shard)
+    if any(name != "canonical_orientation" for name in tasks):  # each rendered task plans ``count`` items
+        parsed.require_jobs(count, f"--count {count}")
     if not isinstance(source, str) or not source.strip() or any(c in source for c in "\r\n\t"):
         raise ValueError(f"--source {source!r}: name the source dataset of --images in one line of text (it is "
                          "every canonical_orientation question's 'source' field)")
@@ -235,9 +233,9 @@ def canonical_rows(images_dir: Path, out: Path, seed: int, shard: str, source: s
         raise ValueError(f"--images {images_dir}: {clash[0]} is the name of a drawn pattern; rename it")
     pictures.update(drawn)
     symmetric = frozenset(name for name, image in pictures.items() if is_symmetric(image))
-    every = sampling.co_plan(list(pictures), seed, symmetric=symmetric)
-    Shard.parse(shard).require_jobs(len(every), f"--images {images_dir} (with the drawn patterns)")
-    plans = Shard.parse(shard).select(every)
+    every, parsed = sampling.co_plan(list(pictures), seed, symmetric=symmetric), Shard.parse(shard)
+    parsed.require_jobs(len(every), f"--images {images_dir} (with the drawn patterns)")
+    plans = parsed.select(every)
     work = Path(out) / WORK_DIR / "canonical_orientation"
     work.mkdir(parents=True, exist_ok=True)
     rows = []

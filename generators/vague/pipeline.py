@@ -503,7 +503,7 @@ def build_dataset(out: Path, labels_path: Path, seed: int = 0) -> Path:
             raise PipelineError(f"{folder.root}: pass 1 has not run here (no {state_path}); run with --scenes first")
         state = _read_json(state_path, "pass 1's record")
         labels = read_labels(labels_path)
-        items, skipped, unlabelled = [], 0, 0
+        items, below, unlabelled = [], 0, 0
         images = Path(state["images"])
         candidates = {}
         for path in sorted((folder.work / "candidates").glob("*.json")):
@@ -520,7 +520,7 @@ def build_dataset(out: Path, labels_path: Path, seed: int = 0) -> Path:
                 unlabelled += 1
                 continue
             if not kept(labels[name]):
-                skipped += 1
+                below += 1
                 continue
             item = build_item(result, labels[name], seed)
             frame = images / (result["scene"].get("image") or f"{name}.jpg")
@@ -531,19 +531,18 @@ def build_dataset(out: Path, labels_path: Path, seed: int = 0) -> Path:
             item_to_doc(item, len(items), target, state["subset"], target)  # the benchmark's own checks
             tagged.save(target, format="JPEG", quality=95)
             items.append(item)
-        skipped += unlabelled
         if not items:
             raise PipelineError(f"--labels {labels_path}: no scene kept: {len(candidates)} made by pass 1, "
-                                f"{unlabelled} without an annotated label, {skipped - unlabelled} below the keep "
-                                "thresholds (direct 4-5, indirect >= 3)")
+                                f"{unlabelled} without an annotated label, {below} below the keep thresholds "
+                                "(direct 4-5, indirect >= 3)")
         for old in folder.root.glob(f"{state['subset']}_*_generated.json"):
             old.unlink()
         out_file = folder.root / f"{state['subset']}_{len(items)}_generated.json"
         atomic_write_text(out_file, json.dumps(items, indent=2) + "\n")
-        text = ds.render_template(CARD_TEMPLATE, subset=state["subset"], items=len(items), skipped=skipped,
+        text = ds.render_template(CARD_TEMPLATE, subset=state["subset"], items=len(items), skipped=below + unlabelled,
                                   item_file=out_file.name)
         atomic_write_text(folder.root / "README.md", text)
-        log.info("pass 2: %d item(s) kept, %d not kept -> %s", len(items), skipped, out_file)
+        log.info("pass 2: %d item(s) kept, %d not kept -> %s", len(items), below + unlabelled, out_file)
         return out_file
 
 

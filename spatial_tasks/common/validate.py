@@ -235,12 +235,12 @@ def dataset_file_problem(path: str, name: str | None = None, **load_kwargs) -> s
     read for config ``name`` of ``path`` (a folder, or a builder such as "parquet" with
     ``data_files``); None when they all read, or they are not local (a Hub id is never resolved)."""
     # A builder name ("parquet", "csv" ...) has no slash; a Hub id has one and is never resolved here.
-    builder = "data_files" in load_kwargs and "/" not in str(path)
-    if not (Path(path).expanduser().is_dir() or builder):
+    named_builder = "data_files" in load_kwargs and "/" not in str(path)
+    if not (Path(path).expanduser().is_dir() or named_builder):
         return None
     try:
-        builder = datasets.load_dataset_builder(str(path), name, **load_kwargs)
-        files = [f for split in (builder.config.data_files or {}).values() for f in split]
+        config = datasets.load_dataset_builder(str(path), name, **load_kwargs).config
+        files = [f for split in (config.data_files or {}).values() for f in split]
     except Exception:  # noqa: BLE001 - the caller reports the loading error itself
         return None
     return next((problem for f in files if (problem := data_file_problem(f))), None)

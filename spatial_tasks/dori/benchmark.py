@@ -10,6 +10,7 @@ from pathlib import Path
 
 from spatial_tasks.benchmark import Benchmark, Demo, distinct
 from spatial_tasks.dori.metrics import SCORECARD
+from spatial_tasks.dori.schema import check_prompt
 
 NAME = "dori"
 
@@ -57,29 +58,21 @@ def inspect_split(ds, name: str, files=(), root: Path | None = None) -> str:
     named = data and all(load.task_from_text(f) for f in data)
     origin = Origin(label=name, files=tuple((f, 0) for f in data) if named else (), root=root)
     try:
-        how = ""
         if load.is_generated(ds):
             verdict = "accepted: DORI, spatial-tasks generator layout"
         else:
             load.map_columns(ds, origin, name)
-            how = " (task and granularity from the file paths)" if named and "task" not in load.resolve_columns(
-                ds.column_names) else ""
-            verdict = f"accepted: DORI, an official-release layout (columns mapped by name){how}"
+            verdict = "accepted: DORI, an official-release layout (columns mapped by name)"
+            if named and "task" not in load.resolve_columns(ds.column_names):
+                # the rows read here are not tied to their files, so their tasks cannot be checked here
+                return f"{verdict} (task and granularity from the file paths)"
     except DataError as err:
         return str(err)
-    if how:  # the rows read here are not tied to their files, so their tasks are unknown here
-        return verdict
     try:  # the rows themselves must load, not only the columns fit
         load.to_docs(ds, origin, hint=name)
     except DataError as err:
         return f"the columns fit, but the rows do not load: {err}"
     return verdict
-
-
-def check_prompt(kwargs) -> None:
-    from spatial_tasks.dori.schema import check_prompt as check
-
-    check(kwargs)
 
 
 def custom_data(request) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -78,19 +78,30 @@ def json_schema() -> dict:
     return ResultRecord.model_json_schema()
 
 
-def write_jsonl(records: Iterable[ResultRecord], path: Path) -> Path:
-    path.write_text("".join(r.model_dump_json() + "\n" for r in records), encoding="utf-8")
+def _replace(path: Path, write: Callable[[Path], None]) -> Path:
+    """``write`` into a file beside ``path``, then moved over it: an interrupted write never
+    leaves half a results file (or an earlier one half overwritten)."""
+    partial = path.with_name(path.name + ".partial")
+    write(partial)
+    partial.replace(path)
     return path
+
+
+def write_jsonl(records: Iterable[ResultRecord], path: Path) -> Path:
+    text = "".join(r.model_dump_json() + "\n" for r in records)
+    return _replace(Path(path), lambda partial: partial.write_text(text, encoding="utf-8"))
 
 
 def write_csv(records: Iterable[ResultRecord], path: Path) -> Path:
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
-        writer.writeheader()
-        for record in records:
-            writer.writerow({k: ("" if v is None else json.dumps(v, sort_keys=True) if isinstance(v, dict) else v)
-                             for k, v in record.model_dump().items()})
-    return path
+    def write(partial: Path) -> None:
+        with open(partial, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=FIELDS)
+            writer.writeheader()
+            for record in records:
+                writer.writerow({k: ("" if v is None else json.dumps(v, sort_keys=True) if isinstance(v, dict) else v)
+                                 for k, v in record.model_dump().items()})
+
+    return _replace(Path(path), write)
 
 
 def read_jsonl(path: Path) -> list[ResultRecord]:
@@ -166,10 +177,6 @@ def read_record_file(path: Path) -> list[ResultRecord]:
         raise RecordFileError(f"{path}: not UTF-8 text") from None
     except csv.Error as err:
         raise RecordFileError(f"{path}: not a results CSV ({err})") from None
-    except UserError as err:
-        if isinstance(err, RecordFileError):
-            raise
-        raise RecordFileError(str(err)) from None
 
 
 def merge_with_files(records: Sequence[ResultRecord], previous: Sequence[Path]) -> list[ResultRecord]:

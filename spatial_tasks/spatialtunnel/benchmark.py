@@ -10,6 +10,7 @@ from pathlib import Path
 
 from spatial_tasks.benchmark import Benchmark, Demo, distinct
 from spatial_tasks.spatialtunnel.metrics import SCORECARD
+from spatial_tasks.spatialtunnel.records import PROTOCOLS
 
 NAME = "spatialtunnel"
 
@@ -152,7 +153,7 @@ BENCHMARK = Benchmark(
     score=score,
     summary=summary,
     options=("protocol",),
-    option_values={"protocol": ("auto", "exact", "logit")},  # rescore.PROTOCOLS
+    option_values={"protocol": PROTOCOLS},
     scorecard=SCORECARD,
     paper=NAME,
     paper_figures=paper_figures,

@@ -8,7 +8,17 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from spatial_tasks.common.errors import UserError
-from spatial_tasks.common.yesno import UNPARSEABLE, YesNoLogits, decode_payload_fields, is_payload, parse_yes_no
+from spatial_tasks.common.yesno import (
+    UNPARSEABLE,
+    YesNoLogits,
+    decode_payload_fields,
+    is_payload,
+    parse_yes_no,
+)
+
+# How a question is scored: from the answer's text, from the first token's Yes/No logits, or as
+# each logged record says (the option of rescore and of the evaluate module).
+PROTOCOLS = ("auto", "exact", "logit")
 
 _RECORD_FIELDS = ("benchmark", "question_id", "image_id", "variant", "template_id", "answer", "relation",
                   "relation_two_way", "theta1_index", "theta2_index", "grid", "size1_nominal")

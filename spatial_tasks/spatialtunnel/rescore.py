@@ -13,12 +13,9 @@ from pathlib import Path
 from spatial_tasks.common.samples import SamplesError, find_runs, first_response, rescore_file
 from spatial_tasks.common.yesno import is_payload
 from spatial_tasks.spatialtunnel import metrics
-from spatial_tasks.spatialtunnel.records import LoggedRecord, exact_match_record, logit_record
+from spatial_tasks.spatialtunnel.records import PROTOCOLS, LoggedRecord, exact_match_record, logit_record
 
 BENCHMARK = "spatialtunnel"
-PROTOCOLS = ("auto", "exact", "logit")  # also the benchmark's option_values (spatialtunnel/benchmark.py)
-
-
 def _summary(records: list[dict]) -> dict:
     """``metrics.summary`` and the protocol the records were scored with (a mix is named as such)."""
     return {**metrics.summary(records), "protocol": "+".join(sorted({r["protocol"] for r in records}))}
@@ -54,14 +51,6 @@ def records_from_samples(path: Path, protocol: str = "auto") -> list[dict]:
             raise SamplesError(f"{path}: record {record.get('question_id')!r} has unknown protocol {chosen!r}")
         out.append(scorers[chosen](record, [response]))
     return out
-
-
-PROTOCOLS = ("auto", "exact", "logit")  # also the benchmark's option_values (spatialtunnel/benchmark.py)
-
-
-def _summary(records: list[dict]) -> dict:
-    """``metrics.summary`` and the protocol the records were scored with (a mix is named as such)."""
-    return {**metrics.summary(records), "protocol": "+".join(sorted({r["protocol"] for r in records}))}
 
 
 def rescore(path: Path, protocol: str = "auto") -> dict:

@@ -149,10 +149,10 @@ def item_to_doc(item: Any, index: int, where: str, subset: str, image: dict | No
                 and box[0] <= box[2] and box[1] <= box[3]):
             raise bad(f"meta.person_bbox[{k}]", f"{short(box)} is not [x1, y1, x2, y2]")
     if width is not None and height is not None:  # boxes are in the stated size (drawn there, mid-run)
-        for k, box in enumerate(boxes):
-            if not (0 <= box[0] and 0 <= box[1] and box[2] <= width and box[3] <= height):
-                raise bad(f"meta.person_bbox[{k}]", f"{short(box)} is not inside the {width:g} x {height:g} image "
-                                                    "(meta.img_size)")
+        try:
+            check_boxes(boxes, (width, height))
+        except ValueError as err:
+            raise bad("meta.person_bbox", f"{err} (meta.img_size)") from None
     listener = listener_of(solution)
     tag = re.fullmatch(r"person\s*(\d+)", listener, flags=re.IGNORECASE)
     if tag and meta.get("person_bbox") is not None and not 1 <= int(tag.group(1)) <= len(boxes):

@@ -39,7 +39,7 @@ def check_boxes(boxes: Sequence[Sequence[float]], size: tuple[int, int]) -> list
         except (TypeError, ValueError):
             raise ValueError(f"box {k + 1}: {box!r} is not four numbers x1, y1, x2, y2") from None
         if not (0 <= x1 <= x2 <= size[0] and 0 <= y1 <= y2 <= size[1]):
-            raise ValueError(f"box {k + 1}: {[x1, y1, x2, y2]} is not inside the {size[0]} x {size[1]} image "
+            raise ValueError(f"box {k + 1}: {[x1, y1, x2, y2]} is not inside the {size[0]:g} x {size[1]:g} image "
                              "with x1 <= x2 and y1 <= y2")
         out.append((x1, y1, x2, y2))
     return out

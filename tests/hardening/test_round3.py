@@ -209,7 +209,7 @@ def _meta(**fields):
     (_edit(0, lambda item: {**item, "solution": "(person3, move, sedan)"}),
      r"item 0 \('0001_Sample_Parking@0'\), key 'solution': the listener 'person3' has no person tag: the item has 2"),
     (_edit(0, _meta(person_bbox=[[22.0, 60.0, 560.0, 200.0]])),
-     r"item 0 \('0001_Sample_Parking@0'\), key 'meta.person_bbox\[0\]': .* is not inside the 320 x 240 image"),
+     r"item 0 \('0001_Sample_Parking@0'\), key 'meta.person_bbox': box 1: .* is not inside the 320 x 240 image"),
     (_edit(0, _meta(img_size=None, person_bbox=[[22.0, 60.0, 56.0, 900.0]])),
      (r"vcr_4_sample\.json, item 0 \('0001_Sample_Parking@0'\), key 'meta.person_bbox': box 1: .* is not inside "
       r"the 320 x 240 image")),
