@@ -355,10 +355,20 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, 
                                 progress=lambda ks: images.progress(ks, "SpatialTunnel: locating objects"),
                                 variant=variant)
     by_key = {keys[row]: loc for row, loc in zip(distinct, located)}
-    unknown, cells_unknown, sizes_unknown = [], [], []
+    grid = rows[0]["geometry"]["grid"] if rows else geometry.DEFAULT_GRID
+    cells = {keys[row]: pixels.cells_of(by_key[keys[row]], rows[row]["obj1"], rows[row]["obj2"], grid)
+             for row in distinct}
+    cell_of = {key: None if None in cell else cell for key, cell in cells.items()}
+    split_by_key = {key: pixels.split_of(loc) for key, loc in by_key.items()}
+    by_cell = pixels.cell_splits(list(cell_of.values()), list(split_by_key.values())) if variant == "phase" else {}
+    unknown: dict[str, list[tuple[int, str]]] = {"both": [], "two_way": [], "three_way": []}
+    cells_unknown, sizes_unknown, from_cell = [], [], []
     for row, r in enumerate(rows):
         loc = by_key[keys[row]]
-        split = pixels.split_of(loc)
+        split = split_by_key[keys[row]]
+        if split.two_way == "unknown" and cell_of[keys[row]] in by_cell:  # near level: its cell says
+            split = pixels.Split(split.three_way, by_cell[cell_of[keys[row]]], split.dy)
+            from_cell.append(row)
         geo = r["geometry"]
         if variant == "size" and geo.get("size1_nominal") is None:
             sizes_unknown.append(row)  # s1 is not read from the pixels: pixels.far_size says why
@@ -366,20 +376,30 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, 
                    relation=split.three_way, relation_two_way=split.two_way)
         if loc.ok:
             geo.update(x1=loc.far.x, y1=loc.far.y, x2=loc.near.x, y2=loc.near.y,
-                       theta1_index=pixels.certain_cell(loc.far, loc.width, loc.height, geo["grid"]),
-                       theta2_index=pixels.certain_cell(loc.near, loc.width, loc.height, geo["grid"]))
+                       theta1_index=cells[keys[row]][0], theta2_index=cells[keys[row]][1])
             for i in ("1", "2"):
                 index = geo[f"theta{i}_index"]
                 geo[f"theta{i}"] = None if index is None else geometry.theta_degrees(index, geo["grid"])
             if None in (geo["theta1_index"], geo["theta2_index"]):
                 cells_unknown.append(row)
         if split.problem is not None:
-            unknown.append((row, split.problem))
-    if unknown:
-        shown = "; ".join(f"{origin.locate(row)}: {problem}" for row, problem in unknown[:5])
-        more = f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else ""
-        log.warning(f"{origin.where}: {len(unknown)} of {len(rows)} question(s) could not be placed from the pixels "
-                    f"and count as unknown (outside v_cons, v_ctr and the cell grid): {shown}{more}")
+            kind = "both" if not loc.ok else "two_way" if split.two_way == "unknown" else "three_way"
+            unknown[kind].append((row, split.problem))
+    for kind, outside in (("both", "count as unknown (outside v_cons, v_ctr and the cell grid)"),
+                          ("two_way", ("are ambiguous, but which object is higher cannot be told (outside v_cons and "
+                                       "v_ctr; in v_amb)")),
+                          ("three_way", ("are consistent or counter, but whether ambiguous cannot be told (in v_cons "
+                                         "and v_ctr; outside v_amb)"))):
+        if unknown[kind]:
+            shown = "; ".join(f"{origin.locate(row)}: {problem}" for row, problem in unknown[kind][:5])
+            more = f" (and {len(unknown[kind]) - 5} more)" if len(unknown[kind]) > 5 else ""
+            verb = "could not be placed from the pixels and" if kind == "both" else "placed from the pixels"
+            log.warning(f"{origin.where}: {len(unknown[kind])} of {len(rows)} question(s) {verb} {outside}: "
+                        f"{shown}{more}")
+    if from_cell:
+        log.info(f"{origin.where}: {len(from_cell)} question(s) too close to level to tell took their cell's split, on "
+                 f"which the cell's other images agree (the paper files whole cells; first: "
+                 f"{origin.locate(from_cell[0])})")
     if sizes_unknown:
         log.info(f"{origin.where}: the table records no size s1, and the pixels give it only to about +-0.006, "
                  f"not surely to the sweep's 0.02 step: v(s1 = .1), v(s1 = .3) and Δ_s are left undefined for its "

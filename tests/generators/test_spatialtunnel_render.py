@@ -223,7 +223,7 @@ def test_a_fresh_128px_phase_set_is_split_from_its_pixels_as_recorded(tmp_path):
     from spatialtunnel.official_tables import official_rows, write_official  # tests/ is on sys.path
 
     from spatial_tasks.common.origin import origin_for
-    from spatial_tasks.spatialtunnel import load, pixels
+    from spatial_tasks.spatialtunnel import load
 
     out = gen.generate("phase", tmp_path / "st", grid=16, per_cell=1, resolution=128, samples=4, seed=11,
                        shard="3/8", workers=2)
@@ -234,16 +234,14 @@ def test_a_fresh_128px_phase_set_is_split_from_its_pixels_as_recorded(tmp_path):
     kwargs = {"data_files": {"train": path.name}}
     loaded = datasets.load_dataset(str(path.parent), split="train", **kwargs)
     docs = load.to_docs(loaded, origin_for(loaded, str(path.parent), None, "train", kwargs), "phase", grid=16)
-    tolerance = 2 * pixels.level_tolerance(128)
-    unknown = 0
+    unplaced = 0
     for doc, rec in zip(docs, recorded):
         truth = geometry.vertical_relation(rec["pixel1"][1], rec["pixel2"][1], rec["height"])
-        near_a_line = abs(truth.dy) < tolerance or abs(abs(truth.dy) - 0.05 * rec["height"]) < tolerance
-        if doc["relation"] == "unknown":
-            unknown += 1
-        elif not near_a_line:
-            assert (doc["relation"], doc["relation_two_way"]) == (truth.three_way, truth.two_way), rec["image_id"]
+        if doc["theta1_index"] is None and doc["relation"] == doc["relation_two_way"] == "unknown":
+            unplaced += 1
+            continue
+        for found, recorded_label in ((doc["relation_two_way"], truth.two_way), (doc["relation"], truth.three_way)):
+            assert found in ("unknown", recorded_label), rec["image_id"]
         for i in ("1", "2"):
-            if doc[f"theta{i}_index"] is not None:
-                assert doc[f"theta{i}_index"] == rec[f"theta{i}_index"], rec["image_id"]
-    assert len(docs) == 4 * 32 and unknown <= 0.15 * len(docs)
+            assert doc[f"theta{i}_index"] in (None, rec[f"theta{i}_index"]), rec["image_id"]
+    assert len(docs) == 4 * 32 and unplaced <= 4  # at most one image's objects not found

@@ -5,6 +5,7 @@ stand-ins (tests/spatialtunnel/official_tables.py), and on drawn images with kno
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import datasets
@@ -18,13 +19,9 @@ from spatial_tasks.spatialtunnel import geometry, load, pixels
 from .official_tables import official_rows, write_official
 
 SAMPLE = Path("tasks/spatialtunnel/sample")
-MAX_UNKNOWN_SHARE = 0.1  # of the images; only images with a black object may be unknown
-
-
-def borderline(dy: float, height: int) -> bool:
-    """Rows this close to a decision line cannot be told from the pixels (pixels.level_tolerance)."""
-    tolerance = 2 * pixels.level_tolerance(height)
-    return abs(dy) < tolerance or abs(abs(dy) - geometry.AMBIGUOUS_FRACTION * height) < tolerance
+# Questions the bundled 128 px samples may leave partly unknown (benchmarks/pixel_split.py): the size
+# variant has pairs less than a pixel from level (sizes vary continuously), and one near the 5 % line.
+MAX_PARTLY_UNKNOWN = {"phase_variation": 0, "size_variation": 12}
 
 
 def official_docs(config: str, folder: Path, tsv: bool = False):
@@ -43,35 +40,39 @@ def official_docs(config: str, folder: Path, tsv: bool = False):
 
 @pytest.mark.parametrize("config", ["phase_variation", "size_variation"])
 def test_every_bundled_image_is_filed_as_recorded(tmp_path, config, log_messages):
+    """Issue 32, item 8: every object of every bundled image is found, and every label the pixels
+    give equals the recorded one. A label is left unknown only where the rows are within their
+    measurement tolerance of its decision line, and then the recorded rows are too."""
     docs, recorded = official_docs(config, tmp_path / "official")
     assert len(docs) == len(recorded) and {d["geometry"] for d in docs} == {"pixels"}
-    unknown_images, checked = set(), 0
+    partly_unknown = 0
     for doc, rec in zip(docs, recorded):
         truth = geometry.vertical_relation(rec["pixel1"][1], rec["pixel2"][1], rec["height"])
         assert (doc["obj1"], doc["obj2"]) == (rec["obj1"], rec["obj2"])  # farther / nearer, from the question
-        if doc["relation"] == "unknown":
-            assert "black" in (rec["color1"], rec["color2"]), rec["image_id"]
-            unknown_images.add(rec["image_id"])
-            continue
         for i in ("1", "2"):  # the cell, or None for a black object too close to a cell's edge to tell
             found, truth_cell = doc[f"theta{i}_index"], rec[f"theta{i}_index"]
             assert found == truth_cell or (found is None and rec[f"color{i}"] == "black"), (rec["image_id"], i)
-        assert abs(doc["y1"] - rec["pixel1"][1]) < 4 and abs(doc["y2"] - rec["pixel2"][1]) < 4, rec["image_id"]
-        if not borderline(truth.dy, rec["height"]):
-            assert (doc["relation"], doc["relation_two_way"]) == (truth.three_way, truth.two_way), rec["image_id"]
-            checked += 1
-    images = {r["image_id"] for r in recorded}
-    assert len(unknown_images) <= MAX_UNKNOWN_SHARE * len(images)
-    assert checked >= 0.8 * len(docs)
-    if unknown_images:  # named, never silently misfiled
-        (warning,) = [m for m in log_messages if "could not be placed from the pixels" in m]
-        assert f"{4 * len(unknown_images)} of {len(docs)} question(s)" in warning
+        assert abs(doc["y1"] - rec["pixel1"][1]) < 2 and abs(doc["y2"] - rec["pixel2"][1]) < 2, rec["image_id"]
+        tolerance = 2 * pixels.level_tolerance(rec["height"]) * pixels.BLACK_UNCERTAINTY
+        if doc["relation_two_way"] == "unknown":  # within a pixel of level, off the midline: ambiguous
+            assert doc["relation"] == truth.three_way == "ambiguous" and abs(truth.dy) < tolerance, rec["image_id"]
+            partly_unknown += 1
+        else:
+            assert doc["relation_two_way"] == truth.two_way, rec["image_id"]
+        if doc["relation"] == "unknown":  # that close to the 5 % line
+            line = geometry.AMBIGUOUS_FRACTION * rec["height"]
+            assert abs(abs(truth.dy) - line) < tolerance, rec["image_id"]
+            partly_unknown += 1
+        else:
+            assert doc["relation"] == truth.three_way, rec["image_id"]
+    assert partly_unknown <= MAX_PARTLY_UNKNOWN[config]
+    assert not [m for m in log_messages if "could not be placed from the pixels" in m]
 
 
 def test_the_size_variants_s1_is_read_to_about_a_hundredth_and_left_undefined(tmp_path, log_messages):
     """Issue 32, item 8: s1 from the pixels (pixels.far_size) lands near the recorded s1, but not to
     the sweep's 0.02 step, so the loader leaves v(s1) and Δ_s undefined on an official size table
-    and says so (benchmarks/pixel_split.py: at 512 px the nearest sweep value is wrong for 1 of 42
+    and says so (benchmarks/pixel_split.py: at 512 px the nearest sweep value is wrong for 2 of the 43
     images)."""
     docs, _ = official_docs("size_variation", tmp_path / "official")
     assert {doc["size1_nominal"] for doc in docs} == {None}
@@ -153,22 +154,34 @@ def test_what_cannot_be_found_is_said(objects, far, near, problem):
     assert pixels.split_of(located).three_way == "unknown"
 
 
-@pytest.mark.parametrize("dy, expected", [(0.0, ("ambiguous", "counter")), (0.6, ("ambiguous", "counter")),
-                                          (3.0, ("ambiguous", "consistent")), (-3.0, ("ambiguous", "counter")),
-                                          (10.0, ("consistent", "consistent")), (-10.0, ("counter", "counter"))])
-def test_the_split_of_measured_rows(dy, expected):
-    """Rows within a pixel (at 128 px) are level: not higher, so counter; the 5 % line is 6.4 px."""
-    far = pixels.Found(70.0, 50.0 - dy / 2, 20, "red")
-    near = pixels.Found(30.0, 50.0 + dy / 2, 20, "blue")
+@pytest.mark.parametrize("row, dy, expected", [
+    (64.0, 0.0, ("ambiguous", "counter")), (64.0, 0.6, ("ambiguous", "counter")),  # on the midline: level
+    (50.0, 0.0, ("ambiguous", "unknown")), (50.0, -0.6, ("ambiguous", "unknown")),  # off it: higher or not?
+    (50.0, 3.0, ("ambiguous", "consistent")), (50.0, -3.0, ("ambiguous", "counter")),
+    (50.0, 6.0, ("unknown", "consistent")), (50.0, -7.0, ("unknown", "counter")),  # the 5 % line is 6.4 px
+    (50.0, 10.0, ("consistent", "consistent")), (50.0, -10.0, ("counter", "counter"))])
+def test_the_split_of_measured_rows(row, dy, expected):
+    """Rows within their measurement tolerance (1.4 px at 128 px) cannot be told apart: on the
+    midline the pair is level (not higher, so counter), off it which one is higher is unknown;
+    that close to the 5 % line, whether ambiguous is unknown. The other label stays known."""
+    far = pixels.Found(70.0, row - dy / 2, 20, "red")
+    near = pixels.Found(30.0, row + dy / 2, 20, "blue")
     split = pixels.split_of(pixels.Located(far=far, near=near, width=128, height=128))
     assert (split.three_way, split.two_way) == expected
+    assert (split.problem is None) == ("unknown" not in expected)
 
 
-def test_a_black_object_near_a_line_is_unknown_not_guessed():
+def test_a_black_objects_tolerance_is_wider():
     far = pixels.Found(70.0, 50.0, 20, "black")
-    near = pixels.Found(30.0, 51.5, 20, "blue")
+    near = pixels.Found(30.0, 51.8, 20, "blue")  # 1.8 px: beyond a coloured pair's 1.4, within a black one's 2.1
     split = pixels.split_of(pixels.Located(far=far, near=near, width=128, height=128))
-    assert split.three_way == "unknown" and "black object's row is known to +-3.0 px" in split.problem
+    assert (split.three_way, split.two_way) == ("ambiguous", "unknown")
+    assert "known to +-2.1 px (a black object)" in split.problem
+    assert pixels.split_of(pixels.Located(far=pixels.Found(70.0, 50.0, 20, "red"), near=near, width=128,
+                                          height=128)).two_way == "consistent"
+    near = pixels.Found(30.0, 50.0 + 6.4 + 1.8, 20, "blue")
+    split = pixels.split_of(pixels.Located(far=far, near=near, width=128, height=128))
+    assert (split.three_way, split.two_way) == ("unknown", "consistent") and "5% line" in split.problem
 
 
 @pytest.mark.parametrize(("theta", "index"), [(0, 0), (22.5, 1), (90, 4), (180, 8), (270, 12), (337.5, 15)])
@@ -176,3 +189,103 @@ def test_cells_come_from_the_direction_from_the_vanishing_point(theta, index):
     x = 64 + 30 * np.cos(np.radians(theta))
     y = 64 - 30 * np.sin(np.radians(theta))
     assert pixels.cell_index(pixels.Found(float(x), float(y), 10, "red"), 128, 128, 16) == index
+
+
+def tunnel_gradient(size: int = 128) -> np.ndarray:
+    """An empty tunnel's brightness: dark at its far end (the vanishing point), light outwards."""
+    yy, xx = np.mgrid[0:size, 0:size] + 0.5
+    radius = np.maximum(np.abs(xx - size / 2), np.abs(yy - size / 2)) / (size / 2)
+    return np.clip(0.04 + 1.2 * radius, 0.0, 0.9).astype(np.float32)
+
+
+@pytest.mark.parametrize("cx, cy", [(84.0, 64.0), (64.0, 44.0), (64.0, 84.0), (44.0, 62.0)])
+def test_a_black_object_by_the_dark_far_end_is_completed(cx, cy):
+    """A black cube keeps one brightness while the tunnel behind it darkens towards its far end, so
+    only its outer part is darker than the empty tunnel there; its centre still comes out right
+    (pixels._completed), on each side of the vanishing point."""
+    empty = tunnel_gradient()
+    value = empty.copy()
+    half = 8
+    value[int(cy) - half:int(cy) + half, int(cx) - half:int(cx) + half] = 0.2  # 16 px square
+    rgb = np.repeat(value[..., None], 3, axis=2)
+    dark_part = value < pixels.DARK_RATIO * empty
+    assert dark_part.sum() < 0.8 * (2 * half) ** 2  # the plain dark test keeps only part of it
+    (found,) = pixels.black_regions(rgb, np.zeros(value.shape, bool), empty)
+    assert (found.x, found.y) == pytest.approx((cx, cy), abs=0.6)
+    assert found.area >= 0.9 * (2 * half) ** 2
+
+
+def test_a_turned_hue_is_taken_only_when_no_object_has_it():
+    """A warm light can turn a cyan cube green: with no cyan region, the green one is the cyan cube
+    unless an object is named green."""
+    image = drawn([("green", 76, 50, 4), ("red", 30, 100, 5)])
+    located = pixels.locate(image, "cyan cube", "red sphere")
+    assert located.ok and (round(located.far.x), round(located.far.y)) == (76, 50)
+    located = pixels.locate(image, "cyan cube", "green sphere")
+    assert not located.ok and "no cyan object found" in located.problem
+
+
+def test_stray_coloured_pixels_do_not_hide_a_black_object():
+    image = drawn([("black", 76, 50, 3), ("red", 30, 100, 5)])
+    image[48, 75] = image[50, 78] = image[52, 75] = (0.2, 0.05, 0.0)  # three brown pixels (the walls' hue, saturated)
+    located = pixels.locate(image, "black cube", "red sphere")
+    assert located.ok and (round(located.far.x), round(located.far.y)) == (76, 50)
+
+
+def test_a_cells_agreeing_images_file_its_near_level_one(tmp_path, log_messages):
+    """The paper files whole cells (Fig. 4). An image whose rows are within a pixel of level, off
+    the midline, takes its cell's split when the cell's other images agree on it; where they do not,
+    it stays unknown. Drawn official rows: a red far object on the ceiling's centre line (cell 4),
+    a blue near one 22.5 deg above the right (cell 1) or the left (cell 7) midline."""
+    def image(near_row: float, left: bool) -> bytes:
+        reach = (64 - near_row) / np.sin(np.radians(22.5))
+        x = 64 - reach * np.cos(np.radians(22.5)) if left else 64 + reach * np.cos(np.radians(22.5))
+        buffer = io.BytesIO()
+        Image.fromarray((drawn([("red", 64, 40, 3), ("blue", x, near_row, 3)]) * 255).astype(np.uint8)).save(buffer, "PNG")
+        return buffer.getvalue()
+
+    near_rows = [(43.0, False), (44.0, False), (40.0, False),  # cell (4, 1): consistent, consistent, level
+                 (43.0, True), (37.0, True), (40.0, True)]      # cell (4, 7): consistent, counter, level
+    rows = [{"index": i, "image": {"bytes": image(row, left), "path": None}, "answer": "No",
+             "question": "Is the red sphere closer to the camera than the blue sphere? Answer with yes or no."}
+            for i, (row, left) in enumerate(near_rows)]
+    path = write_official(tmp_path, "phase_variation", rows)
+    kwargs = {"data_files": {"train": path.name}}
+    loaded = datasets.load_dataset(str(tmp_path), split="train", cache_dir=str(tmp_path / "hf"), **kwargs)
+    docs = load.to_docs(loaded, origin_for(loaded, str(tmp_path), None, "train", kwargs), "phase", grid=16)
+    assert [(d["theta1_index"], d["theta2_index"]) for d in docs] == [(4, 1)] * 3 + [(4, 7)] * 3
+    assert [d["relation_two_way"] for d in docs] == ["consistent"] * 3 + ["consistent", "counter", "unknown"]
+    assert [d["relation"] for d in docs] == ["ambiguous"] * 6
+    assert any("1 question(s) too close to level to tell took their cell's split" in m for m in log_messages)
+    (warning,) = [m for m in log_messages if "which object is higher cannot be told" in m]
+    assert "1 of 6 question(s)" in warning and "row 5" in warning
+
+
+def test_a_cell_split_needs_agreeing_images():
+    known = pixels.Split("ambiguous", "counter", -2.0)
+    other = pixels.Split("ambiguous", "consistent", 2.0)
+    near = pixels.Split("ambiguous", "unknown", 0.3, "near level")
+    cells = [(4, 1), (4, 1), (4, 1), (4, 7), (4, 7), (4, 9), (4, 9), None]
+    splits = [known, known, near, known, other, known, near, known]
+    assert pixels.cell_splits(cells, splits) == {(4, 1): "counter"}  # (4, 7) disagrees; (4, 9) has one image
+
+
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+def test_the_cell_is_the_wall_point_not_the_centre(shape):
+    """An object is pulled off the wall by its half-extent, which turns its centre's direction by up
+    to 8 deg (0.3 m at 22.5 deg, the size variant's largest); pushed back out by its apparent radius
+    it gives its own cell at every position, size, depth and resolution."""
+    turned = 0
+    for index in range(16):
+        theta = geometry.theta_degrees(index, 16)
+        for size, depth, width in ((0.1, 8.0, 128), (0.3, 4.0, 512), (0.3, 8.0, 128), (0.15, 4.0, 256)):
+            x, y = geometry.project(geometry.object_center(theta, depth, size), width, width)
+            rho = geometry.projected_radius_px(size, depth, width)
+            disc = np.pi if shape == "sphere" else 4.0
+            found = pixels.Found(x, y, disc * pixels.SHAPE_SPREAD[shape] * rho ** 2, "red")
+            assert pixels.cell_index(found, width, width, 16, shape) == index, (theta, size, depth, width)
+            angle = pixels.wall_angle(found, width, width, shape)
+            assert min(abs(angle - theta), 360 - abs(angle - theta)) < 1.0, (theta, size, depth, width)
+            centre = np.degrees(np.arctan2(width / 2 - y, x - width / 2)) % 360
+            turned += min(abs(centre - theta), 360 - abs(centre - theta)) > 5.0
+    assert turned > 0  # the centre's own direction is off by more than 5 deg somewhere
