@@ -38,7 +38,7 @@ loader counts such questions as ``unknown`` and names their rows.
 
 Measured on our own renders against the recorded projections of the object centres
 (``benchmarks/pixel_split.py``): rows within 1.4 px at 128 px (``LEVEL_PX``, scaled with the
-height; a black object's ``BLACK_UNCERTAINTY`` times that). So a label whose decision line is
+height; a black object's to 1.5 times that plus 2 px, ``level_tolerance``). So a label whose decision line is
 closer than that to the measured rows is left unknown, not guessed (``split_of``): which object is
 higher for pairs off the midline that close to level (the tunnel has such pairs: sizes vary) --
 unless the other images of its cell agree on it (``cell_splits``: the paper files whole cells) --
@@ -81,6 +81,10 @@ FEATURE_SIDE = 32  # the brightness pattern compared to choose neighbours: a 32 
 CENTRE_EXCLUSION = 0.05  # of the image side: the vanishing point, where no object on a wall can be
 MIN_AREA_FRACTION = 1.5e-4  # of the image: smaller regions are noise (1.6 px at 128 px)
 LEVEL_PX = 1.4  # at 128 px; scales with the image height (level_tolerance): the largest row error measured, 1.33
+# A black object's row: the largest errors measured were 1.75 px (scaled to 128 px) at 512 px and
+# 3.9 px at 128 px, where a black object by the far end is a few pixels wide.
+BLACK_UNCERTAINTY = 1.5
+BLACK_EDGE_PX = 2.0
 
 
 @dataclass(frozen=True)
@@ -109,9 +113,12 @@ class Located:
         return self.problem is None and self.far is not None and self.near is not None
 
 
-def level_tolerance(height: int) -> float:
-    """Rows closer than this many pixels are level (see the module docstring)."""
-    return LEVEL_PX * height / 128.0
+def level_tolerance(height: int, black: bool = False) -> float:
+    """How far a measured row may be from the true one, in pixels (see the module docstring): a
+    share of the height, and for a black object ``BLACK_UNCERTAINTY`` times that plus
+    ``BLACK_EDGE_PX`` (its outline is a faint step, blurred over a pixel or two at any size)."""
+    tolerance = LEVEL_PX * height / 128.0
+    return tolerance * BLACK_UNCERTAINTY + BLACK_EDGE_PX if black else tolerance
 
 
 # ------------------------------------------------------------------------------------------
@@ -467,11 +474,13 @@ def cell_index(found: Found, width: int, height: int, grid: int, shape: str | No
 
 def certain_cell(found: Found, width: int, height: int, grid: int, shape: str | None = None) -> int | None:
     """``cell_index``, or None when the object's position is not known well enough to tell its
-    cell: a black object (known to ``BLACK_UNCERTAINTY`` level tolerances) whose direction lies
-    closer to a cell's edge than that uncertainty turns it."""
+    cell: a black object (its centre known across its direction to ``BLACK_UNCERTAINTY`` level
+    tolerances) whose direction lies closer to a cell's edge than that uncertainty turns it."""
     if found.colour != "black":
         return cell_index(found, width, height, grid, shape)
     radius = math.hypot(found.x - width / 2, found.y - height / 2)
+    # across its direction a black centre is surer than along it (where the completion moves it):
+    # measured across, at most 2.1 px at 128 px
     uncertainty = level_tolerance(height) * BLACK_UNCERTAINTY
     turn = math.degrees(math.atan2(uncertainty, max(radius, 1e-6)))
     angle = wall_angle(found, width, height, shape)
@@ -574,7 +583,6 @@ def nearest_sweep_value(value: float, sweep: Sequence[float] = geometry.SIZE_SWE
 # ------------------------------------------------------------------------------------------
 # A whole dataset, and the split of one image
 
-BLACK_UNCERTAINTY = 1.5  # a black object's row is known to about this many LEVEL_PX (darker, blurrier edges)
 
 
 def locate_all(image_bytes: Callable[[int], bytes], names: Sequence[tuple[str, str]],
@@ -618,8 +626,7 @@ class Split:
 def split_of(loc: Located) -> Split:
     """Consistent / counter / ambiguous from the located centres (see the module docstring).
 
-    A row is measured to ``level_tolerance`` (``BLACK_UNCERTAINTY`` times that with a black
-    object), so a decision cannot be read when the rows' difference dy is that close to it:
+    A row is measured to ``level_tolerance`` (wider with a black object), so a decision cannot be read when the rows' difference dy is that close to it:
     - level: the tunnel's exactly level pairs are the objects both on the horizontal midline
       (theta = 0 or 180 deg: on the vanishing point's row whatever their depth and size), and they
       are level (counter, ambiguous). Other pairs can be a pixel from level and not level: in 20 of
@@ -633,7 +640,7 @@ def split_of(loc: Located) -> Split:
     h = loc.height
     dy = loc.near.y - loc.far.y
     black = "black" in (loc.far.colour, loc.near.colour)
-    tolerance = level_tolerance(h) * (BLACK_UNCERTAINTY if black else 1.0)
+    tolerance = level_tolerance(h, black)
     line = geometry.AMBIGUOUS_FRACTION * h
     known_to = f"the rows are known to +-{tolerance:.1f} px{' (a black object)' if black else ''}"
     if abs(dy) <= tolerance and not all(abs(f.y - h / 2) <= tolerance for f in (loc.far, loc.near)):

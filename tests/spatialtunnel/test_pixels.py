@@ -53,7 +53,7 @@ def test_every_bundled_image_is_filed_as_recorded(tmp_path, config, log_messages
             found, truth_cell = doc[f"theta{i}_index"], rec[f"theta{i}_index"]
             assert found == truth_cell or (found is None and rec[f"color{i}"] == "black"), (rec["image_id"], i)
         assert abs(doc["y1"] - rec["pixel1"][1]) < 2 and abs(doc["y2"] - rec["pixel2"][1]) < 2, rec["image_id"]
-        tolerance = 2 * pixels.level_tolerance(rec["height"]) * pixels.BLACK_UNCERTAINTY
+        tolerance = 2 * pixels.level_tolerance(rec["height"], black=True)
         if doc["relation_two_way"] == "unknown":  # within a pixel of level, off the midline: ambiguous
             assert doc["relation"] == truth.three_way == "ambiguous" and abs(truth.dy) < tolerance, rec["image_id"]
             partly_unknown += 1
@@ -173,10 +173,10 @@ def test_the_split_of_measured_rows(row, dy, expected):
 
 def test_a_black_objects_tolerance_is_wider():
     far = pixels.Found(70.0, 50.0, 20, "black")
-    near = pixels.Found(30.0, 51.8, 20, "blue")  # 1.8 px: beyond a coloured pair's 1.4, within a black one's 2.1
+    near = pixels.Found(30.0, 51.8, 20, "blue")  # 1.8 px: beyond a coloured pair's 1.4, within a black one's 4.1
     split = pixels.split_of(pixels.Located(far=far, near=near, width=128, height=128))
     assert (split.three_way, split.two_way) == ("ambiguous", "unknown")
-    assert "known to +-2.1 px (a black object)" in split.problem
+    assert "known to +-4.1 px (a black object)" in split.problem
     assert pixels.split_of(pixels.Located(far=pixels.Found(70.0, 50.0, 20, "red"), near=near, width=128,
                                           height=128)).two_way == "consistent"
     near = pixels.Found(30.0, 50.0 + 6.4 + 1.8, 20, "blue")
