@@ -333,8 +333,10 @@ def _docs_from_official(dataset: datasets.Dataset, origin: Origin, variant: str,
 
 def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, variant: str = "phase") -> None:
     """Positions, cells and split of every official row from its image (module docstring): each
-    distinct image is analysed once; rows whose objects cannot be found become unknown, listed in
-    one warning. The size variant's s1 is not read from the pixels (``pixels.far_size``: not to
+    distinct image is analysed once; rows whose objects cannot be found become unknown, and a
+    label too close to its line to read is unknown (``pixels.split_of``), each kind listed in one
+    warning. In the phase variant, a pair too close to level takes its cell's split when the
+    cell's other images agree on it (``pixels.cell_splits``). The size variant's s1 is not read from the pixels (``pixels.far_size``: not to
     the sweep's step), so v(s1) and Δ_s stay undefined on an official size table, and a log line
     says so."""
     first_row: dict[str, int] = {}
@@ -360,7 +362,9 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, 
              for row in distinct}
     cell_of = {key: None if None in cell else cell for key, cell in cells.items()}
     split_by_key = {key: pixels.split_of(loc) for key, loc in by_key.items()}
-    by_cell = pixels.cell_splits(list(cell_of.values()), list(split_by_key.values())) if variant == "phase" else {}
+    analysed = list(by_key)
+    by_cell = (pixels.cell_splits([cell_of[k] for k in analysed], [split_by_key[k] for k in analysed])
+               if variant == "phase" else {})
     unknown: dict[str, list[tuple[int, str]]] = {"both": [], "two_way": [], "three_way": []}
     cells_unknown, sizes_unknown, from_cell = [], [], []
     for row, r in enumerate(rows):

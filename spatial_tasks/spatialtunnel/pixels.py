@@ -15,8 +15,8 @@ How an object is found (``locate``):
    or grey tunnel both work); a pixel whose hue lies near the walls' needs ``MIN_SATURATION_NEAR_WALL``.
    Connected foreground regions are objects; each is named by the hue range (``HUE_RANGES``) most
    of its pixels fall into, so the dark or pale rim of a shaded object stays with its object. A
-   warm light can turn a hue over its range's edge (a cyan cube read green): with no region of
-   the named colour, one of a neighbouring hue that neither object is named by is taken.
+   warm light can turn a hue over its range's edge (a cyan cube read green, a magenta one red):
+   a named colour with no region takes one of a neighbouring hue (``_turned_hues``).
 2. **Black objects** reflect their surroundings and look dark grey, not black: the test is that
    they are much darker than the empty tunnel would be at that place *under the same light*. The
    empty tunnel is estimated from the dataset's other images (``Background``): the per-pixel median
@@ -51,7 +51,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from PIL import Image
@@ -67,6 +67,7 @@ CHROMATIC = tuple(c for c in COLORS if c != "black")
 HUE_RANGES = {"red": (345.0, 25.0), "yellow": (25.0, 80.0), "green": (80.0, 145.0), "cyan": (145.0, 200.0),
               "blue": (200.0, 275.0), "magenta": (275.0, 345.0)}
 HUE_ORDER = ("red", "yellow", "green", "cyan", "blue", "magenta")  # round the hue circle
+HUE_CENTRES = {c: 60.0 * i for i, c in enumerate(HUE_ORDER)}  # the nominal hues, degrees
 HUE_NEIGHBOURS = {c: {HUE_ORDER[(i - 1) % 6], HUE_ORDER[(i + 1) % 6]} for i, c in enumerate(HUE_ORDER)}
 MIN_SATURATION = 0.3
 MIN_SATURATION_NEAR_WALL = 0.6  # a hue within WALL_HUE_BAND of the walls' (yellow on a warm tunnel)
@@ -89,12 +90,14 @@ BLACK_EDGE_PX = 2.0
 
 @dataclass(frozen=True)
 class Found:
-    """One object's region: centroid (column, row) in pixels, area in pixels, its colour name."""
+    """One object's region: centroid (column, row) in pixels, area in pixels, its colour name, and
+    (a coloured one) its pixels' mean hue in degrees."""
 
     x: float
     y: float
     area: int
     colour: str
+    hue: float | None = None
 
 
 @dataclass
@@ -222,8 +225,13 @@ def _wall_colour(hue: np.ndarray, saturation: np.ndarray, value: np.ndarray) -> 
     if lit.sum() < 50:
         return 0.0, 0.0
     angles = np.radians(hue[lit])
-    mean = math.degrees(math.atan2(np.sin(angles).mean(), np.cos(angles).mean())) % 360.0
-    return mean, float(np.median(saturation[lit]))
+    return _mean_hue(hue[lit]), float(np.median(saturation[lit]))
+
+
+def _mean_hue(hues: np.ndarray) -> float:
+    """The circular mean of hues in degrees."""
+    angles = np.radians(hues)
+    return math.degrees(math.atan2(np.sin(angles).mean(), np.cos(angles).mean())) % 360.0
 
 
 def chromatic_regions(rgb: np.ndarray) -> tuple[list[Found], np.ndarray]:
@@ -246,14 +254,17 @@ def chromatic_regions(rgb: np.ndarray) -> tuple[list[Found], np.ndarray]:
         votes = {name: int((in_range(hue[region], *HUE_RANGES[name])).sum()) for name in CHROMATIC}
         ranked = sorted(votes.items(), key=lambda kv: -kv[1])
         (first, _), (second, n2) = ranked[0], ranked[1]
-        if n2 >= 0.3 * region.sum() and n2 >= min_area:  # two touching objects: split by colour
-            for name in (first, second):
-                part = region & in_range(hue, *HUE_RANGES[name])
-                x, y = _centroid(part)
-                found.append(Found(x, y, int(part.sum()), name))
-            continue
+        if n2 >= 0.3 * region.sum() and n2 >= min_area:  # two touching objects: split by colour ...
+            parts = [region & in_range(hue, *HUE_RANGES[name]) for name in (first, second)]
+            centres = [_centroid(part) for part in parts]
+            apart = math.dist(*centres)
+            reach = sum(math.sqrt(part.sum() / math.pi) for part in parts)
+            if apart > 0.5 * reach:  # ... side by side, not one object whose faces the light turns two hues
+                for name, part, (x, y) in zip((first, second), parts, centres):
+                    found.append(Found(x, y, int(part.sum()), name, _mean_hue(hue[part])))
+                continue
         x, y = _centroid(region)
-        found.append(Found(x, y, int(region.sum()), first))
+        found.append(Found(x, y, int(region.sum()), first, _mean_hue(hue[region])))
     return found, kept
 
 
@@ -330,6 +341,26 @@ def _completed(value: np.ndarray, region: np.ndarray) -> Found:
 # The two objects of a question
 
 
+def _turned_hues(found: list[Found], named: set[str]) -> list[Found]:
+    """A warm light can turn an object's hue over its range's edge (a cyan cube read green, a
+    magenta one red). A named colour with no region takes the regions of a neighbouring hue that
+    no object is named by; or, when the other object is named by that neighbouring hue and two of
+    its regions are there, the one whose mean hue is nearer its own (``HUE_CENTRES``)."""
+    out = list(found)
+    for colour in sorted(named & set(CHROMATIC)):
+        if any(f.colour == colour for f in out):
+            continue
+        for neighbour in sorted(HUE_NEIGHBOURS[colour]):
+            theirs = [f for f in out if f.colour == neighbour]
+            if neighbour not in named and theirs:
+                out = [replace(f, colour=colour) if f.colour == neighbour else f for f in out]
+            elif neighbour in named and len(theirs) == 2:
+                turned = min(theirs, key=lambda f: float(hue_distance(f.hue, HUE_CENTRES[colour])))
+                out = [replace(f, colour=colour) if f is turned else f for f in out]
+                break
+    return out
+
+
 def square_radius(found: Found, width: int, height: int) -> float:
     """Distance from the vanishing point in the square tunnel's measure: max(|dx|, |dy|)."""
     return max(abs(found.x - width / 2), abs(found.y - height / 2))
@@ -370,6 +401,7 @@ def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | N
         out.problem = f"{unknown!r} does not start with one of the colours {list(COLORS)}"
         return out
     found, coloured = chromatic_regions(rgb)
+    found = _turned_hues(found, set(colours.values()))
     if "black" in colours.values():
         found += black_regions(rgb, coloured, empty)
     out.regions = found
@@ -378,11 +410,6 @@ def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | N
 
     def candidates(role: str, pool: list[Found] = found, sized: bool = True) -> list[Found]:
         mine = [f for f in pool if f.colour == colours[role]]
-        if not mine and colours[role] in CHROMATIC:
-            # a warm light turns hues (a cyan cube read green): with no region of the named
-            # colour, a region of a neighbouring hue that neither object is named by is this one
-            others = set(colours.values())
-            mine = [f for f in pool if f.colour in HUE_NEIGHBOURS[colours[role]] and f.colour not in others]
         if rings and role in rings:
             low, high = rings[role]
             mine = [f for f in mine if low - RING_MARGIN <= square_radius(f, w, h) / w <= high + RING_MARGIN]

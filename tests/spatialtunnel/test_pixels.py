@@ -225,6 +225,20 @@ def test_a_turned_hue_is_taken_only_when_no_object_has_it():
     assert not located.ok and "no cyan object found" in located.problem
 
 
+def test_a_hue_turned_into_the_other_objects_is_told_apart_by_its_mean_hue():
+    """A magenta cube turned red (hue 350) beside a red sphere (hue 0): two red regions and no
+    magenta one; the region nearer magenta's hue is the magenta cube, whichever is farther."""
+    image = Image.new("RGB", (128, 128), BACKGROUND)
+    draw = ImageDraw.Draw(image)
+    draw.ellipse([72, 46, 80, 54], fill=(220, 30, 62))  # hue 350: read red
+    draw.ellipse([25, 95, 35, 105], fill=(220, 30, 30))  # hue 0
+    rgb = np.asarray(image, dtype=np.float32) / 255.0
+    located = pixels.locate(rgb, "magenta cube", "red sphere")
+    assert located.ok and (round(located.far.x), round(located.near.x)) == (76, 30)
+    located = pixels.locate(rgb, "red sphere", "magenta cube")
+    assert located.ok and (round(located.far.x), round(located.near.x)) == (30, 76)
+
+
 def test_stray_coloured_pixels_do_not_hide_a_black_object():
     image = drawn([("black", 76, 50, 3), ("red", 30, 100, 5)])
     image[48, 75] = image[50, 78] = image[52, 75] = (0.2, 0.05, 0.0)  # three brown pixels (the walls' hue, saturated)
@@ -289,3 +303,19 @@ def test_the_cell_is_the_wall_point_not_the_centre(shape):
             centre = np.degrees(np.arctan2(width / 2 - y, x - width / 2)) % 360
             turned += min(abs(centre - theta), 360 - abs(centre - theta)) > 5.0
     assert turned > 0  # the centre's own direction is off by more than 5 deg somewhere
+
+
+def test_touching_objects_are_split_by_colour_but_a_two_tone_object_is_not():
+    """One connected coloured region with two hues is two objects when the hues sit side by side
+    (two objects touching), one object when they overlap (faces the light turns two hues)."""
+    touching = drawn([("red", 60, 50, 5), ("blue", 70, 50, 5)])
+    located = pixels.locate(touching, "red cube", "blue sphere")
+    assert located.ok and (round(located.far.x), round(located.near.x)) == (60, 70)
+    image = Image.new("RGB", (128, 128), BACKGROUND)
+    draw = ImageDraw.Draw(image)
+    draw.rectangle([84, 46, 95, 57], fill=(210, 40, 200))  # a magenta cube's lit face ...
+    draw.rectangle([86, 48, 93, 55], fill=(220, 30, 62))    # ... and a face inside it the light turns red
+    draw.ellipse([25, 95, 35, 105], fill=(220, 30, 30))
+    rgb = np.asarray(image, dtype=np.float32) / 255.0
+    located = pixels.locate(rgb, "magenta cube", "red sphere")
+    assert located.ok and located.far.area == 144 and (round(located.far.x), round(located.near.x)) == (90, 30)
