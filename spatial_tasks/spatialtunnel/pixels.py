@@ -220,11 +220,11 @@ def _at_vanishing_point(region: np.ndarray) -> bool:
 
 
 def _wall_colour(hue: np.ndarray, saturation: np.ndarray, value: np.ndarray) -> tuple[float, float]:
-    """(hue, saturation) of the tunnel itself: the median over clearly lit, weakly coloured pixels."""
+    """(hue, saturation) of the tunnel itself: the mean hue and median saturation of its clearly lit, weakly
+    coloured pixels."""
     lit = (value > 0.2) & (saturation < 0.5) & (saturation > 0.05)
     if lit.sum() < 50:
         return 0.0, 0.0
-    angles = np.radians(hue[lit])
     return _mean_hue(hue[lit]), float(np.median(saturation[lit]))
 
 
