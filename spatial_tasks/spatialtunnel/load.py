@@ -333,12 +333,12 @@ def _docs_from_official(dataset: datasets.Dataset, origin: Origin, variant: str,
 
 def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, variant: str = "phase") -> None:
     """Positions, cells and split of every official row from its image (module docstring): each
-    distinct image is analysed once; rows whose objects cannot be found become unknown, and a
-    label too close to its line to read is unknown (``pixels.split_of``), each kind listed in one
-    warning. In the phase variant, a pair too close to level takes its cell's split when the
-    cell's other images agree on it (``pixels.cell_splits``). The size variant's s1 is not read from the pixels (``pixels.far_size``: not to
-    the sweep's step), so v(s1) and Δ_s stay undefined on an official size table, and a log line
-    says so."""
+    distinct image is analysed once (``pixels.read_all``); rows whose objects cannot be found
+    become unknown, and a label too close to its line to read is unknown, each kind listed in one
+    warning; in the phase variant a pair too close to level takes its cell's split when the cell's
+    other images agree on it. The size variant's s1 is not read from the pixels
+    (``pixels.far_size``: not to the sweep's step), so v(s1) and Δ_s stay undefined on an official
+    size table, and a log line says so."""
     first_row: dict[str, int] = {}
     keys = []
     for row, r in enumerate(rows):
@@ -353,25 +353,19 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, 
         else:
             first_row[key] = row
     distinct = list(first_row.values())
-    located = pixels.locate_all(lambda k: table.encoded(distinct[k]), [(rows[r]["obj1"], rows[r]["obj2"]) for r in distinct],
+    names = [(rows[r]["obj1"], rows[r]["obj2"]) for r in distinct]
+    located = pixels.locate_all(lambda k: table.encoded(distinct[k]), names,
                                 progress=lambda ks: images.progress(ks, "SpatialTunnel: locating objects"),
                                 variant=variant)
-    by_key = {keys[row]: loc for row, loc in zip(distinct, located)}
     grid = rows[0]["geometry"]["grid"] if rows else geometry.DEFAULT_GRID
-    cells = {keys[row]: pixels.cells_of(by_key[keys[row]], rows[row]["obj1"], rows[row]["obj2"], grid)
-             for row in distinct}
-    cell_of = {key: None if None in cell else cell for key, cell in cells.items()}
-    split_by_key = {key: pixels.split_of(loc) for key, loc in by_key.items()}
-    analysed = list(by_key)
-    by_cell = (pixels.cell_splits([cell_of[k] for k in analysed], [split_by_key[k] for k in analysed])
-               if variant == "phase" else {})
+    by_key = {keys[row]: (loc, reading) for row, loc, reading
+              in zip(distinct, located, pixels.read_all(located, names, grid, whole_cells=variant == "phase"))}
     unknown: dict[str, list[tuple[int, str]]] = {"both": [], "two_way": [], "three_way": []}
     cells_unknown, sizes_unknown, from_cell = [], [], []
     for row, r in enumerate(rows):
-        loc = by_key[keys[row]]
-        split = split_by_key[keys[row]]
-        if split.two_way == "unknown" and cell_of[keys[row]] in by_cell:  # near level: its cell says
-            split = pixels.Split(split.three_way, by_cell[cell_of[keys[row]]], split.dy)
+        loc, reading = by_key[keys[row]]
+        split = reading.split
+        if reading.from_cell:
             from_cell.append(row)
         geo = r["geometry"]
         if variant == "size" and geo.get("size1_nominal") is None:
@@ -380,7 +374,7 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, 
                    relation=split.three_way, relation_two_way=split.two_way)
         if loc.ok:
             geo.update(x1=loc.far.x, y1=loc.far.y, x2=loc.near.x, y2=loc.near.y,
-                       theta1_index=cells[keys[row]][0], theta2_index=cells[keys[row]][1])
+                       theta1_index=reading.cells[0], theta2_index=reading.cells[1])
             for i in ("1", "2"):
                 index = geo[f"theta{i}_index"]
                 geo[f"theta{i}"] = None if index is None else geometry.theta_degrees(index, geo["grid"])

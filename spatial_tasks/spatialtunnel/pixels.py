@@ -303,11 +303,12 @@ def _completed(value: np.ndarray, region: np.ndarray) -> Found:
     h, w = value.shape
     rows, cols = np.nonzero(region)
     x, y = float(cols.mean() + 0.5), float(rows.mean() + 0.5)
-    box = {"x": [int(cols.min()), int(cols.max()) + 1], "y": [int(rows.min()), int(rows.max()) + 1]}
-    longest = max(b - a for a, b in box.values())
+    box = {"x": (int(cols.min()), int(cols.max()) + 1), "y": (int(rows.min()), int(rows.max()) + 1)}
+    sides = {axis: high - low for axis, (low, high) in box.items()}
+    extent = dict(sides)  # the sides once completed
+    longest = max(sides.values())
     slack = max(1, round(0.1 * longest))
     log_value = np.log(value + 0.03)
-    extent = {"x": float(box["x"][1] - box["x"][0]), "y": float(box["y"][1] - box["y"][0])}
     for axis, other in (("y", "x"), ("x", "y")):
         low, high = box[axis]
         if high - low >= COMPLETE * longest:
@@ -326,14 +327,14 @@ def _completed(value: np.ndarray, region: np.ndarray) -> Found:
             edges = np.arange(max(1, high - slack), min(size - 1, high + reach + 1))
             high = int(edges[np.argmax(step[edges - 1])]) if len(edges) else high
         if high > low:
-            extent[axis] = float(high - low)
+            extent[axis] = high - low
             if axis == "y":
                 y = (low + high) / 2
             else:
                 x = (low + high) / 2
     # the completed area: the box's, filled as the region fills its own box (a cube's face about
     # wholly, a sphere's cap less), so that ``wall_size`` reads the whole object
-    fill = region.sum() / ((box["x"][1] - box["x"][0]) * (box["y"][1] - box["y"][0]))
+    fill = region.sum() / (sides["x"] * sides["y"])
     return Found(x, y, max(int(region.sum()), round(fill * extent["x"] * extent["y"])), "black")
 
 
@@ -496,7 +497,11 @@ def wall_angle(found: Found, width: int, height: int, shape: str | None = None) 
 def cell_index(found: Found, width: int, height: int, grid: int, shape: str | None = None) -> int:
     """The angular position (0..grid-1) of an object: ``wall_angle`` to the nearest of ``grid``
     positions."""
-    return round(wall_angle(found, width, height, shape) / (360.0 / grid)) % grid
+    return _nearest_position(wall_angle(found, width, height, shape), grid)
+
+
+def _nearest_position(angle: float, grid: int) -> int:
+    return round(angle / (360.0 / grid)) % grid
 
 
 def certain_cell(found: Found, width: int, height: int, grid: int, shape: str | None = None) -> int | None:
@@ -513,7 +518,7 @@ def certain_cell(found: Found, width: int, height: int, grid: int, shape: str | 
     angle = wall_angle(found, width, height, shape)
     step = 360.0 / grid
     to_edge = step / 2 - abs(angle / step - round(angle / step)) * step
-    return cell_index(found, width, height, grid, shape) if to_edge > turn else None
+    return _nearest_position(angle, grid) if to_edge > turn else None
 
 
 def cells_of(loc: Located, far_name: str, near_name: str, grid: int) -> tuple[int | None, int | None]:
@@ -682,6 +687,30 @@ def split_of(loc: Located) -> Split:
 
 
 MIN_CELL_IMAGES = 2  # known images of a cell, all agreeing, that file its near-level ones
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the pixels say of one image: its split, each object's cell (None: not sure), and
+    whether its two-way split came from its cell (``cell_splits``)."""
+
+    split: Split
+    cells: tuple[int | None, int | None]
+    from_cell: bool = False
+
+
+def read_all(located: Sequence[Located], names: Sequence[tuple[str, str]], grid: int,
+             whole_cells: bool) -> list[Reading]:
+    """``split_of`` and ``cells_of`` of every located image (``names[k]`` = (far, near)); with
+    ``whole_cells`` (the phase variant, whose cells share their split), an image too close to
+    level takes its cell's split when the cell's other images agree on it."""
+    splits = [split_of(loc) for loc in located]
+    cells = [cells_of(loc, *pair, grid) for loc, pair in zip(located, names)]
+    whole = [None if None in pair else pair for pair in cells]
+    agreed = cell_splits(whole, splits) if whole_cells else {}
+    return [Reading(Split(split.three_way, agreed[cell], split.dy), pair, True)
+            if split.two_way == "unknown" and cell in agreed else Reading(split, pair)
+            for split, pair, cell in zip(splits, cells, whole)]
 
 
 def cell_splits(cells: Sequence[tuple[int, int] | None], splits: Sequence[Split]) -> dict[tuple[int, int], str]:
