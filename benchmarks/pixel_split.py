@@ -121,7 +121,9 @@ def main() -> None:
     print("\n".join(sizes))
     print("unplaced: questions whose objects were not both found (outside every split and the cell grid). 2-way: the "
           "paper's consistent / counter split, = / ? / != the recorded one (? = within the rows' measurement "
-          "tolerance of level, off the midline, and its cell's other images do not agree on it). 3-way: adds ambiguous (|dy| < 5 %; ? = that close to the 5 % line). "
+          "tolerance of level, off the midline, and neither its cell's geometry nor its cell's other images "
+          "decide it). 3-way: adds ambiguous (|dy| < 5 %; ? = that close to the 5 % line, and its cell's geometry "
+          "does not decide it). "
           "cells: per object (? = a black object too close to a cell's edge). s1: the size variant's far object, read "
           "from the pixels (pixels.far_size; the loader does not use it: not to the sweep's 0.02 step).")
 

@@ -334,9 +334,9 @@ def _docs_from_official(dataset: datasets.Dataset, origin: Origin, variant: str,
 def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, variant: str = "phase") -> None:
     """Positions, cells and split of every official row from its image (module docstring): each
     distinct image is analysed once (``pixels.read_all``); rows whose objects cannot be found
-    become unknown, and a label too close to its line to read is unknown, each kind listed in one
-    warning; in the phase variant a pair too close to level takes its cell's split when the cell's
-    other images agree on it. The size variant's s1 is not read from the pixels
+    become unknown, and a label too close to its line to read is decided by its cell's geometry or,
+    in the phase variant, by its cell's other images (``pixels.read_all``), else unknown, each kind
+    listed in one warning. The size variant's s1 is not read from the pixels
     (``pixels.far_size``: not to the sweep's step), so v(s1) and Δ_s stay undefined on an official
     size table, and a log line says so."""
     first_row: dict[str, int] = {}
@@ -358,15 +358,16 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, 
                                 progress=lambda ks: images.progress(ks, "SpatialTunnel: locating objects"),
                                 variant=variant)
     grid = rows[0]["geometry"]["grid"] if rows else geometry.DEFAULT_GRID
-    by_key = {keys[row]: (loc, reading) for row, loc, reading
-              in zip(distinct, located, pixels.read_all(located, names, grid, whole_cells=variant == "phase"))}
+    readings, geometry_unused = pixels.read_all(located, names, grid, variant)
+    by_key = {keys[row]: (loc, reading) for row, loc, reading in zip(distinct, located, readings)}
     unknown: dict[str, list[tuple[int, str]]] = {"both": [], "two_way": [], "three_way": []}
-    cells_unknown, sizes_unknown, from_cell = [], [], []
+    cells_unknown, sizes_unknown = [], []
+    filed: dict[str, list[int]] = {"geometry": [], "cell": []}
     for row, r in enumerate(rows):
         loc, reading = by_key[keys[row]]
         split = reading.split
-        if reading.from_cell:
-            from_cell.append(row)
+        if reading.filed_by is not None:
+            filed[reading.filed_by].append(row)
         geo = r["geometry"]
         if variant == "size" and geo.get("size1_nominal") is None:
             sizes_unknown.append(row)  # s1 is not read from the pixels: pixels.far_size says why
@@ -394,10 +395,19 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, 
             verb = "could not be placed from the pixels and" if kind == "both" else "placed from the pixels"
             log.warning(f"{origin.where}: {len(unknown[kind])} of {len(rows)} question(s) {verb} {outside}: "
                         f"{shown}{more}")
-    if from_cell:
-        log.info(f"{origin.where}: {len(from_cell)} question(s) too close to level to tell took their cell's split, on "
-                 f"which the cell's other images agree (the paper files whole cells; first: "
-                 f"{origin.locate(from_cell[0])})")
+    if filed["geometry"]:
+        log.info(f"{origin.where}: {len(filed['geometry'])} question(s) whose rows are too close to a line to tell "
+                 f"were decided by their cell's geometry (its angles, the walls measured on the table's spheres, "
+                 f"every size the paper draws; first: {origin.locate(filed['geometry'][0])})")
+    if geometry_unused is not None and geometry_unused.image is not None:
+        log.warning(f"{origin.where}: the cells' geometry decided no label: "
+                    f"{origin.locate(distinct[geometry_unused.image])}: {geometry_unused.reason}")
+    elif geometry_unused is not None and any(unknown.values()):
+        log.info(f"{origin.where}: the cells' geometry decided no label: {geometry_unused.reason}")
+    if filed["cell"]:
+        log.info(f"{origin.where}: {len(filed['cell'])} question(s) too close to level to tell took their cell's split, "
+                 f"on which the cell's other images agree (the paper files whole cells; first: "
+                 f"{origin.locate(filed['cell'][0])})")
     if sizes_unknown:
         log.info(f"{origin.where}: the table records no size s1, and the pixels give it only to about +-0.006, "
                  f"not surely to the sweep's 0.02 step: v(s1 = .1), v(s1 = .3) and Δ_s are left undefined for its "

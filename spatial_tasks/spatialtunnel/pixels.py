@@ -39,11 +39,15 @@ loader counts such questions as ``unknown`` and names their rows.
 Measured on our own renders against the recorded projections of the object centres
 (``benchmarks/pixel_split.py``): rows within 1.4 px at 128 px (``LEVEL_PX``, scaled with the
 height; a black object's to 1.5 times that plus 2 px, ``level_tolerance``). So a label whose decision line is
-closer than that to the measured rows is left unknown, not guessed (``split_of``): which object is
-higher for pairs off the midline that close to level (the tunnel has such pairs: sizes vary) --
-unless the other images of its cell agree on it (``cell_splits``: the paper files whole cells) --
-and whether ambiguous for pairs that close to the 5 % line. The other label of such a pair is
-known. The cell is the direction of the point where the object rests on the wall (``wall_angle``).
+closer than that to the measured rows is not read from them (``split_of``): which object is
+higher for pairs off the midline that close to level (the tunnel has such pairs: sizes vary), and
+whether ambiguous for pairs that close to the 5 % line. The other label of such a pair is known.
+Such a label is then decided by its cell's geometry where that leaves one answer (``read_all``):
+each object on the wall at its cell's angle, the walls' scale at the two depths measured on the
+dataset's spheres, every size the paper draws -- and only if every image the rows do decide lies
+within what its cell allows. Else, in the phase variant, it takes its cell's split when the cell's
+other images agree on it (``cell_splits``: the paper files whole cells); else it stays unknown.
+The cell is the direction of the point where the object rests on the wall (``wall_angle``).
 """
 
 from __future__ import annotations
@@ -655,6 +659,11 @@ class Split:
     problem: str | None = None
 
 
+def row_tolerance(loc: Located) -> float:
+    """``level_tolerance`` of a located pair's rows' difference (wider with a black object)."""
+    return level_tolerance(loc.height, "black" in (loc.far.colour, loc.near.colour))
+
+
 def split_of(loc: Located) -> Split:
     """Consistent / counter / ambiguous from the located centres (see the module docstring).
 
@@ -672,7 +681,7 @@ def split_of(loc: Located) -> Split:
     h = loc.height
     dy = loc.near.y - loc.far.y
     black = "black" in (loc.far.colour, loc.near.colour)
-    tolerance = level_tolerance(h, black)
+    tolerance = row_tolerance(loc)
     line = geometry.AMBIGUOUS_FRACTION * h
     known_to = f"the rows are known to +-{tolerance:.1f} px{' (a black object)' if black else ''}"
     if abs(dy) <= tolerance and not all(abs(f.y - h / 2) <= tolerance for f in (loc.far, loc.near)):
@@ -686,31 +695,174 @@ def split_of(loc: Located) -> Split:
     return Split(relation.three_way, relation.two_way, dy)
 
 
+# ------------------------------------------------------------------------------------------
+# The cell's geometry: what its angles and the dataset's depths allow
+
+MIN_SPHERES = 5  # coloured spheres of a role that measure its wall (fewer: no geometry)
+SCALE_EDGE_PX = 0.5  # a wall's reading may be off by half a pixel on the outline ...
+# ... and by a sphere's relative scatter in apparent radius (SHAPE_SCATTER) times its share of the
+# wall's reach (its size, up to the role's largest): ``scale_uncertainty``.
+
+
+def scale_uncertainty(scale: float, largest_size: float) -> float:
+    """How far a role's measured wall (``wall_scales``, pixels per metre) may be off, relative: the
+    error of its median sphere's apparent radius (``SHAPE_SCATTER`` of the radius, which is the
+    size's share of the reach, plus ``SCALE_EDGE_PX``). On our renders (11 tables, 128 and 512 px,
+    5 to 31 spheres a role) the walls were up to 1.6 % off at 128 px and 0.5 % at 512 px, the size
+    variant's near ones (large spheres, 5 a table) 2.2 % and 1.2 %: this is 1.1 to 60 times the
+    error, 1.1 for those near ones."""
+    return SHAPE_SCATTER["sphere"] * largest_size / geometry.HALF_WIDTH + SCALE_EDGE_PX / scale
+
+
+def wall_scales(located: Sequence[Located], names: Sequence[tuple[str, str]]) -> dict[str, float]:
+    """Pixels per metre of the cross-section at each role's depth (focal length / depth), measured on
+    the dataset's coloured spheres: a sphere rests on a wall, so its square radius plus its apparent
+    radius is the wall's (``geometry.HALF_WIDTH`` metres from the axis), whatever its size. The
+    median over a role's spheres; a role with fewer than ``MIN_SPHERES`` gets none. (A cube's reach
+    is its front face's, nearer the camera by its half-extent: 1 to 2.4 % too wide.)"""
+    reach: dict[str, list[float]] = {"far": [], "near": []}
+    for loc, pair in zip(located, names):
+        if not loc.ok:
+            continue
+        for role, name in zip(("far", "near"), pair):
+            found = getattr(loc, role)
+            if found.colour != "black" and shape_of(name) == "sphere":
+                reach[role].append(square_radius(found, loc.width, loc.height) + apparent_radius(found, "sphere"))
+    return {role: float(np.median(r)) / geometry.HALF_WIDTH for role, r in reach.items() if len(r) >= MIN_SPHERES}
+
+
+def cell_dy(theta1: float, theta2: float, walls: dict[str, tuple[float, float]],
+            sizes: dict[str, tuple[float, float]], height: int) -> tuple[float, float]:
+    """The range of dy (geometry.Relation: row of the nearer minus row of the farther object) that a
+    cell's angles allow: each object at its angle on the wall (``geometry.object_center``), of every
+    size ``sizes[role]`` allows (low, high), its height above the axis times its wall's scale
+    ``walls[role]`` = (pixels per metre, relative uncertainty: ``wall_scales``, ``scale_uncertainty``)."""
+    rows = {}
+    for role, theta in (("far", theta1), ("near", theta2)):
+        scale, off = walls[role]
+        # monotone in the size; rounded, as sin(180 deg) is 1e-16, not 0
+        up = [round(geometry.object_center(theta, 1.0, size)[2], 12) for size in sizes[role]]
+        rows[role] = [height / 2 - scale * k * z for z in up for k in (1 - off, 1 + off)]
+    return min(rows["near"]) - max(rows["far"]), max(rows["near"]) - min(rows["far"])
+
+
+SIZE_SIGMAS = 3  # the size variant's s1 read from the pixels (far_size) is within this many sigmas
+# (largest measured: 1.5 sigma, 512 px)
+
+
+def sizes_of(loc: Located, names: tuple[str, str], variant: str) -> dict[str, tuple[float, float]]:
+    """The sizes (low, high per role) an image's objects can have: its variant's (``WALL_SIZES``);
+    in the size variant, whose s1 + s2 is fixed, s1 within ``SIZE_SIGMAS`` of its reading
+    (``far_size``), when it has one."""
+    sizes = WALL_SIZES[variant]
+    reading = far_size(loc, shape_of(names[0]), shape_of(names[1])) if variant == "size" else None
+    if reading is None:
+        return sizes
+    low = max(sizes["far"][0], reading[0] - SIZE_SIGMAS * reading[1])
+    high = min(sizes["far"][1], reading[0] + SIZE_SIGMAS * reading[1])
+    if low > high:  # read outside the sweep: keep the whole of it
+        return sizes
+    return {"far": (low, high), "near": (geometry.SIZE_SUM - high, geometry.SIZE_SUM - low)}
+
+
+def _with_geometry(split: Split, loc: Located, allowed: tuple[float, float]) -> Split:
+    """``split`` with the labels its rows left unknown decided, where the rows' measured range
+    (dy +- the tolerance) and the range the cell allows (``cell_dy``) together lie on one side of
+    the label's line (level; the 5 % line)."""
+    tolerance = row_tolerance(loc)
+    low, high = max(allowed[0], split.dy - tolerance), min(allowed[1], split.dy + tolerance)
+    two_way, three_way = split.two_way, split.three_way
+    if two_way == "unknown" and (low > 0 or high < 0):
+        two_way = "consistent" if low > 0 else "counter"
+    line = geometry.AMBIGUOUS_FRACTION * loc.height
+    if three_way == "unknown":
+        if -line < low and high < line:
+            three_way = "ambiguous"
+        elif (low >= line or high <= -line) and two_way != "unknown":
+            three_way = two_way
+    if (two_way, three_way) == (split.two_way, split.three_way):
+        return split
+    left = None if "unknown" not in (two_way, three_way) else split.problem
+    return Split(three_way, two_way, split.dy, left)
+
+
 MIN_CELL_IMAGES = 2  # known images of a cell, all agreeing, that file its near-level ones
 
 
 @dataclass(frozen=True)
+class Unused:
+    """Why the cells' geometry decided no label (``read_all``), and the image that does not fit it
+    (an index of ``located``), if that is why."""
+
+    reason: str
+    image: int | None = None
+
+
+@dataclass(frozen=True)
 class Reading:
-    """What the pixels say of one image: its split, each object's cell (None: not sure), and
-    whether its two-way split came from its cell (``cell_splits``)."""
+    """What the pixels say of one image: its split, each object's cell (None: not sure), and what
+    decided a label its rows alone left unknown: "geometry" (``cell_dy``), "cell" (``cell_splits``)
+    or None."""
 
     split: Split
     cells: tuple[int | None, int | None]
-    from_cell: bool = False
+    filed_by: str | None = None
 
 
 def read_all(located: Sequence[Located], names: Sequence[tuple[str, str]], grid: int,
-             whole_cells: bool) -> list[Reading]:
-    """``split_of`` and ``cells_of`` of every located image (``names[k]`` = (far, near)); with
-    ``whole_cells`` (the phase variant, whose cells share their split), an image too close to
-    level takes its cell's split when the cell's other images agree on it."""
+             variant: str = "phase") -> tuple[list[Reading], Unused | None]:
+    """``split_of`` and ``cells_of`` of every located image (``names[k]`` = (far, near)), and why
+    the cells' geometry was not used (None: it was).
+
+    A label its rows leave unknown is decided, first, by the cell's geometry (``cell_spans``) where
+    that and the rows agree on one side of its line (``_with_geometry``). Then, in the phase variant
+    (whose cells share their split), an image still too close to level takes its cell's split when
+    the cell's other images agree on it (``cell_splits``)."""
     splits = [split_of(loc) for loc in located]
     cells = [cells_of(loc, *pair, grid) for loc, pair in zip(located, names)]
     whole = [None if None in pair else pair for pair in cells]
-    agreed = cell_splits(whole, splits) if whole_cells else {}
-    return [Reading(Split(split.three_way, agreed[cell], split.dy), pair, True)
-            if split.two_way == "unknown" and cell in agreed else Reading(split, pair)
-            for split, pair, cell in zip(splits, cells, whole)]
+    filed_by: list[str | None] = [None] * len(splits)
+    spans, unused = cell_spans(located, names, whole, grid, variant)
+    for k, (split, span) in enumerate(zip(splits, spans)):
+        if span is not None and split.dy is not None and "unknown" in (split.two_way, split.three_way):
+            decided = _with_geometry(split, located[k], span)
+            if decided is not split:
+                splits[k], filed_by[k] = decided, "geometry"
+    agreed = cell_splits(whole, splits) if variant == "phase" else {}
+    readings = []
+    for split, pair, cell, by in zip(splits, cells, whole, filed_by):
+        if split.two_way == "unknown" and cell in agreed:
+            problem = split.problem if split.three_way == "unknown" else None
+            split, by = Split(split.three_way, agreed[cell], split.dy, problem), "cell"
+        readings.append(Reading(split, pair, by))
+    return readings, unused
+
+
+def cell_spans(located: Sequence[Located], names: Sequence[tuple[str, str]],
+               cells: Sequence[tuple[int, int] | None], grid: int,
+               variant: str) -> tuple[list[tuple[float, float] | None], Unused | None]:
+    """The range of dy each image's cell allows (``cell_dy``; None where its cell is not known),
+    with the walls measured on the dataset's spheres (``wall_scales``) -- or no ranges and why,
+    when the walls cannot be measured or the geometry does not fit the dataset: every placed
+    image's rows (dy +- their tolerance) must meet its cell's range."""
+    none: list[tuple[float, float] | None] = [None] * len(located)
+    if variant not in WALL_SIZES:
+        return none, Unused(f"the {variant} variant's sizes are not known")
+    scales = wall_scales(located, names)
+    if len(scales) < 2:
+        return none, Unused(f"fewer than {MIN_SPHERES} coloured spheres of each role found to measure the walls on")
+    walls = {role: (scale, scale_uncertainty(scale, max(WALL_SIZES[variant][role]))) for role, scale in scales.items()}
+    spans = [None if cell is None else cell_dy(360.0 * cell[0] / grid, 360.0 * cell[1] / grid, walls,
+                                               sizes_of(loc, pair, variant), loc.height)
+             for cell, loc, pair in zip(cells, located, names)]
+    for k, (loc, span) in enumerate(zip(located, spans)):
+        if span is None:
+            continue
+        dy, tolerance = loc.near.y - loc.far.y, row_tolerance(loc)
+        if dy + tolerance < span[0] or dy - tolerance > span[1]:
+            return none, Unused(f"its rows differ by {dy:.1f} px, which its cell {cells[k]} does not allow "
+                                f"({span[0]:.1f} to {span[1]:.1f} px): the dataset's geometry is not the paper's", k)
+    return spans, None
 
 
 def cell_splits(cells: Sequence[tuple[int, int] | None], splits: Sequence[Split]) -> dict[tuple[int, int], str]:
