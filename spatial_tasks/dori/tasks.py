@@ -110,8 +110,6 @@ def draw_boxes(image: Image.Image, boxes: list[dict]) -> Image.Image:
     return image
 
 
-
-
 @_canonical_doc
 def doc_to_visual(doc: Mapping, lmms_eval_specific_kwargs: Mapping | None = None) -> list[Image.Image]:
     """The question's image(s); the boxes are drawn on the first when the source image has none

@@ -335,8 +335,8 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, 
     """Positions, cells and split of every official row from its image (module docstring): each
     distinct image is analysed once (``pixels.read_all``); rows whose objects cannot be found
     become unknown, and a label too close to its line to read is decided by its cell's geometry or,
-    in the phase variant, by its cell's other images (``pixels.read_all``), else unknown, each kind
-    listed in one warning. The size variant's s1 is not read from the pixels
+    in the phase variant, by its cell's other images, else unknown, each kind listed in one
+    warning. The size variant's s1 is not read from the pixels
     (``pixels.far_size``: not to the sweep's step), so v(s1) and Δ_s stay undefined on an official
     size table, and a log line says so."""
     first_row: dict[str, int] = {}
@@ -402,7 +402,7 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, 
     if geometry_unused is not None and geometry_unused.image is not None:
         log.warning(f"{origin.where}: the cells' geometry decided no label: "
                     f"{origin.locate(distinct[geometry_unused.image])}: {geometry_unused.reason}")
-    elif geometry_unused is not None and any(unknown.values()):
+    elif geometry_unused is not None and (unknown["two_way"] or unknown["three_way"]):  # what geometry could decide
         log.info(f"{origin.where}: the cells' geometry decided no label: {geometry_unused.reason}")
     if filed["cell"]:
         log.info(f"{origin.where}: {len(filed['cell'])} question(s) too close to level to tell took their cell's split, "

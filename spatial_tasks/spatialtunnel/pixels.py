@@ -824,7 +824,7 @@ def read_all(located: Sequence[Located], names: Sequence[tuple[str, str]], grid:
     filed_by: list[str | None] = [None] * len(splits)
     spans, unused = cell_spans(located, names, whole, grid, variant)
     for k, (split, span) in enumerate(zip(splits, spans)):
-        if span is not None and split.dy is not None and "unknown" in (split.two_way, split.three_way):
+        if span is not None and "unknown" in (split.two_way, split.three_way):  # a span: the pair was placed
             decided = _with_geometry(split, located[k], span)
             if decided is not split:
                 splits[k], filed_by[k] = decided, "geometry"
