@@ -23,8 +23,10 @@ How an object is found (``locate``):
    of the ``NEIGHBOURS`` images whose overall brightness pattern is closest (the sun's rotation is
    the only thing that changes the lighting, and objects sit elsewhere in other images). Regions
    darker than ``DARK_RATIO`` of that estimate, away from coloured objects and from the vanishing
-   point (where no object on a wall can be), are black objects; where none is, a region darker
-   than ``LOOSE_DARK_RATIO`` on the role's ring and of its size is. By the dark far end only the
+   point (where no object on a wall can be), are black objects, if on the role's ring, of its size
+   and reaching its wall (``BLACK_REACH``: the dark far end, darker than estimated, can join an
+   object's region or pass for one). Where none is, a region darker than ``STRICT_DARK_RATIO`` is
+   (which parts the object from such a patch), else one darker than ``LOOSE_DARK_RATIO``. By the dark far end only the
    object's outer part is darker than the tunnel behind it, so each region is completed towards
    the vanishing point to the object's edge (``_completed``). Without other images (a single
    image), a grey closing of the image itself stands in for the empty tunnel.
@@ -79,7 +81,13 @@ WALL_HUE_BAND = 25.0
 MIN_CHROMA = 0.06  # max - min of RGB: below it (dark pixels) the hue is 8-bit noise
 MIN_CHROMA_NEAR_WALL = 0.12
 DARK_RATIO = 0.6  # a black object is darker than this share of the empty tunnel at its place
-LOOSE_DARK_RATIO = 0.8  # ... or than this, for an object on its ring and of its size when none is darker
+STRICT_DARK_RATIO = 0.4  # ... where none is: this, which parts an object from a patch of tunnel darker than estimated
+LOOSE_DARK_RATIO = 0.8  # ... or, where none is either, this, for an object on its ring and of its size
+# A black region's reach (square radius + apparent radius) over its role's wall (``wall_scales``):
+# an object rests on the wall, so about 1. On our renders (300 black objects, 128 and 512 px) the
+# regions found at their object read 0.85 to 1.06 (a partial region reads short); the wrong regions
+# taken (a dark patch of the tunnel by the far end, 5 to 23 px off) 0.71 to 0.76.
+BLACK_REACH = (0.8, 1.15)
 COMPLETE = 0.85  # a black region shorter than this share of its longer extent lost its inner part
 NEIGHBOURS = 5
 FEATURE_SIDE = 32  # the brightness pattern compared to choose neighbours: a 32 x 32 thumbnail
@@ -284,6 +292,9 @@ def black_regions(rgb: np.ndarray, coloured: np.ndarray, empty: np.ndarray | Non
         empty = ndimage.grey_closing(value, size=(side, side))
     dark = value < dark_ratio * np.maximum(empty, 0.02)
     dark &= ~ndimage.binary_dilation(coloured, iterations=2)
+    # no object lies by the vanishing point: its dark far end must not join an object's region
+    rows, cols = np.indices(dark.shape)
+    dark &= np.maximum(np.abs(cols + 0.5 - w / 2), np.abs(rows + 0.5 - dark.shape[0] / 2)) >= CENTRE_EXCLUSION * w
     min_area = max(3, int(MIN_AREA_FRACTION * dark.size))
     found = []
     for region in _regions(dark, min_area):
@@ -390,14 +401,16 @@ SIZE_MARGIN = (0.35, 0.15)
 
 
 def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | None = None,
-           rings: dict[str, Ring] | None = None, sizes: dict[str, tuple[float, float]] | None = None) -> Located:
+           rings: dict[str, Ring] | None = None, sizes: dict[str, tuple[float, float]] | None = None,
+           walls: dict[str, float] | None = None) -> Located:
     """Find the farther object ``far_name`` and the nearer ``near_name`` (names as in the question,
     "<colour> <shape>"). ``empty``: the empty tunnel's brightness under this image's light
     (``Background.estimate``), needed only for black objects. ``rings``: where the dataset's far
     and near objects lie ({"far": (low, high), "near": ...} in square radius over width, measured
     on its coloured objects by ``measure_rings``); a candidate off its ring is not that object.
     ``sizes``: each role's half-extent range (``WALL_SIZES``); a black candidate whose size reading
-    is outside it (by more than SIZE_MARGIN) is not that object."""
+    is outside it (by more than SIZE_MARGIN) is not that object. ``walls``: each role's wall in pixels
+    (``wall_scales``); a black candidate whose reach is off it (``BLACK_REACH``) is not that object."""
     h, w = rgb.shape[:2]
     out = Located(width=w, height=h)
     colours = {"far": colour_of(far_name), "near": colour_of(near_name)}
@@ -422,6 +435,8 @@ def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | N
             low, high = sizes[role]
             mine = [f for f in mine
                     if low * (1 - SIZE_MARGIN[0]) <= wall_size(f, shapes[role], w, h) <= high * (1 + SIZE_MARGIN[1])]
+        if sized and walls and role in walls and colours[role] == "black" and shapes[role] is not None:
+            mine = [f for f in mine if BLACK_REACH[0] <= reach(f, shapes[role], w, h) / walls[role] <= BLACK_REACH[1]]
         return sorted(mine, key=lambda f: -f.area)
 
     if colours["far"] == colours["near"] and not rings:  # one pool: the farther is nearer the vanishing point
@@ -439,12 +454,16 @@ def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | N
         mine = candidates(role)
         colour = colours[role]
         if not mine and colour == "black" and rings and role in rings:
-            # in a dim part of the tunnel (by its far end, or off a sunlit patch) a black object is
-            # only a little darker than the tunnel would be: look again with a looser test, where
-            # its ring and its size rule out the rest -- unless another region on the ring is as
-            # large, whatever its size reading: then both are reported, not one guessed
-            loose = black_regions(rgb, coloured, empty, LOOSE_DARK_RATIO)
-            mine = candidates(role, loose)
+            # where the tunnel is darker than estimated, an object's region joins a patch of it and
+            # is off its ring: look again with a stricter test. In a dim part of the tunnel (by its
+            # far end, or off a sunlit patch) a black object is only a little darker than the tunnel
+            # would be: look again with a looser test, where its ring and its size rule out the rest
+            # -- unless another region on the ring is as large, whatever its size reading: then both
+            # are reported, not one guessed
+            mine = candidates(role, black_regions(rgb, coloured, empty, STRICT_DARK_RATIO))
+            loose = [] if mine else black_regions(rgb, coloured, empty, LOOSE_DARK_RATIO)
+            if not mine:
+                mine = candidates(role, loose)
             rivals = [f for f in candidates(role, loose, sized=False) if mine and f is not mine[0]]
             if any(f.area >= 0.5 * mine[0].area for f in rivals):
                 out.problem = (f"no black region clearly darker than the tunnel, and {len(rivals) + 1} slightly darker "
@@ -575,10 +594,15 @@ def apparent_radius(found: Found, shape: str) -> float:
     return math.sqrt(found.area / (disc * SHAPE_SPREAD[shape]))
 
 
+def reach(found: Found, shape: str, width: int, height: int) -> float:
+    """How far from the vanishing point an object's region reaches, in the square tunnel's measure:
+    its square radius plus its apparent radius. An object rests on a wall: its wall's, in pixels."""
+    return square_radius(found, width, height) + apparent_radius(found, shape)
+
+
 def wall_size(found: Found, shape: str, width: int, height: int) -> float:
     """The half-extent s of an object resting on a wall (see above), from its region."""
-    rho = apparent_radius(found, shape)
-    return geometry.HALF_WIDTH * rho / (rho + square_radius(found, width, height))
+    return geometry.HALF_WIDTH * apparent_radius(found, shape) / reach(found, shape, width, height)
 
 
 def wall_size_sigma(found: Found, shape: str, width: int, height: int) -> float:
@@ -625,9 +649,10 @@ def locate_all(image_bytes: Callable[[int], bytes], names: Sequence[tuple[str, s
                progress: Callable[[Iterable[int]], Iterable[int]] = lambda rows: rows,
                variant: str | None = None) -> list[Located]:
     """``locate`` for every image k of a dataset (``image_bytes(k)``; ``names[k]`` = (far, near)):
-    coloured objects first, whose positions give each role's ring (``measure_rings``); then black
-    objects, each against the empty tunnel under its own light (``Background``), on its ring and,
-    when the ``variant`` is known, with a size it draws (``WALL_SIZES``)."""
+    coloured objects first, whose positions give each role's ring (``measure_rings``) and wall
+    (``wall_scales``); then black objects, each against the empty tunnel under its own light
+    (``Background``), on its ring, reaching its wall and, when the ``variant`` is known, with a size
+    it draws (``WALL_SIZES``)."""
     count = len(names)
     located: list[Located | None] = [None] * count
     thumbnails = []
@@ -640,11 +665,14 @@ def locate_all(image_bytes: Callable[[int], bytes], names: Sequence[tuple[str, s
             later.append(k)
         else:
             located[k] = locate(rgb, far, near)
-    rings = measure_rings([loc for loc in located if loc is not None])
+    coloured = [(loc, names[k]) for k, loc in enumerate(located) if loc is not None]
+    rings = measure_rings([loc for loc, _ in coloured])
+    walls = wall_scales([loc for loc, _ in coloured], [pair for _, pair in coloured])
     background = Background(np.stack(thumbnails) if thumbnails else np.zeros((0, FEATURE_SIDE ** 2)), image_bytes)
     for k in later:
         rgb = decode(image_bytes(k))
-        located[k] = locate(rgb, *names[k], background.estimate(k, rgb.shape[:2]), rings, WALL_SIZES.get(variant))
+        located[k] = locate(rgb, *names[k], background.estimate(k, rgb.shape[:2]), rings, WALL_SIZES.get(variant),
+                            walls)
     return [loc if loc is not None else Located(problem="not analysed") for loc in located]
 
 
@@ -720,15 +748,15 @@ def wall_scales(located: Sequence[Located], names: Sequence[tuple[str, str]]) ->
     radius is the wall's (``geometry.HALF_WIDTH`` metres from the axis), whatever its size. The
     median over a role's spheres; a role with fewer than ``MIN_SPHERES`` gets none. (A cube's reach
     is its front face's, nearer the camera by its half-extent: 1 to 2.4 % too wide.)"""
-    reach: dict[str, list[float]] = {"far": [], "near": []}
+    reaches: dict[str, list[float]] = {"far": [], "near": []}
     for loc, pair in zip(located, names):
         if not loc.ok:
             continue
         for role, name in zip(("far", "near"), pair):
             found = getattr(loc, role)
             if found.colour != "black" and shape_of(name) == "sphere":
-                reach[role].append(square_radius(found, loc.width, loc.height) + apparent_radius(found, "sphere"))
-    return {role: float(np.median(r)) / geometry.HALF_WIDTH for role, r in reach.items() if len(r) >= MIN_SPHERES}
+                reaches[role].append(reach(found, "sphere", loc.width, loc.height))
+    return {role: float(np.median(r)) / geometry.HALF_WIDTH for role, r in reaches.items() if len(r) >= MIN_SPHERES}
 
 
 def cell_dy(theta1: float, theta2: float, walls: dict[str, tuple[float, float]],

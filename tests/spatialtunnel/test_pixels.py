@@ -216,6 +216,50 @@ def test_a_black_object_by_the_dark_far_end_is_completed(cx, cy):
     assert found.area >= 0.9 * (2 * half) ** 2
 
 
+FAR_WALL_128 = 124.44 / 8  # px: the far wall at 128 px (focal length 35/36 of the width, depth 8 m)
+FAR_RING_128 = {"far": (10.9 / 128, 12.4 / 128)}  # the far objects' square radii (sizes 0.2 to 0.3)
+
+
+def with_red_near_object(value: np.ndarray) -> np.ndarray:
+    rgb = np.repeat(value[..., None], 3, axis=2)
+    rgb[95:105, 25:35] = (220 / 255, 30 / 255, 30 / 255)
+    return rgb
+
+
+def test_a_black_object_joined_to_a_darker_patch_of_tunnel_is_parted_from_it():
+    """The tunnel by its far end can be darker than the estimate of it (``Background``): a black
+    sphere on the far wall then joins that patch in one region, centred off the far objects' ring.
+    The stricter test parts the sphere (darker still) from the patch."""
+    empty = tunnel_gradient()
+    value = empty.copy()
+    value[66:75, 55:66] *= 0.5  # darker than estimated, not black: between the two tests
+    yy, xx = np.mgrid[0:128, 0:128] + 0.5
+    cx, cy, r = 64 - (FAR_WALL_128 - 3.5), 70.0, 3.5  # a 0.22 m sphere resting on the left wall
+    value[(xx - cx) ** 2 + (yy - cy) ** 2 <= r ** 2] = 0.06
+    rgb = with_red_near_object(value)
+    joined = [f for f in pixels.black_regions(rgb, np.zeros(value.shape, bool), empty)]
+    assert len(joined) == 1 and joined[0].x > cx + 2  # one region, pulled towards the vanishing point
+    located = pixels.locate(rgb, "black sphere", "red cube", empty, FAR_RING_128, pixels.WALL_SIZES["phase"],
+                            {"far": FAR_WALL_128})
+    assert located.ok, located.problem
+    assert (located.far.x, located.far.y) == pytest.approx((cx, cy), abs=0.8)
+
+
+def test_a_dark_spot_that_does_not_reach_the_wall_is_not_the_black_object():
+    """A dark spot on the far objects' ring, of a size they draw, but whose outer edge stops short of
+    the wall (reach 0.74 of it, ``BLACK_REACH``): an object rests on the wall, so the spot is not
+    the black object, and none is reported rather than that spot."""
+    empty = tunnel_gradient()
+    value = empty.copy()
+    yy, xx = np.mgrid[0:128, 0:128] + 0.5
+    value[(xx - 64) ** 2 + (yy - (64 - 9.5)) ** 2 <= 2.0 ** 2] *= 0.3  # square radius 9.5 px, 2 px across
+    rgb = with_red_near_object(value)
+    args = (rgb, "black sphere", "red cube", empty, FAR_RING_128, pixels.WALL_SIZES["phase"])
+    assert pixels.locate(*args).ok  # on its ring and of its size: without the wall, taken
+    located = pixels.locate(*args, {"far": FAR_WALL_128})
+    assert not located.ok and "no black object found where the dataset's far objects lie" in located.problem
+
+
 def test_a_turned_hue_is_taken_only_when_no_object_has_it():
     """A warm light can turn a cyan cube green: with no cyan region, the green one is the cyan cube
     unless an object is named green."""
