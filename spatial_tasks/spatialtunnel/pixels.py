@@ -181,14 +181,17 @@ def thumbnail(value: np.ndarray) -> np.ndarray:
 class Background:
     """The empty tunnel under an image's light, from other images of the same dataset.
 
-    ``images`` yields the encoded bytes of image k; thumbnails are computed once, and the
-    neighbours of an image are decoded only when a black object is looked for in it.
+    ``image_bytes`` yields the encoded bytes of image k; thumbnails are computed once, and the
+    neighbours of an image are decoded only when a black object is looked for in it. ``sizes``:
+    each image's (height, width), when they may differ: neighbours are then of the image's size.
     """
 
-    def __init__(self, thumbnails: np.ndarray, image_bytes, neighbours: int = NEIGHBOURS):
+    def __init__(self, thumbnails: np.ndarray, image_bytes, neighbours: int = NEIGHBOURS,
+                 sizes: Sequence[tuple[int, int]] | None = None):
         self.thumbnails = np.asarray(thumbnails, dtype=np.float32)
         self.image_bytes = image_bytes
         self.neighbours = neighbours
+        self.sizes = None if sizes is None else [tuple(size) for size in sizes]
 
     def __len__(self) -> int:
         return len(self.thumbnails)
@@ -199,8 +202,12 @@ class Background:
             return None
         distance = ((self.thumbnails - self.thumbnails[k]) ** 2).sum(axis=1)
         distance[k] = np.inf
+        if self.sizes is not None:
+            distance[np.array([size != tuple(shape) for size in self.sizes], dtype=bool)] = np.inf
         values = []
         for j in np.argsort(distance)[: self.neighbours]:
+            if not np.isfinite(distance[j]):
+                break
             value = hsv(decode(self.image_bytes(int(j))))[2]
             if value.shape == shape:
                 values.append(value)
@@ -409,8 +416,9 @@ def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | N
     and near objects lie ({"far": (low, high), "near": ...} in square radius over width, measured
     on its coloured objects by ``measure_rings``); a candidate off its ring is not that object.
     ``sizes``: each role's half-extent range (``WALL_SIZES``); a black candidate whose size reading
-    is outside it (by more than SIZE_MARGIN) is not that object. ``walls``: each role's wall in pixels
-    (``wall_scales``); a black candidate whose reach is off it (``BLACK_REACH``) is not that object."""
+    is outside it (by more than SIZE_MARGIN) is not that object. ``walls``: each role's wall as a share
+    of the width (``wall_scales``); a black candidate whose reach is off it (``BLACK_REACH``) is not
+    that object."""
     h, w = rgb.shape[:2]
     out = Located(width=w, height=h)
     colours = {"far": colour_of(far_name), "near": colour_of(near_name)}
@@ -436,7 +444,8 @@ def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | N
             mine = [f for f in mine
                     if low * (1 - SIZE_MARGIN[0]) <= wall_size(f, shapes[role], w, h) <= high * (1 + SIZE_MARGIN[1])]
         if sized and walls and role in walls and colours[role] == "black" and shapes[role] is not None:
-            mine = [f for f in mine if BLACK_REACH[0] <= reach(f, shapes[role], w, h) / walls[role] <= BLACK_REACH[1]]
+            mine = [f for f in mine
+                    if BLACK_REACH[0] <= reach(f, shapes[role], w, h) / (walls[role] * w) <= BLACK_REACH[1]]
         return sorted(mine, key=lambda f: -f.area)
 
     if colours["far"] == colours["near"] and not rings:  # one pool: the farther is nearer the vanishing point
@@ -655,11 +664,12 @@ def locate_all(image_bytes: Callable[[int], bytes], names: Sequence[tuple[str, s
     it draws (``WALL_SIZES``)."""
     count = len(names)
     located: list[Located | None] = [None] * count
-    thumbnails = []
+    thumbnails, sizes = [], []
     later = []
     for k in progress(range(count)):
         rgb = decode(image_bytes(k))
         thumbnails.append(thumbnail(hsv(rgb)[2]))
+        sizes.append(rgb.shape[:2])
         far, near = names[k]
         if "black" in (colour_of(far), colour_of(near)):
             later.append(k)
@@ -668,7 +678,8 @@ def locate_all(image_bytes: Callable[[int], bytes], names: Sequence[tuple[str, s
     coloured = [(loc, names[k]) for k, loc in enumerate(located) if loc is not None]
     rings = measure_rings([loc for loc, _ in coloured])
     walls = wall_scales([loc for loc, _ in coloured], [pair for _, pair in coloured])
-    background = Background(np.stack(thumbnails) if thumbnails else np.zeros((0, FEATURE_SIDE ** 2)), image_bytes)
+    background = Background(np.stack(thumbnails) if thumbnails else np.zeros((0, FEATURE_SIDE ** 2)), image_bytes,
+                            sizes=sizes)
     for k in later:
         rgb = decode(image_bytes(k))
         located[k] = locate(rgb, *names[k], background.estimate(k, rgb.shape[:2]), rings, WALL_SIZES.get(variant),
@@ -743,9 +754,10 @@ def scale_uncertainty(scale: float, largest_size: float) -> float:
 
 
 def wall_scales(located: Sequence[Located], names: Sequence[tuple[str, str]]) -> dict[str, float]:
-    """Pixels per metre of the cross-section at each role's depth (focal length / depth), measured on
-    the dataset's coloured spheres: a sphere rests on a wall, so its square radius plus its apparent
-    radius is the wall's (``geometry.HALF_WIDTH`` metres from the axis), whatever its size. The
+    """Pixels per metre of the cross-section at each role's depth (focal length / depth), as a share
+    of the image's width (a table's images need not share one size; ``in_pixels``), measured on the
+    dataset's coloured spheres: a sphere rests on a wall, so its reach (square radius plus apparent
+    radius) is the wall's (``geometry.HALF_WIDTH`` metres from the axis), whatever its size. The
     median over a role's spheres; a role with fewer than ``MIN_SPHERES`` gets none. (A cube's reach
     is its front face's, nearer the camera by its half-extent: 1 to 2.4 % too wide.)"""
     reaches: dict[str, list[float]] = {"far": [], "near": []}
@@ -755,8 +767,15 @@ def wall_scales(located: Sequence[Located], names: Sequence[tuple[str, str]]) ->
         for role, name in zip(("far", "near"), pair):
             found = getattr(loc, role)
             if found.colour != "black" and shape_of(name) == "sphere":
-                reaches[role].append(reach(found, "sphere", loc.width, loc.height))
+                reaches[role].append(reach(found, "sphere", loc.width, loc.height) / loc.width)
     return {role: float(np.median(r)) / geometry.HALF_WIDTH for role, r in reaches.items() if len(r) >= MIN_SPHERES}
+
+
+def in_pixels(walls: dict[str, float], width: int, variant: str) -> dict[str, tuple[float, float]]:
+    """``wall_scales`` for an image ``width`` pixels wide: per role (pixels per metre, its relative
+    uncertainty: ``scale_uncertainty`` with the variant's largest size of that role)."""
+    return {role: (share * width, scale_uncertainty(share * width, max(WALL_SIZES[variant][role])))
+            for role, share in walls.items()}
 
 
 def cell_dy(theta1: float, theta2: float, walls: dict[str, tuple[float, float]],
@@ -764,7 +783,7 @@ def cell_dy(theta1: float, theta2: float, walls: dict[str, tuple[float, float]],
     """The range of dy (geometry.Relation: row of the nearer minus row of the farther object) that a
     cell's angles allow: each object at its angle on the wall (``geometry.object_center``), of every
     size ``sizes[role]`` allows (low, high), its height above the axis times its wall's scale
-    ``walls[role]`` = (pixels per metre, relative uncertainty: ``wall_scales``, ``scale_uncertainty``)."""
+    ``walls[role]`` = (pixels per metre, relative uncertainty: ``in_pixels``)."""
     rows = {}
     for role, theta in (("far", theta1), ("near", theta2)):
         scale, off = walls[role]
@@ -876,12 +895,12 @@ def cell_spans(located: Sequence[Located], names: Sequence[tuple[str, str]],
     none: list[tuple[float, float] | None] = [None] * len(located)
     if variant not in WALL_SIZES:
         return none, Unused(f"the {variant} variant's sizes are not known")
-    scales = wall_scales(located, names)
-    if len(scales) < 2:
+    walls = wall_scales(located, names)
+    if len(walls) < 2:
         return none, Unused(f"fewer than {MIN_SPHERES} coloured spheres of each role found to measure the walls on")
-    walls = {role: (scale, scale_uncertainty(scale, max(WALL_SIZES[variant][role]))) for role, scale in scales.items()}
-    spans = [None if cell is None else cell_dy(360.0 * cell[0] / grid, 360.0 * cell[1] / grid, walls,
-                                               sizes_of(loc, pair, variant), loc.height)
+    spans = [None if cell is None else cell_dy(360.0 * cell[0] / grid, 360.0 * cell[1] / grid,
+                                               in_pixels(walls, loc.width, variant), sizes_of(loc, pair, variant),
+                                               loc.height)
              for cell, loc, pair in zip(cells, located, names)]
     for k, (loc, span) in enumerate(zip(located, spans)):
         if span is None:

@@ -101,6 +101,33 @@ def test_an_objects_size_follows_from_its_apparent_radius_and_its_place(shape, t
     assert pixels.nearest_sweep_value(0.1031) == 0.1 and pixels.nearest_sweep_value(0.2999) == 0.3
 
 
+def test_a_table_of_two_image_sizes_is_read_as_one(tmp_path, log_messages):
+    """Every other image of the bundled phase sample at twice its size (256 px): the walls are
+    measured as shares of the width and a black object's empty tunnel comes from images of its own
+    size, so every label and cell still equals the recorded one, none unknown."""
+    generated = datasets.load_dataset("parquet", data_files=str(SAMPLE / "phase_variation" / "test-00000-of-00001.parquet"),
+                                      split="train")
+    rows, recorded = official_rows(generated)
+    doubled = {}
+    for k, row in enumerate(rows):
+        if (k // 4) % 2:
+            if k // 4 not in doubled:
+                image = Image.open(io.BytesIO(row["image"]["bytes"])).convert("RGB")
+                buffer = io.BytesIO()
+                image.resize((256, 256), Image.LANCZOS).save(buffer, "PNG")
+                doubled[k // 4] = buffer.getvalue()
+            row["image"] = {"bytes": doubled[k // 4], "path": None}
+    path = write_official(tmp_path, "phase_variation", rows)
+    kwargs = {"data_files": {"train": path.name}}
+    loaded = datasets.load_dataset(str(tmp_path), split="train", cache_dir=str(tmp_path / "hf"), **kwargs)
+    docs = load.to_docs(loaded, origin_for(loaded, str(tmp_path), None, "train", kwargs), "phase", grid=8)
+    for doc, source in zip(docs, recorded):
+        truth = geometry.vertical_relation(source["pixel1"][1], source["pixel2"][1], source["height"])
+        assert (doc["relation_two_way"], doc["relation"]) == (truth.two_way, truth.three_way), doc["question_id"]
+        assert (doc["theta1_index"], doc["theta2_index"]) == (source["theta1_index"], source["theta2_index"])
+    assert not [m for m in log_messages if "unknown" in m or "decided no label" in m], log_messages
+
+
 def test_the_tsv_layout_gives_the_same_docs(tmp_path):
     parquet, _ = official_docs("size_variation", tmp_path / "p")
     tsv, _ = official_docs("size_variation", tmp_path / "t", tsv=True)
@@ -216,7 +243,8 @@ def test_a_black_object_by_the_dark_far_end_is_completed(cx, cy):
     assert found.area >= 0.9 * (2 * half) ** 2
 
 
-FAR_WALL_128 = 124.44 / 8  # px: the far wall at 128 px (focal length 35/36 of the width, depth 8 m)
+FAR_WALL = 35 / 36 / 8  # the far wall's reach over the width (focal length 35/36 of it, depth 8 m)
+FAR_WALL_128 = FAR_WALL * 128
 FAR_RING_128 = {"far": (10.9 / 128, 12.4 / 128)}  # the far objects' square radii (sizes 0.2 to 0.3)
 
 
@@ -240,7 +268,7 @@ def test_a_black_object_joined_to_a_darker_patch_of_tunnel_is_parted_from_it():
     joined = [f for f in pixels.black_regions(rgb, np.zeros(value.shape, bool), empty)]
     assert len(joined) == 1 and joined[0].x > cx + 2  # one region, pulled towards the vanishing point
     located = pixels.locate(rgb, "black sphere", "red cube", empty, FAR_RING_128, pixels.WALL_SIZES["phase"],
-                            {"far": FAR_WALL_128})
+                            {"far": FAR_WALL})
     assert located.ok, located.problem
     assert (located.far.x, located.far.y) == pytest.approx((cx, cy), abs=0.8)
 
@@ -256,7 +284,7 @@ def test_a_dark_spot_that_does_not_reach_the_wall_is_not_the_black_object():
     rgb = with_red_near_object(value)
     args = (rgb, "black sphere", "red cube", empty, FAR_RING_128, pixels.WALL_SIZES["phase"])
     assert pixels.locate(*args).ok  # on its ring and of its size: without the wall, taken
-    located = pixels.locate(*args, {"far": FAR_WALL_128})
+    located = pixels.locate(*args, {"far": FAR_WALL})
     assert not located.ok and "no black object found where the dataset's far objects lie" in located.problem
 
 
@@ -340,13 +368,11 @@ def test_every_bundled_images_recorded_rows_lie_in_its_cells_geometry(config):
     names = [(r["obj1"], r["obj2"]) for r in rows]
     variant = config.split("_")[0]
     located = pixels.locate_all(lambda k: rows[k]["image"]["bytes"], names, variant=variant)
-    scales = pixels.wall_scales(located, names)
-    focal = geometry.focal_length_px(rows[0]["width"])
-    walls = {}
+    width = rows[0]["width"]
+    walls = pixels.in_pixels(pixels.wall_scales(located, names), width, variant)
     for role, depth in (("far", geometry.DEPTH_FAR), ("near", geometry.DEPTH_NEAR)):
-        off = pixels.scale_uncertainty(scales[role], max(pixels.WALL_SIZES[variant][role]))
-        assert abs(scales[role] / (focal / depth) - 1) < off, role
-        walls[role] = (scales[role], off)
+        scale, off = walls[role]
+        assert abs(scale / (geometry.focal_length_px(width) / depth) - 1) < off, role
     for row, loc, pair in zip(rows, located, names):
         low, high = pixels.cell_dy(row["theta1"], row["theta2"], walls, pixels.sizes_of(loc, pair, variant), row["height"])
         assert low - 1e-3 <= row["pixel2"][1] - row["pixel1"][1] <= high + 1e-3, row["image_id"]  # float32 rows
