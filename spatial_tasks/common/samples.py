@@ -145,7 +145,9 @@ def record_problem(err: BaseException) -> str:
     if callable(errors):
         try:
             first = errors()[0]
-            field_name = ".".join(str(p) for p in first.get("loc", ())) or "the record"
+            field_name = ".".join(str(p) for p in first.get("loc", ()))
+            if not field_name:  # a check across fields names them in its message
+                return str(first.get("msg")).removeprefix("Value error, ")
             return f"field {field_name!r}: {first.get('msg')} (got {str(first.get('input'))[:80]!r})"
         except (IndexError, KeyError, TypeError):
             pass

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.yesno import (
@@ -45,6 +45,16 @@ class LoggedRecord(BaseModel):
     size1_nominal: float | None = Field(default=None, allow_inf_nan=False)
     protocol: Literal["exact", "logit"] | None = None
     response: str | None = None
+
+    @model_validator(mode="after")
+    def _cell_in_grid(self) -> LoggedRecord:
+        """A cell is two angular positions of the record's grid (the heatmap would drop any other)."""
+        for field in ("theta1_index", "theta2_index"):
+            index = getattr(self, field)
+            if index is not None and (self.grid is None or index >= self.grid):
+                grid = "no grid" if self.grid is None else f"grid {self.grid} (positions 0..{self.grid - 1})"
+                raise ValueError(f"{field} {index} is not a position of its {grid}")
+        return self
 
 
 def _record(doc: dict, response: str) -> dict:

@@ -54,6 +54,9 @@ def files(tmp_path) -> dict[str, Path]:
     paths["maybe"] = tmp_path / "maybe" / "20260101_120000_samples_spatialtunnel_sample_phase.jsonl"
     paths["maybe"].parent.mkdir()
     paths["maybe"].write_text(json.dumps({**sample, "v": {**record, "answer": "Maybe"}}) + "\n")
+    paths["off_grid"] = tmp_path / "offgrid" / "20260101_120000_samples_spatialtunnel_sample_phase.jsonl"
+    paths["off_grid"].parent.mkdir()
+    paths["off_grid"].write_text(json.dumps({**sample, "v": {**record, "grid": 8, "theta1_index": 8, "theta2_index": 0}}) + "\n")
     paths["no_record"] = tmp_path / "norec" / "20260101_120000_samples_spatialtunnel_sample_phase.jsonl"
     paths["no_record"].parent.mkdir()
     paths["no_record"].write_text(json.dumps(sample) + "\n" + json.dumps({**sample, "doc_id": 4, "v": "?"}) + "\n")
@@ -99,6 +102,9 @@ CASES = [
     ("a doc logged twice", ["rescore", "spatialtunnel", "{dup}"], 2, r"^error: .*phase\.jsonl:2: doc_id 3 is logged twice"),
     ("a record answer that is no answer", ["rescore", "spatialtunnel", "{maybe}"], 2,
      r"^error: .*phase\.jsonl:1: the logged spatialtunnel record cannot be re-scored: field 'answer': "),
+    ("a record's cell off its grid", ["rescore", "spatialtunnel", "{off_grid}"], 2,
+     r"^error: .*phase\.jsonl:1: the logged spatialtunnel record cannot be re-scored: theta1_index 8 is not a "
+     r"position of its grid 8 \(positions 0\.\.7\)$"),
     ("a sample without its record", ["rescore", "spatialtunnel", "{no_record}"], 2,
      r"^error: .*phase\.jsonl:2: no spatialtunnel record under 'v'"),
     ("permission denied", ["report", "{empty_dir}", "--out", "/sys/spatial-tasks-report"], 2,
