@@ -227,6 +227,31 @@ def data_file_problem(path: str | Path) -> str | None:
         header = 1 if suffix in (".csv", ".tsv") else 0
         if len(lines) <= header:
             return f"{shown}: no rows" + (" (only a header line)" if lines else " (the file is empty)")
+        if header:
+            return _table_shape_problem(path, shown, "\t" if suffix == ".tsv" else ",")
+    return None
+
+
+def _table_shape_problem(path: Path, shown: str, delimiter: str) -> str | None:
+    """A CSV/TSV line with more cells than its header (datasets' reader stops there with a bare
+    DatasetGenerationError; a line with fewer reads as empty cells, which the loaders name)."""
+    import csv
+    import sys
+
+    limit = csv.field_size_limit()
+    csv.field_size_limit(sys.maxsize)  # a base64 image is one cell of megabytes
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            reader = csv.reader(fh, delimiter=delimiter)
+            width = len(next(reader, []))
+            for cells in reader:
+                if len(cells) > width:
+                    return (f"{shown}, line {reader.line_num}: {len(cells)} cells where the header has {width} "
+                            f"(a stray {'tab' if delimiter == chr(9) else 'comma'} or quote?)")
+    except (csv.Error, UnicodeDecodeError) as err:
+        return f"{shown}: not a readable {'TSV' if delimiter == chr(9) else 'CSV'} table ({err})"
+    finally:
+        csv.field_size_limit(limit)
     return None
 
 

@@ -300,6 +300,23 @@ def test_a_probe_folder_that_cannot_be_read_is_named(tmp_path, content, reason):
         recompute(folder)
 
 
+def test_a_tsv_line_with_more_cells_than_its_header_is_named(tmp_path):
+    """datasets' CSV reader stops at such a line with a bare DatasetGenerationError; what lmms-eval
+    then prints names the file and the line."""
+    import datasets
+
+    from spatial_tasks.harness import TaskData, failure_line
+
+    table = tmp_path / "phase_variation.tsv"
+    table.write_text("index\timage\tquestion\tanswer\n0\tQUJD\tq\tYes\n1\tQUJD\tq\tNo\tstray\n2\tQUJD\tq\tNo\n")
+    data = TaskData(task="spatialtunnel_phase", path="csv", split="train",
+                    kwargs={"data_files": {"train": str(table)}, "delimiter": "\t"})
+    with pytest.raises(Exception) as caught:  # what lmms-eval meets when it loads the task's data
+        datasets.load_dataset(data.path, data.name, split=data.split, cache_dir=str(tmp_path / "hf"), **data.load_kwargs())
+    assert failure_line(data, caught.value).endswith(f"{table}, line 3: 5 cells where the header has 4 "
+                                                     "(a stray tab or quote?)")
+
+
 @pytest.mark.parametrize(("content", "reason"), [(b"index\timage\tquestion\tanswer\n", "no rows (only a header line)"),
                                                  (bytes(range(256)) * 4, "not UTF-8 text")])
 def test_a_probe_tsv_that_cannot_be_read_is_named(tmp_path, content, reason):
