@@ -7,9 +7,11 @@ ValueError) whose message names the file (or split), the row and the field.
 
 from __future__ import annotations
 
+import csv
 import itertools
 import math
 import reprlib
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -235,9 +237,7 @@ def data_file_problem(path: str | Path) -> str | None:
 def _table_shape_problem(path: Path, shown: str, delimiter: str) -> str | None:
     """A CSV/TSV line with more cells than its header (datasets' reader stops there with a bare
     DatasetGenerationError; a line with fewer reads as empty cells, which the loaders name)."""
-    import csv
-    import sys
-
+    tsv = delimiter == "\t"
     limit = csv.field_size_limit()
     csv.field_size_limit(sys.maxsize)  # a base64 image is one cell of megabytes
     try:
@@ -247,9 +247,9 @@ def _table_shape_problem(path: Path, shown: str, delimiter: str) -> str | None:
             for cells in reader:
                 if len(cells) > width:
                     return (f"{shown}, line {reader.line_num}: {len(cells)} cells where the header has {width} "
-                            f"(a stray {'tab' if delimiter == chr(9) else 'comma'} or quote?)")
+                            f"(a stray {'tab' if tsv else 'comma'} or quote?)")
     except (csv.Error, UnicodeDecodeError) as err:
-        return f"{shown}: not a readable {'TSV' if delimiter == chr(9) else 'CSV'} table ({err})"
+        return f"{shown}: not a readable {'TSV' if tsv else 'CSV'} table ({err})"
     finally:
         csv.field_size_limit(limit)
     return None

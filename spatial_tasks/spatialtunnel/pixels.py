@@ -96,7 +96,8 @@ CENTRE_EXCLUSION = 0.05  # of the image side: the vanishing point, where no obje
 MIN_AREA_FRACTION = 1.5e-4  # of the image: smaller regions are noise (1.6 px at 128 px)
 LEVEL_PX = 1.4  # at 128 px; scales with the image height (level_tolerance): the largest row error measured, 1.33
 # A black object's row: the largest errors measured were 1.75 px (scaled to 128 px) at 512 px and
-# 3.9 px at 128 px, where a black object by the far end is a few pixels wide.
+# 3.9 px at 128 px, where a black object by the far end is a few pixels wide -- but for one of 233
+# on a 768-image table, 6.4 px (a cube no darker than the tunnel there; tasks/spatialtunnel/README.md).
 BLACK_UNCERTAINTY = 1.5
 BLACK_EDGE_PX = 2.0
 
@@ -184,15 +185,15 @@ class Background:
 
     ``image_bytes`` yields the encoded bytes of image k; thumbnails are computed once, and the
     neighbours of an image are decoded only when a black object is looked for in it. ``sizes``:
-    each image's (height, width), when they may differ: neighbours are then of the image's size.
+    each image's (height, width); a table may mix sizes, and neighbours are of the image's own.
     """
 
-    def __init__(self, thumbnails: np.ndarray, image_bytes, neighbours: int = NEIGHBOURS,
-                 sizes: Sequence[tuple[int, int]] | None = None):
+    def __init__(self, thumbnails: np.ndarray, image_bytes, sizes: Sequence[tuple[int, int]],
+                 neighbours: int = NEIGHBOURS):
         self.thumbnails = np.asarray(thumbnails, dtype=np.float32)
         self.image_bytes = image_bytes
+        self.sizes = [tuple(size) for size in sizes]
         self.neighbours = neighbours
-        self.sizes = None if sizes is None else [tuple(size) for size in sizes]
 
     def __len__(self) -> int:
         return len(self.thumbnails)
@@ -203,15 +204,9 @@ class Background:
             return None
         distance = ((self.thumbnails - self.thumbnails[k]) ** 2).sum(axis=1)
         distance[k] = np.inf
-        if self.sizes is not None:
-            distance[np.array([size != tuple(shape) for size in self.sizes], dtype=bool)] = np.inf
-        values = []
-        for j in np.argsort(distance)[: self.neighbours]:
-            if not np.isfinite(distance[j]):
-                break
-            value = hsv(decode(self.image_bytes(int(j))))[2]
-            if value.shape == shape:
-                values.append(value)
+        distance[np.array([size != tuple(shape) for size in self.sizes], dtype=bool)] = np.inf
+        values = [hsv(decode(self.image_bytes(int(j))))[2]
+                  for j in np.argsort(distance)[: self.neighbours] if np.isfinite(distance[j])]
         return np.median(np.stack(values), axis=0) if len(values) >= 3 else None
 
 
@@ -278,8 +273,8 @@ def chromatic_regions(rgb: np.ndarray) -> tuple[list[Found], np.ndarray]:
             parts = [region & in_range(hue, *HUE_RANGES[name]) for name in (first, second)]
             centres = [_centroid(part) for part in parts]
             apart = math.dist(*centres)
-            reach = sum(math.sqrt(part.sum() / math.pi) for part in parts)
-            if apart > 0.5 * reach:  # ... side by side, not one object whose faces the light turns two hues
+            radii = sum(math.sqrt(part.sum() / math.pi) for part in parts)
+            if apart > 0.5 * radii:  # ... side by side, not one object whose faces the light turns two hues
                 for name, part, (x, y) in zip((first, second), parts, centres):
                     found.append(Found(x, y, int(part.sum()), name, _mean_hue(hue[part])))
                 continue
@@ -341,13 +336,13 @@ def _completed(value: np.ndarray, region: np.ndarray) -> Found:
         profile = log_value[:, a:b].mean(axis=1) if axis == "y" else log_value[a:b, :].mean(axis=0)
         step = np.abs(np.diff(profile))  # step[i]: between i and i + 1, an edge at i + 1
         size = len(profile)
-        reach = longest - (high - low) + slack
+        missing = longest - (high - low) + slack
         centre = (h if axis == "y" else w) / 2
         if (low + high) / 2 > centre:  # its low side faces the vanishing point
-            edges = np.arange(max(1, low - reach), min(size - 1, low + slack + 1))
+            edges = np.arange(max(1, low - missing), min(size - 1, low + slack + 1))
             low = int(edges[np.argmax(step[edges - 1])]) if len(edges) else low
         else:
-            edges = np.arange(max(1, high - slack), min(size - 1, high + reach + 1))
+            edges = np.arange(max(1, high - slack), min(size - 1, high + missing + 1))
             high = int(edges[np.argmax(step[edges - 1])]) if len(edges) else high
         if high > low:
             extent[axis] = high - low
@@ -440,13 +435,15 @@ def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | N
         if rings and role in rings:
             low, high = rings[role]
             mine = [f for f in mine if low - RING_MARGIN <= square_radius(f, w, h) / w <= high + RING_MARGIN]
-        if sized and sizes and role in sizes and colours[role] == "black" and shapes[role] is not None:
-            low, high = sizes[role]
-            mine = [f for f in mine
-                    if low * (1 - SIZE_MARGIN[0]) <= wall_size(f, shapes[role], w, h) <= high * (1 + SIZE_MARGIN[1])]
-        if sized and walls and role in walls and colours[role] == "black" and shapes[role] is not None:
-            mine = [f for f in mine
-                    if BLACK_REACH[0] <= reach(f, shapes[role], w, h) / (walls[role] * w) <= BLACK_REACH[1]]
+        shape = shapes[role]
+        if sized and colours[role] == "black" and shape is not None:
+            if sizes and role in sizes:
+                low, high = sizes[role]
+                mine = [f for f in mine
+                        if low * (1 - SIZE_MARGIN[0]) <= wall_size(f, shape, w, h) <= high * (1 + SIZE_MARGIN[1])]
+            if walls and role in walls:
+                mine = [f for f in mine
+                        if BLACK_REACH[0] <= reach(f, shape, w, h) / (walls[role] * w) <= BLACK_REACH[1]]
         return sorted(mine, key=lambda f: -f.area)
 
     if colours["far"] == colours["near"] and not rings:  # one pool: the farther is nearer the vanishing point
@@ -470,9 +467,9 @@ def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | N
             # would be: look again with a looser test, where its ring and its size rule out the rest
             # -- unless another region on the ring is as large, whatever its size reading: then both
             # are reported, not one guessed
-            mine = candidates(role, black_regions(rgb, coloured, empty, STRICT_DARK_RATIO))
-            loose = [] if mine else black_regions(rgb, coloured, empty, LOOSE_DARK_RATIO)
+            mine, loose = candidates(role, black_regions(rgb, coloured, empty, STRICT_DARK_RATIO)), []
             if not mine:
+                loose = black_regions(rgb, coloured, empty, LOOSE_DARK_RATIO)
                 mine = candidates(role, loose)
             rivals = [f for f in candidates(role, loose, sized=False) if mine and f is not mine[0]]
             if any(f.area >= 0.5 * mine[0].area for f in rivals):
@@ -519,10 +516,10 @@ def wall_angle(found: Found, width: int, height: int, shape: str | None = None) 
     rho on those axes gives theta again, whatever the depth."""
     dx, dy = found.x - width / 2, height / 2 - found.y
     rho = apparent_radius(found, shape) if shape in SHAPE_SPREAD else math.sqrt(found.area / math.pi)
-    reach = max(abs(dx), abs(dy))
-    if abs(dx) >= reach - CONTACT * rho:
+    radius = max(abs(dx), abs(dy))  # the square radius
+    if abs(dx) >= radius - CONTACT * rho:
         dx += math.copysign(rho, dx)
-    if abs(dy) >= reach - CONTACT * rho:
+    if abs(dy) >= radius - CONTACT * rho:
         dy += math.copysign(rho, dy)
     return math.degrees(math.atan2(dy, dx)) % 360.0
 
@@ -680,7 +677,7 @@ def locate_all(image_bytes: Callable[[int], bytes], names: Sequence[tuple[str, s
     rings = measure_rings([loc for loc, _ in coloured])
     walls = wall_scales([loc for loc, _ in coloured], [pair for _, pair in coloured])
     background = Background(np.stack(thumbnails) if thumbnails else np.zeros((0, FEATURE_SIDE ** 2)), image_bytes,
-                            sizes=sizes)
+                            sizes)
     for k in later:
         rgb = decode(image_bytes(k))
         located[k] = locate(rgb, *names[k], background.estimate(k, rgb.shape[:2]), rings, WALL_SIZES.get(variant),
@@ -707,7 +704,8 @@ def row_tolerance(loc: Located) -> float:
 def split_of(loc: Located) -> Split:
     """Consistent / counter / ambiguous from the located centres (see the module docstring).
 
-    A row is measured to ``level_tolerance`` (wider with a black object), so a decision cannot be read when the rows' difference dy is that close to it:
+    A row is measured to ``level_tolerance`` (wider with a black object), so a decision cannot be
+    read when the rows' difference dy is that close to it:
     - level: the tunnel's exactly level pairs are the objects both on the horizontal midline
       (theta = 0 or 180 deg: on the vanishing point's row whatever their depth and size), and they
       are level (counter, ambiguous). Other pairs can be a pixel from level and not level: in 20 of
