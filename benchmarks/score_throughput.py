@@ -1,22 +1,31 @@
-"""First-token Yes/No scoring throughput: batch 1, batch 8 ungrouped, batch 8 grouped by image.
+"""First-token Yes/No scoring throughput per setting, with where the time goes.
 
     .venv/bin/python benchmarks/score_throughput.py [--shape mid] [--images 12] [--device cpu]
-    python benchmarks/score_throughput.py --shape 3b --device cuda --images 64      # on a GPU
+    python benchmarks/score_throughput.py --shape 3b --device cuda --images 64      # on a GPU (benchmarks/gpu.sh)
     .venv/bin/python benchmarks/score_throughput.py --family gemma3                 # any family, "all" for each
-
-``--family`` other than qwen2_5_vl (the default) scores with ``hf_yesno`` on a random "mid" build
-of that family (spatial_tasks.models.tiny_models.SHAPES; each family's own image geometry), and
-groups by image only where the family accepts precomputed image features (the Qwen families).
 
 ``qwen2_5_vl_yesno`` scores SpatialTunnel-shaped requests -- ``--images`` distinct 512 x 512
 images, 4 questions each (the logit task asks 4 per image), as lmms-eval hands them over -- with
 a randomly initialised Qwen2.5-VL of the given shape (spatial_tasks.models.tiny_qwen.SHAPES:
-"mid" scales the 3B down so that a CPU run takes minutes; "3b" is the real architecture). With
-``group_images`` each distinct image goes through the vision tower once and its features serve
-all its questions ("grouped"); ``share_prefix`` (the scorer's default) also runs the prompt up to
-the image once per image and only the question suffixes in a batch. Also checks that every
-setting gives the logits of batch 1 (max |Δ|). Prints questions/s per setting and ends with
-``grouped/ungrouped at batch 8: X.XXx`` (grouping by image alone, without prefix sharing).
+"mid" scales the 3B down so that a CPU run takes minutes; "3b" is the real architecture). One
+model is loaded; each setting is a set of its model args:
+
+* batch 1; batch 8 ungrouped (padded batches, every image encoded per question);
+* batch 8 grouped (each distinct image through the vision tower once);
+* batch 8 grouped, shared prefix (also the prompt up to the image once per image, KV cache reused);
+* batch 8 / batch 32 packed (``spatial_tasks.models.packed``: each image prepared once in a worker
+  pool, one vision call and one language-model forward per window, the block mask).
+
+Per setting it prints questions/s, the time per question of each stage (host stages in wall
+time; device stages in device time from CUDA events, or wall time on a CPU), the max |Δ| of
+l_Yes/l_No against batch 1, and how many argmax tokens agree with batch 1. It ends with two lines:
+
+    input preparation: X ms CPU per question    (packed at batch 8: every CPU second spent
+                                                 preparing inputs, the image pool's workers summed)
+    packed/shared-prefix at batch 8: Y.YYx
+
+``--family`` other than qwen2_5_vl scores with ``hf_yesno`` on a random "mid" build of that family
+(spatial_tasks.models.tiny_models.SHAPES; each family's own image geometry).
 """
 
 from __future__ import annotations
@@ -35,12 +44,21 @@ from spatial_tasks.common.yesno import decode_payload
 from spatial_tasks.models import families
 from spatial_tasks.models.hf_auto import HFYesNo
 from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
+from spatial_tasks.models.packed import PREPARE, Stages
 from spatial_tasks.models.tiny_models import TINY_FAMILIES, build_tiny_model
 from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
 
 TASK, SPLIT = "bench", "test"
 TEMPLATES = ("Is the {a} closer to the camera than the {b}?", "Is the {b} closer to the camera than the {a}?",
              "Is the {b} farther from the camera than the {a}?", "Is the {a} farther from the camera than the {b}?")
+SETTINGS = {
+    "batch 1": dict(batch_size=1, group_images=False, share_prefix=False, packed=False),
+    "batch 8 ungrouped": dict(batch_size=8, group_images=False, share_prefix=False, packed=False),
+    "batch 8 grouped": dict(batch_size=8, group_images=True, share_prefix=False, packed=False),
+    "batch 8 shared prefix": dict(batch_size=8, group_images=True, share_prefix=True, packed=False),
+    "batch 8 packed": dict(batch_size=8, group_images=True, share_prefix=False, packed=True),
+    "batch 32 packed": dict(batch_size=32, group_images=True, share_prefix=False, packed=True),
+}
 
 
 def _docs(images: int) -> list[dict]:
@@ -62,27 +80,40 @@ def _requests(docs: list[dict]) -> list[Instance]:
                      metadata={"task": TASK, "doc_id": i, "repeats": 1}) for i, doc in enumerate(docs)]
 
 
-def _run(model: Qwen2_5_VLYesNo, requests: list[Instance]) -> tuple[float, list]:
-    model.generate_until(requests[:8])  # warm-up
+def _sync() -> None:
     if torch.cuda.is_available():
         torch.cuda.synchronize()
+
+
+def _run(model, requests: list[Instance], settings: dict) -> tuple[float, list, Stages]:
+    """Questions/s, the scores and the stage times of one setting on the loaded model."""
+    model.batch_size_per_gpu = settings["batch_size"]
+    model.group_images, model.share_prefix, model.packed = (settings[k] for k in ("group_images", "share_prefix",
+                                                                                    "packed"))
+    model.stages = None
+    model.generate_until(requests[:8])  # warm-up (kernels, allocator, the prefix cache)
+    model.stages = Stages(model.model.device)
+    _sync()
     start = time.perf_counter()
     out = model.generate_until(requests)
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-    return len(requests) / (time.perf_counter() - start), [decode_payload(r) for r in out]
+    _sync()
+    rate = len(requests) / (time.perf_counter() - start)
+    stages, model.stages = model.stages, None
+    return rate, [decode_payload(r) for r in out], stages
 
 
-def _measure(model_class, common: dict, settings: dict[str, dict], docs: list[dict],
-             requests: list[Instance]) -> tuple[dict[str, float], dict[str, list]]:
-    """Questions/s and the scores of each setting (one model loaded at a time)."""
-    rates, scores = {}, {}
-    for name, kwargs in settings.items():
-        model = model_class(**common, **kwargs)
-        model.task_dict = {TASK: {SPLIT: docs}}
-        rates[name], scores[name] = _run(model, requests)
-        del model
-    return rates, scores
+def _breakdown(stages: Stages, n: int) -> str:
+    seconds = stages.seconds()
+    parts = [f"{name} {1000 * s / n:.2f}" for name, s in seconds.items()]
+    if "prepare (workers)" in stages.cpu:
+        parts.append(f"prepare (workers, CPU) {1000 * stages.cpu['prepare (workers)'] / n:.2f}")
+    return ", ".join(parts) + " ms/q"
+
+
+def _difference(scores: list, reference: list) -> tuple[float, int]:
+    diff = max(max(abs(a.logit_yes - b.logit_yes), abs(a.logit_no - b.logit_no))
+               for a, b in zip(scores, reference, strict=True))
+    return diff, sum(a.text == b.text for a, b in zip(scores, reference, strict=True))
 
 
 def main() -> None:
@@ -91,7 +122,9 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=12, help="distinct images (4 questions each)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--dtype", default=None, help="default: float32 on CPU, bfloat16 on CUDA")
-    parser.add_argument("--attn", default="sdpa", help="attn_implementation (sdpa, eager, flash_attention_2)")
+    parser.add_argument("--attn", default="sdpa", help="attn_implementation (sdpa, eager)")
+    parser.add_argument("--settings", default=",".join(SETTINGS),
+                        help=f"comma-separated subset of: {', '.join(SETTINGS)} (batch 1 is always run)")
     parser.add_argument("--family", default="qwen2_5_vl", choices=[*TINY_FAMILIES, "all"],
                         help="model family (transformers model_type); 'all': each in turn")
     args = parser.parse_args()
@@ -103,48 +136,64 @@ def main() -> None:
         for family in (TINY_FAMILIES if args.family == "all" else [args.family]):
             _family_rates(family, docs, requests, args, dtype)
         return
+    chosen = ["batch 1", *(s.strip() for s in args.settings.split(",") if s.strip() and s.strip() != "batch 1")]
+    unknown = [s for s in chosen if s not in SETTINGS]
+    if unknown:
+        raise SystemExit(f"--settings: unknown {unknown}; choose from {', '.join(SETTINGS)}")
     with tempfile.TemporaryDirectory() as tmp:
+        built = time.perf_counter()
         pretrained = str(build_tiny_qwen2_5_vl(Path(tmp) / args.shape, seed=0, shape=args.shape, dtype=dtype))
-        common = {"pretrained": pretrained, "device": args.device, "device_map": args.device, "dtype": dtype,
-                  "attn_implementation": args.attn, "max_pixels": 512 * 512}
+        model = Qwen2_5_VLYesNo(pretrained=pretrained, device=args.device, device_map=args.device, dtype=dtype,
+                                attn_implementation=args.attn, max_pixels=512 * 512)
+        model.task_dict = {TASK: {SPLIT: docs}}
+        device = torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu"
         print(f"{len(requests)} questions on {args.images} distinct 512 x 512 images (4 each); random Qwen2.5-VL "
-              f"shape {args.shape!r}, {dtype}, {args.attn}, device {args.device}, torch threads {torch.get_num_threads()}")
-        settings = {"batch 1": dict(batch_size=1, group_images=False),
-                    "batch 8 ungrouped": dict(batch_size=8, group_images=False),
-                    "batch 8 grouped": dict(batch_size=8, group_images=True, share_prefix=False),
-                    "batch 8 grouped, shared prefix": dict(batch_size=8, group_images=True, share_prefix=True)}
-        rates, scores = _measure(Qwen2_5_VLYesNo, common, settings, docs, requests)
-        for name, rate in rates.items():
-            print(f"{name:>30}: {rate:8.2f} questions/s")
-        for name in ("batch 8 ungrouped", "batch 8 grouped", "batch 8 grouped, shared prefix"):
-            diff = max(max(abs(a.logit_yes - b.logit_yes), abs(a.logit_no - b.logit_no))
-                       for a, b in zip(scores[name], scores["batch 1"], strict=True))
-            print(f"max |Δ logit| {name} vs batch 1: {diff:.2e}")
-    ungrouped = rates["batch 8 ungrouped"]
-    print(f"grouped + shared prefix (the default)/ungrouped at batch 8: "
-          f"{rates['batch 8 grouped, shared prefix'] / ungrouped:.2f}x")
-    print(f"grouped/ungrouped at batch 8: {rates['batch 8 grouped'] / ungrouped:.2f}x")
+              f"shape {args.shape!r}, {dtype}, {args.attn}, {device}; torch {torch.__version__}, torch threads "
+              f"{torch.get_num_threads()}, CPUs {os.cpu_count()}; built and loaded in {time.perf_counter() - built:.0f} s",
+              flush=True)
+        rates, scores, stages = {}, {}, {}
+        for name in chosen:
+            rates[name], scores[name], stages[name] = _run(model, requests, SETTINGS[name])
+            diff, same = _difference(scores[name], scores["batch 1"])
+            print(f"{name:>22}: {rates[name]:8.2f} q/s | max |Δ logit| vs batch 1 {diff:.2e}, argmax equal "
+                  f"{same}/{len(requests)} | {_breakdown(stages[name], len(requests))}", flush=True)
+    n = len(requests)
+    for name in ("batch 8 packed", "batch 8 grouped"):
+        if name in stages:
+            cpu = stages[name].cpu
+            spent = cpu[PREPARE] + cpu.get("prepare (workers)", 0.0)
+            label = "" if name == "batch 8 packed" else f" ({name}, for comparison)"
+            print(f"input preparation: {1000 * spent / n:.2f} ms CPU per question{label}")
+    if "batch 8 packed" in rates and "batch 8 shared prefix" in rates:
+        print(f"packed/shared-prefix at batch 8: {rates['batch 8 packed'] / rates['batch 8 shared prefix']:.2f}x")
 
 
 def _family_rates(family: str, docs: list[dict], requests: list[Instance], args, dtype: str) -> None:
-    """Ungrouped vs grouped questions/s of one family through hf_yesno (grouped only where it can)."""
+    """Ungrouped vs grouped (vs packed) questions/s of one family through hf_yesno, one model per setting."""
     if args.shape != "mid":
         raise SystemExit(f"--family {family}: only the 'mid' shape is built for families other than qwen2_5_vl")
     with tempfile.TemporaryDirectory() as tmp:
         pretrained = str(build_tiny_model(family, Path(tmp) / family, seed=0, shape="mid"))
         common = {"pretrained": pretrained, "device": args.device, "dtype": dtype, "attn_implementation": args.attn}
-        settings = {"batch 1": dict(batch_size=1, group_images=False),
-                    "batch 8 ungrouped": dict(batch_size=8, group_images=False)}
+        settings = {"batch 1": dict(batch_size=1, group_images=False, packed=False),
+                    "batch 8 ungrouped": dict(batch_size=8, group_images=False, packed=False)}
         if families.FAMILIES[family].grouping:
-            settings["batch 8 grouped"] = dict(batch_size=8, group_images=True)
-        rates, scores = _measure(HFYesNo, common, settings, docs, requests)
-        diff = max(max(abs(a.logit_yes - b.logit_yes), abs(a.logit_no - b.logit_no))
-                   for name in settings for a, b in zip(scores[name], scores["batch 1"], strict=True))
-        grouped = (f"grouped {rates['batch 8 grouped']:7.2f} q/s ({rates['batch 8 grouped'] / rates['batch 8 ungrouped']:.2f}x)"
-                   if "batch 8 grouped" in rates else "grouped: n/a (no precomputed image features)")
+            settings["batch 8 grouped"] = dict(batch_size=8, group_images=True, packed=False)
+        if family in families.PACKED:
+            settings["batch 8 packed"] = dict(batch_size=8, packed=True)
+        rates, scores = {}, {}
+        for name, kwargs in settings.items():
+            model = HFYesNo(**common, **kwargs)
+            model.task_dict = {TASK: {SPLIT: docs}}
+            model.generate_until(requests[:8])
+            start = time.perf_counter()
+            scores[name] = [decode_payload(r) for r in model.generate_until(requests)]
+            rates[name] = len(requests) / (time.perf_counter() - start)
+            del model
+        diff = max(_difference(scores[name], scores["batch 1"])[0] for name in settings)
+        shown = ", ".join(f"{name} {rate:7.2f} q/s" for name, rate in rates.items())
         print(f"{family:>16} mid, {dtype}, {args.device}, {len(requests)} questions on {args.images} images: "
-              f"batch 1 {rates['batch 1']:7.2f} q/s, batch 8 ungrouped {rates['batch 8 ungrouped']:7.2f} q/s, "
-              f"{grouped}; max |Δ logit| vs batch 1 {diff:.1e}")
+              f"{shown}; max |Δ logit| vs batch 1 {diff:.1e}")
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ FAMILIES: dict[str, Family] = {f.model_type: f for f in (
 )}
 
 QWEN_GROUPING = ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe")
+PACKED = ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe")  # scored through spatial_tasks.models.packed (one packed forward per window)
 
 
 def is_image_text(model_type: str) -> bool:

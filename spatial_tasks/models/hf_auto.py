@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from lmms_eval.api.model import lmms
 from PIL import Image
@@ -35,6 +36,7 @@ from spatial_tasks.common.errors import UserError, stop_run
 from spatial_tasks.common.validate import flag
 from spatial_tasks.models import families
 from spatial_tasks.models.hf_yesno import GROUP_WINDOW, HFYesNoMixin, QwenImageFeatures
+from spatial_tasks.models.packed import packed_choice
 from spatial_tasks.models.remote_code import adapter_for
 
 DTYPES = ("bfloat16", "float16", "float32")
@@ -52,12 +54,12 @@ class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
                  attn_implementation: str | None = None, system_prompt: str | None = None,
                  yes_text: str = "Yes", no_text: str = "No", answer_rule: str = "exact",
                  group_images: bool | str = True, group_window: int | str = GROUP_WINDOW,
-                 max_memory_gb: float | str | None = None, **unknown: Any) -> None:
+                 packed: bool | str = "auto", max_memory_gb: float | str | None = None, **unknown: Any) -> None:
         super().__init__()
         if unknown:
             raise ModelArgsError(f"hf_yesno: unknown --model_args {sorted(unknown)}; it takes pretrained, device, "
                                  "device_map, dtype, batch_size, trust_remote_code, attn_implementation, system_prompt, "
-                                 "yes_text, no_text, answer_rule, group_images, group_window, max_memory_gb")
+                                 "yes_text, no_text, answer_rule, group_images, group_window, packed, max_memory_gb")
         if dtype not in DTYPES:
             raise ModelArgsError(f"hf_yesno: dtype={dtype!r}; choose one of {', '.join(DTYPES)}")
         self.pretrained = pretrained
@@ -78,6 +80,7 @@ class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
         known = families.FAMILIES.get(self.family)
         self.group_images = flag(group_images, "group_images") and known is not None and known.grouping
         self.group_window = int(group_window)
+        self.packed = packed_choice(packed, self._model)
         if self.batch_size_per_gpu < 1 or self.group_window < 1:
             raise ModelArgsError(f"hf_yesno: batch_size and group_window must be >= 1 (got {batch_size}, {group_window})")
         self.answer_tokens()  # a tokenizer without single-token answers fails at load time
@@ -185,6 +188,20 @@ class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
         if self.adapter is not None or len({len(visuals) == 0 for _, visuals in items}) > 1:
             return None  # adapters prepare one prompt at a time; text-only beside image prompts: one by one
         return self._inputs(items)
+
+    # --- the packed pipeline (Qwen families: spatial_tasks.models.packed) ---------------------------
+    def _packed_family(self) -> bool:
+        return self.adapter is None and self.family in families.PACKED
+
+    def _packed_prompt(self, context: str, visuals: list) -> tuple[str, list]:
+        (question, images), = self._items([(context, visuals)])
+        messages = [families.chat_messages(question, images, self.system_prompt)]
+        return self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)[0], images
+
+    def _packed_load_image(self, image: Image.Image) -> np.ndarray:
+        """The image as chat_inputs hands it to the processor (RGB), as uint8; the processor's own
+        resize then runs on the device."""
+        return np.asarray(image.convert("RGB"))
 
     # --- each distinct image encoded once (Qwen families: QwenImageFeatures) -----------------------
     def _yesno_image_parts(self, inputs: Mapping[str, torch.Tensor]) -> list[dict[str, torch.Tensor]] | None:

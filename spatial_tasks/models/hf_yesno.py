@@ -50,6 +50,7 @@ from spatial_tasks.models.answer_tokens import (  # noqa: F401  (re-exported: th
     yes_no_token_ids,
 )
 from spatial_tasks.models.lmms_requests import as_list, request_item
+from spatial_tasks.models.packed import PREPARE, Stages, packed_choice, stage
 
 Qwen2_5_VL, process_vision_info = lmms_eval_qwen2_5_vl()  # the seam with lmms-eval's internals
 
@@ -72,10 +73,13 @@ class HFYesNoMixin:
 
     def _yesno_options(self, yes_text: str = "Yes", no_text: str = "No", answer_rule: str = "exact",
                        group_images: bool | str = True, group_window: int | str = GROUP_WINDOW,
-                       share_prefix: bool | str = False, dtype: str | None = None) -> None:
+                       share_prefix: bool | str = False, dtype: str | None = None,
+                       packed: bool | str = "auto") -> None:
         """The model_args every ``<family>_yesno`` adds to its lmms-eval class's (call after that
-        class's __init__): answer words and rule, grouping, and ``dtype`` (bfloat16 | float16 |
-        float32), which casts the model after lmms-eval's own load (float32 for exact comparisons)."""
+        class's __init__): answer words and rule, grouping, ``packed`` (true, false or auto: the
+        measured choice for the device and dtype, ``packed_by_default``), and ``dtype`` (bfloat16 |
+        float16 | float32), which casts the model after lmms-eval's own load (float32 for exact
+        comparisons)."""
         self.yes_text, self.no_text, self.answer_rule = str(yes_text), str(no_text), str(answer_rule)
         self.group_images = flag(group_images, "group_images")
         self.share_prefix = flag(share_prefix, "share_prefix")
@@ -86,6 +90,7 @@ class HFYesNoMixin:
             if dtype not in ("bfloat16", "float16", "float32"):
                 raise ValueError(f"dtype must be bfloat16, float16 or float32, not {dtype!r}")
             self.model.to(getattr(torch, dtype))
+        self.packed = packed_choice(packed, self.model)
         self.answer_tokens()  # a tokenizer without single-token answers fails at load time
 
     # --- family hook -------------------------------------------------------------------
@@ -136,6 +141,17 @@ class HFYesNoMixin:
         features in place of the vision encoder's output."""
         raise NotImplementedError(f"{type(self).__name__} must implement _yesno_forward_with_features")
 
+    def _packed_prompt(self, context: str, visuals: list) -> tuple[str, list]:
+        """The packed pipeline's hook (``spatial_tasks.models.packed``): the chat text of one request
+        with one unexpanded placeholder per image, and its images in the order the prompt shows them.
+        Families that do not define it are not packed."""
+        raise NotImplementedError
+
+    def _packed_load_image(self, image: Image.Image) -> np.ndarray:
+        """The packed pipeline's hook: one image as the uint8 HxWx3 array the per-question path hands
+        the processor (the same decode and resize), run in the image pool's worker threads."""
+        raise NotImplementedError
+
     def _yesno_forward_shared_prefix(self, inputs: Mapping[str, torch.Tensor], features: Sequence[torch.Tensor],
                                      row_keys: Sequence[Sequence[str]]) -> torch.Tensor | None:
         """Like ``_yesno_forward_with_features``, but the rows on one image run the prompt up to
@@ -159,6 +175,10 @@ class HFYesNoMixin:
             outputs = self.model(**inputs, **kwargs)
         return outputs.logits[:, -1].float().cpu()
 
+    def _to_yes_no_rows(self, logits: torch.Tensor) -> list[YesNoLogits]:
+        with stage(self, "results (host)"):
+            return [self._to_yes_no(row) for row in logits]
+
     def _to_yes_no(self, logits: torch.Tensor) -> YesNoLogits:
         logit_yes, logit_no = self.answer_tokens().logits(logits)
         top = int(torch.argmax(logits))
@@ -170,14 +190,21 @@ class HFYesNoMixin:
         the family can batch them, else one by one. Same results as one by one (to float
         rounding: padding changes the shapes of the matrix products)."""
         items = [(context, as_list(visuals)) for context, visuals in items]
-        inputs = self._yesno_prepare_batch(items) if len(items) > 1 else None
+        with stage(self, PREPARE):
+            inputs = self._yesno_prepare_batch(items) if len(items) > 1 else None
         if inputs is None:
             return [self.score_yes_no(context, visuals) for context, visuals in items]
-        return [self._to_yes_no(row) for row in self.first_token_logits_batch(inputs)]
+        with stage(self, "vision + language model", Stages.DEVICE):
+            logits = self.first_token_logits_batch(inputs)
+        return self._to_yes_no_rows(logits)
 
     def score_yes_no(self, context: str, visuals: Sequence | None) -> YesNoLogits:
         """l_Yes, l_No and the decoded argmax first token for one prompt and its visuals."""
-        return self._to_yes_no(self.first_token_logits(self._yesno_prepare_inputs(context, as_list(visuals))))
+        with stage(self, PREPARE):
+            inputs = self._yesno_prepare_inputs(context, as_list(visuals))
+        with stage(self, "vision + language model", Stages.DEVICE):
+            logits = self.first_token_logits(inputs)
+        return self._to_yes_no_rows(logits[None])[0]
 
     def score_grouped(self, items: Sequence[tuple[str, Sequence | None]], batch_size: int,
                       on_batch=None) -> list[YesNoLogits]:
@@ -192,13 +219,8 @@ class HFYesNoMixin:
         ``on_batch(n)`` is called after each batch (progress)."""
         items = [(context, as_list(visuals)) for context, visuals in items]
         results: list[YesNoLogits | None] = [None] * len(items)
-        keys = [[image_key(v) if isinstance(v, Image.Image) else None for v in self._yesno_image_order(context, visuals)]
-                for context, visuals in items]
-        groupable = [i for i, k in enumerate(keys) if None not in k]
-        for i in (i for i, k in enumerate(keys) if None in k):  # videos and odd visuals: as before
-            results[i] = self.score_yes_no(*items[i])
-            if on_batch:
-                on_batch(1)
+        keys = self._image_keys(items, results, on_batch)
+        groupable = [i for i, k in enumerate(keys) if k is not None]
         # one-image requests apart from the others, so that a batch can share prompt prefixes
         order = sorted(groupable, key=lambda i: (len(keys[i]) != 1, keys[i], i))
         batches: list[list[int]] = []
@@ -210,22 +232,25 @@ class HFYesNoMixin:
         cache: dict[str, torch.Tensor] = {}
         for rows in batches:
             batch = [items[i] for i in rows]
-            inputs = self._yesno_prepare_batch(batch) if len(batch) > 1 else self._yesno_prepare_inputs(*batch[0])
-            parts = self._yesno_image_parts(inputs) if inputs is not None else None
+            with stage(self, PREPARE):
+                inputs = self._yesno_prepare_batch(batch) if len(batch) > 1 else self._yesno_prepare_inputs(*batch[0])
+                parts = self._yesno_image_parts(inputs) if inputs is not None else None
             batch_keys = [key for i in rows for key in keys[i]]
             if parts is None or len(parts) != len(batch_keys):
                 scored = self.score_yes_no_batch(batch)
             else:
                 new = {key: part for key, part in zip(batch_keys, parts) if key not in cache}
                 if new:
-                    cache.update(zip(new, self._yesno_encode_images(list(new.values()))))
+                    with stage(self, "vision", Stages.DEVICE):
+                        cache.update(zip(new, self._yesno_encode_images(list(new.values()))))
                 features = [cache[key] for key in batch_keys]
                 logits = None
-                if getattr(self, "share_prefix", False):
-                    logits = self._yesno_forward_shared_prefix(inputs, features, [keys[i] for i in rows])
-                if logits is None:
-                    logits = self._yesno_forward_with_features(inputs, features)
-                scored = [self._to_yes_no(row) for row in logits]
+                with stage(self, "language model", Stages.DEVICE):
+                    if getattr(self, "share_prefix", False):
+                        logits = self._yesno_forward_shared_prefix(inputs, features, [keys[i] for i in rows])
+                    if logits is None:
+                        logits = self._yesno_forward_with_features(inputs, features)
+                scored = self._to_yes_no_rows(logits)
             for key in batch_keys:  # a feature goes after its last use
                 remaining[key] -= 1
                 if remaining[key] == 0:
@@ -234,6 +259,55 @@ class HFYesNoMixin:
                 results[i] = result
             if on_batch:
                 on_batch(len(rows))
+        return results  # type: ignore[return-value]
+
+    def _image_keys(self, items: Sequence[tuple[str, list]], results: list, on_batch) -> list[list[str] | None]:
+        """Each item's image keys in prompt order; items with a video or another visual that is not an
+        image are scored one by one here (``results`` filled) and get None."""
+        keys: list[list[str] | None] = []
+        for i, (context, visuals) in enumerate(items):
+            ordered = self._yesno_image_order(context, visuals)
+            if all(isinstance(v, Image.Image) for v in ordered):
+                keys.append([image_key(v) for v in ordered])
+                continue
+            keys.append(None)
+            results[i] = self.score_yes_no(*items[i])
+            if on_batch:
+                on_batch(1)
+        return keys
+
+    def packable(self) -> bool:
+        """Whether this model scores through the packed pipeline: asked for (or chosen by default for
+        the device and dtype), a family with the packed hooks, and an attention implementation that
+        takes a block mask (sdpa or eager)."""
+        if not getattr(self, "packed", False):
+            return False
+        own = type(self)._packed_prompt is not HFYesNoMixin._packed_prompt
+        return own and self.model.config._attn_implementation in ("sdpa", "eager") and self._packed_family()
+
+    def _packed_family(self) -> bool:
+        return True
+
+    def score_packed(self, items: Sequence[tuple[str, Sequence | None]], batch_size: int,
+                     on_batch=None) -> list[YesNoLogits]:
+        """``score_yes_no`` for every item, in item order, through the packed pipeline
+        (``spatial_tasks.models.packed``: each distinct image prepared and encoded once, one
+        language-model forward per ``batch_size`` questions, each prefix once under a block mask).
+        Items with a visual that is not an image are scored one by one."""
+        from spatial_tasks.models.packed import QwenPacked
+
+        items = [(context, as_list(visuals)) for context, visuals in items]
+        results: list[YesNoLogits | None] = [None] * len(items)
+        keys = self._image_keys(items, results, on_batch)
+        packable = [i for i, k in enumerate(keys) if k is not None]
+        if packable:
+            scorer = getattr(self, "_packed_scorer", None)
+            if scorer is None:
+                scorer = self._packed_scorer = QwenPacked(self)
+            scored = scorer.score([items[i] for i in packable], [tuple(keys[i]) for i in packable], batch_size,
+                                  on_batch)
+            for i, result in zip(packable, scored, strict=True):
+                results[i] = result
         return results  # type: ignore[return-value]
 
     def generate_until(self, requests: list[Instance]) -> list[str]:
@@ -246,14 +320,17 @@ class HFYesNoMixin:
         The window bounds memory: only its requests' visuals are held."""
         answer_fields = self.answer_tokens().log_fields()  # fails before the loop if a word is not one token
         size = max(1, int(getattr(self, "batch_size", 1) or 1))
-        grouped = bool(getattr(self, "group_images", False))
+        packed = self.packable()
+        grouped = bool(getattr(self, "group_images", False)) or packed
         window = max(size, int(getattr(self, "group_window", GROUP_WINDOW) or GROUP_WINDOW)) if grouped else size
         responses: list[str] = []
         pbar = tqdm(total=len(requests), disable=(self.rank != 0), desc="Yes/No first-token logits")
         for start in range(0, len(requests), window):
             chunk = requests[start:start + window]
             items = [self._request_item(request) for request in chunk]
-            if grouped:
+            if packed:
+                scores = self.score_packed(items, size, on_batch=pbar.update)
+            elif grouped:
                 scores = self.score_grouped(items, size, on_batch=pbar.update)
             else:
                 scores = []
@@ -330,12 +407,31 @@ class Qwen2_5_VLYesNo(QwenImageFeatures, HFYesNoMixin, Qwen2_5_VL):
         group_window: int | str = GROUP_WINDOW,
         share_prefix: bool | str = True,
         dtype: str | None = None,
+        packed: bool | str = "auto",
         **kwargs: Any,
     ) -> None:
         super().__init__(pretrained=pretrained, **kwargs)
-        self._yesno_options(yes_text, no_text, answer_rule, group_images, group_window, share_prefix, dtype)
+        self._yesno_options(yes_text, no_text, answer_rule, group_images, group_window, share_prefix, dtype, packed)
 
-    def _yesno_messages(self, context: str, visuals: list) -> list[dict]:
+    def _image_entry(self, image: Image.Image | None) -> dict:
+        """A chat message's image part as ``Qwen2_5_VL.generate_until`` writes it (JPEG data URL, pixel
+        bounds); None writes the part without the image (the chat template reads only its type)."""
+        entry: dict = {"type": "image", "max_pixels": self.max_pixels, "min_pixels": self.min_pixels}
+        if image is not None:
+            entry["image"] = self._encode_image_data_url(image)
+        return entry
+
+    def _packed_prompt(self, context: str, visuals: list) -> tuple[str, list]:
+        messages = self._yesno_messages(context, visuals, encode=False)
+        text = self.processor.apply_chat_template([messages], tokenize=False, add_generation_prompt=True)[0]
+        return text, self._yesno_image_order(context, visuals)
+
+    def _packed_load_image(self, image: Image.Image) -> np.ndarray:
+        """lmms-eval's JPEG data URL of the image, decoded and resized by qwen_vl_utils, as uint8."""
+        resized = process_vision_info([[{"role": "user", "content": [self._image_entry(image)]}]])[0][0]
+        return np.asarray(resized.convert("RGB"))
+
+    def _yesno_messages(self, context: str, visuals: list, encode: bool = True) -> list[dict]:
         context = context.replace("<image>", "")
         if self.reasoning_prompt:
             context = context.strip() + self.reasoning_prompt
@@ -351,14 +447,7 @@ class Qwen2_5_VLYesNo(QwenImageFeatures, HFYesNoMixin, Qwen2_5_VL):
                     }
                 )
             elif isinstance(visual, Image.Image):
-                parts.append(
-                    {
-                        "type": "image",
-                        "image": self._encode_image_data_url(visual),
-                        "max_pixels": self.max_pixels,
-                        "min_pixels": self.min_pixels,
-                    }
-                )
+                parts.append(self._image_entry(visual if encode else None))
             else:  # Qwen2_5_VL skips these too; say so instead of scoring a blind prompt silently
                 eval_logger.warning(f"qwen2_5_vl_yesno: ignoring visual of type {type(visual).__name__}")
         if self.interleave_visuals:

@@ -1,0 +1,518 @@
+"""Packed first-token scoring: a pipeline over windows of images, not a loop over questions.
+
+For the Qwen families (architecture.md, "The model side"), one window at a time:
+
+* **prepare** -- each distinct image once, in a worker pool, while the device works on the previous
+  window (``ImagePool``): the host family's own decode and resize to uint8, byte for byte the pixels
+  the per-question path hands to the processor;
+* **upload** -- uint8 to the device (pinned, non-blocking); the family's own image processor then
+  normalises and patchifies there (the same code as the per-question path, run on the device);
+* **tokens** -- each prompt prefix (everything up to the last image, image placeholders expanded)
+  tokenised once, every question's suffix in one tokenizer call;
+* **vision** -- the window's new images through the vision tower in one call; on CUDA in half
+  precision its window attention is one variable-length call per layer (``vision_attention``);
+* **language model** -- one forward per window: a row per prefix followed by its questions'
+  suffixes, a block mask that lets each suffix see the prefix and itself, M-RoPE positions computed
+  ahead on the host, the head applied only at the answer positions;
+* **reduce** -- l_Yes, l_No and the argmax on the device, one copy to the host per window, taken
+  after the next window is queued.
+
+Every quantity equals the per-question path's (tests/models/test_packed.py: float32 logits to 1e-5,
+pixels exactly, prefix + suffix = the processor's ids). ``Stages`` times the parts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from loguru import logger as eval_logger
+
+from spatial_tasks.common.yesno import YesNoLogits
+
+PREPARE = "prepare (host)"  # the stage of CPU work on the critical path, in every setting
+
+# packed=auto: the faster of packed and the per-image paths, as measured per device type and dtype
+# (benchmarks/score_throughput.py; the figures are in tasks/spatialtunnel/README.md, "Scoring speed").
+PACKED_BY_DEFAULT: dict[tuple[str, torch.dtype], bool] = {
+    ("cpu", torch.float32): True,
+    ("cpu", torch.bfloat16): True,
+    ("cuda", torch.bfloat16): True,
+    ("cuda", torch.float16): True,
+    ("cuda", torch.float32): True,
+}
+
+
+def packed_by_default(device: torch.device, dtype: torch.dtype) -> bool:
+    """Whether ``packed=auto`` packs on this device type and dtype (``PACKED_BY_DEFAULT``; a pair not
+    measured packs, the design's expectation)."""
+    return PACKED_BY_DEFAULT.get((device.type, dtype), True)
+
+
+def packed_choice(value: bool | str, model: torch.nn.Module) -> bool:
+    """The ``packed`` model arg: true, false, or auto (``packed_by_default`` for the model's device
+    and dtype)."""
+    from spatial_tasks.common.validate import flag
+
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return packed_by_default(model.get_input_embeddings().weight.device, model.dtype)
+    return flag(value, "packed")
+
+
+# --- stage timing -------------------------------------------------------------------------------
+
+
+class Stages:
+    """Time per stage: host stages as wall and CPU time of the calling thread, device stages as CUDA
+    event pairs read once at the end (no sync in between), or wall time on a CPU device. Worker CPU
+    time (the image pool) is added with ``add_cpu``."""
+
+    HOST, DEVICE = "host", "device"
+
+    def __init__(self, device: torch.device | str = "cpu") -> None:
+        self.cuda = torch.device(device).type == "cuda"
+        self.wall: Counter[str] = Counter()
+        self.cpu: Counter[str] = Counter()
+        self._events: list[tuple[str, Any, Any]] = []
+
+    @contextlib.contextmanager
+    def host(self, name: str) -> Iterator[None]:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        try:
+            yield
+        finally:
+            self.wall[name] += time.perf_counter() - wall
+            self.cpu[name] += time.thread_time() - cpu
+
+    @contextlib.contextmanager
+    def device(self, name: str) -> Iterator[None]:
+        if not self.cuda:
+            with self.host(name):
+                yield
+            return
+        start = torch.cuda.Event(enable_timing=True)
+        start.record()
+        try:
+            yield
+        finally:
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+            self._events.append((name, start, end))
+
+    def add_cpu(self, name: str, seconds: float) -> None:
+        self.cpu[name] += seconds
+
+    def seconds(self) -> dict[str, float]:
+        """Seconds per stage: device time for device stages, wall time for host ones."""
+        if self._events:
+            torch.cuda.synchronize()
+        out = dict(self.wall)
+        for name, start, end in self._events:
+            out[name] = out.get(name, 0.0) + start.elapsed_time(end) / 1000
+        self._events.clear()
+        for name, seconds in out.items():
+            self.wall[name] = seconds
+        return out
+
+
+def stage(owner: Any, name: str, kind: str = Stages.HOST):
+    """``owner.stages``' context for ``name``, or a no-op when nothing is being timed."""
+    stages: Stages | None = getattr(owner, "stages", None)
+    if stages is None:
+        return contextlib.nullcontext()
+    return stages.device(name) if kind == Stages.DEVICE else stages.host(name)
+
+
+# --- each distinct image prepared once, off the critical path --------------------------------------
+
+
+class ImagePool:
+    """Prepares each distinct image once (``load(visual) -> uint8 HxWx3 array``) in worker threads.
+
+    PIL's decode, JPEG encode and resize release the GIL, so the workers run beside the thread that
+    drives the device. ``submit`` is idempotent per key; ``take`` waits for an image and pins it
+    when the device is a GPU. ``cpu_seconds`` sums the workers' CPU time."""
+
+    def __init__(self, load: Callable[[Any], np.ndarray], workers: int | None = None, pin: bool = False) -> None:
+        self.load, self.pin = load, pin
+        self.workers = workers or max(1, min(8, os.cpu_count() or 1))
+        self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="spatial-tasks-images")
+        self._futures: dict[str, Future] = {}
+        self._lock = threading.Lock()
+        self.cpu_seconds = 0.0
+
+    def _job(self, visual: Any) -> torch.Tensor:
+        start = time.thread_time()
+        try:
+            array = np.ascontiguousarray(self.load(visual))
+            if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 3:
+                raise ValueError(f"an image was prepared as {array.dtype} {array.shape}, not uint8 HxWx3")
+            pixels = torch.from_numpy(array)
+            return pixels.pin_memory() if self.pin else pixels
+        finally:
+            with self._lock:
+                self.cpu_seconds += time.thread_time() - start
+
+    def submit(self, key: str, visual: Any) -> None:
+        if key not in self._futures:
+            self._futures[key] = self._executor.submit(self._job, visual)
+
+    def take(self, key: str) -> torch.Tensor:
+        """The prepared uint8 image (HxWx3), waiting for its worker; forgotten afterwards."""
+        return self._futures.pop(key).result()
+
+    def close(self) -> None:
+        for future in self._futures.values():
+            future.cancel()
+        self._futures.clear()
+        self._executor.shutdown(wait=True)
+
+
+# --- vision attention as one variable-length call per layer ----------------------------------------
+
+VARLEN_ATTENTION = "spatial_tasks_flash_varlen"  # "flash" in the name makes transformers pass cu_seqlens
+_varlen_state = {"broken": False}
+
+
+def varlen_available(device: torch.device, dtype: torch.dtype) -> bool:
+    """Whether the installed torch runs variable-length attention here (its flash kernel: CUDA, half
+    precision). Elsewhere the vision tower keeps transformers' per-window loop."""
+    if _varlen_state["broken"] or device.type != "cuda" or dtype not in (torch.float16, torch.bfloat16):
+        return False
+    try:
+        from torch.nn.attention.varlen import varlen_attn  # noqa: F401  (torch >= 2.10)
+    except ImportError:
+        return False
+    return True
+
+
+def _varlen_vision_attention(module, query, key, value, attention_mask=None, scaling=None, dropout=0.0,
+                             cu_seq_lens_q=None, cu_seq_lens_k=None, max_length_q=None, max_length_k=None,
+                             **kwargs):
+    """Attention over all of a vision tower's windows at once: (1, heads, S, d) in, (1, S, heads, d)
+    out, as transformers' flash path returns it."""
+    from torch.nn.attention.varlen import varlen_attn
+
+    q, k, v = (x[0].transpose(0, 1).contiguous() for x in (query, key, value))
+    out = varlen_attn(q, k, v, cu_seq_lens_q.to(torch.int32), cu_seq_lens_k.to(torch.int32), int(max_length_q),
+                      int(max_length_k), scale=scaling)
+    return out[None], None
+
+
+def _register_varlen() -> None:
+    from transformers import AttentionInterface
+
+    if VARLEN_ATTENTION not in AttentionInterface._global_mapping:
+        AttentionInterface.register(VARLEN_ATTENTION, _varlen_vision_attention)
+
+
+@contextlib.contextmanager
+def vision_attention(model: torch.nn.Module, varlen: bool) -> Iterator[None]:
+    """Within the block, the vision tower's attention is the variable-length call (``varlen``)."""
+    config = model.model.visual.config
+    saved = config._attn_implementation
+    if varlen:
+        _register_varlen()
+        config._attn_implementation = VARLEN_ATTENTION
+    try:
+        yield
+    finally:
+        config._attn_implementation = saved
+
+
+# --- the packed scorer (Qwen families) -----------------------------------------------------------
+
+
+@dataclass
+class Group:
+    """One prompt prefix (its text up to the last image, and the images) and the questions on it."""
+
+    head: str
+    keys: tuple[str, ...]
+    visuals: list
+    questions: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Window:
+    """One language-model forward: rows of (group, the questions it carries in that row)."""
+
+    rows: list[tuple[Group, list[int]]]
+
+    @property
+    def questions(self) -> list[int]:
+        return [q for _, qs in self.rows for q in qs]
+
+    @property
+    def keys(self) -> list[str]:
+        return list(dict.fromkeys(k for group, _ in self.rows for k in group.keys))
+
+
+def plan_windows(groups: Sequence[Group], size: int) -> list[Window]:
+    """Windows of at most ``size`` questions, groups in the given order; a group with more
+    questions than fit is split into rows that each repeat its prefix."""
+    windows: list[Window] = []
+    count = size
+    for group in groups:
+        for start in range(0, len(group.questions), size):
+            piece = group.questions[start:start + size]
+            if count + len(piece) > size:
+                windows.append(Window([]))
+                count = 0
+            windows[-1].rows.append((group, piece))
+            count += len(piece)
+    return windows
+
+
+class QwenPacked:
+    """The packed pipeline on a Qwen-family ``HFYesNoMixin`` host.
+
+    The host provides ``model`` (Qwen2.5-VL-like: ``model.model.visual``, ``get_rope_index``,
+    ``mm_encoder_outputs``), ``processor``, ``tokenizer``, ``answer_tokens()`` and two hooks:
+    ``_packed_prompt(context, visuals) -> (chat text, images in prompt order)`` and
+    ``_packed_load_image(image) -> uint8 HxWx3`` (what its per-question path feeds the processor)."""
+
+    def __init__(self, host: Any, workers: int | None = None) -> None:
+        self.host = host
+        self.model = host.model
+        self.device = self.model.get_input_embeddings().weight.device
+        config = self.model.config
+        self.image_token_id = config.image_token_id
+        self.tokenizer = host.tokenizer
+        self.image_processor = host.processor.image_processor
+        self.merge = int(self.image_processor.merge_size)
+        self.image_pad = self.tokenizer.convert_ids_to_tokens(self.image_token_id)
+        self.vision_end = self.tokenizer.convert_ids_to_tokens(config.vision_end_token_id)
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        tokens = host.answer_tokens()
+        self.yes_ids = torch.tensor(tokens.yes_ids, device=self.device)
+        self.no_ids = torch.tensor(tokens.no_ids, device=self.device)
+        self.pool = ImagePool(host._packed_load_image, workers, pin=self.device.type == "cuda")
+        self.varlen = varlen_available(self.device, self.model.dtype)
+        self._prefixes: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    @property
+    def stages(self) -> Stages | None:
+        return getattr(self.host, "stages", None)
+
+    # --- host side -------------------------------------------------------------------------------
+    def split(self, text: str, with_images: bool) -> tuple[str, str]:
+        """(prefix, suffix) of a chat text: the prefix ends with the last image's end marker (empty
+        for a prompt without images), so the cut falls on a special token and the two tokenise
+        apart exactly as together."""
+        if not with_images:
+            return "", text
+        cut = text.rindex(self.vision_end) + len(self.vision_end)
+        return text[:cut], text[cut:]
+
+    def prefix(self, head: str, grids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Token ids (1-D) and M-RoPE positions (3 x P) of a prefix whose images have ``grids``;
+        computed once per distinct (text, grids), on the host."""
+        key = (head, tuple(map(tuple, grids.tolist())))
+        if key not in self._prefixes:
+            pieces = head.split(self.image_pad)
+            counts = (grids.prod(-1) // self.merge ** 2).tolist()
+            if len(pieces) != len(counts) + 1:
+                raise ValueError(f"a prompt prefix holds {len(pieces) - 1} image placeholders for {len(counts)} images")
+            expanded = pieces[0] + "".join(self.image_pad * n + piece for n, piece in zip(counts, pieces[1:]))
+            ids = torch.tensor(self.tokenizer(expanded)["input_ids"], dtype=torch.long)
+            if len(ids) == 0:
+                positions = torch.zeros((3, 0), dtype=torch.long)
+            else:
+                types = (ids == self.image_token_id).long()
+                positions, _ = self.model.model.get_rope_index(ids[None], mm_token_type_ids=types[None],
+                                                               image_grid_thw=grids,
+                                                               attention_mask=torch.ones_like(ids[None]))
+                positions = positions[:, 0].cpu()
+            self._prefixes[key] = (ids, positions)
+        return self._prefixes[key]
+
+    def groups(self, items: Sequence[tuple[str, list]], keys: Sequence[tuple[str, ...]]) -> tuple[list[Group], list[list[int]]]:
+        """Questions grouped by prefix (text and images) in order of their images, and each question's
+        suffix token ids (one tokenizer call)."""
+        by_prefix: dict[tuple[str, tuple[str, ...]], Group] = {}
+        suffixes: list[str] = []
+        for index, ((context, visuals), image_keys) in enumerate(zip(items, keys, strict=True)):
+            text, images = self.host._packed_prompt(context, visuals)
+            head, tail = self.split(text, bool(images))
+            group = by_prefix.setdefault((head, image_keys), Group(head, image_keys, images))
+            group.questions.append(index)
+            suffixes.append(tail)
+        ids = self.tokenizer(suffixes, add_special_tokens=False)["input_ids"] if suffixes else []
+        ordered = sorted(by_prefix.values(), key=lambda g: (g.keys, g.head))
+        return ordered, [list(x) for x in ids]
+
+    def rows(self, window: Window, grids: dict[str, torch.Tensor], suffix_ids: Sequence[list[int]]):
+        """Host tensors of one window: ids (B x L), positions (3 x B x L), segments (B x L: 0 prefix,
+        j the j-th suffix, -1 padding) and the flat index of every question's answer position."""
+        built = []
+        for group, questions in window.rows:
+            grid = torch.stack([grids[k] for k in group.keys]) if group.keys else torch.zeros((0, 3), dtype=torch.long)
+            prefix_ids, prefix_pos = self.prefix(group.head, grid)
+            start = int(prefix_pos.max()) + 1 if prefix_pos.numel() else 0
+            ids, pos, seg = [prefix_ids], [prefix_pos], [torch.zeros(len(prefix_ids), dtype=torch.long)]
+            ends, length = [], len(prefix_ids)
+            for j, q in enumerate(questions, start=1):
+                suffix = torch.tensor(suffix_ids[q], dtype=torch.long)
+                if len(suffix) == 0:
+                    raise ValueError("a question's prompt ends at its last image: nothing to score after it")
+                ids.append(suffix)
+                pos.append((start + torch.arange(len(suffix))).expand(3, -1))
+                seg.append(torch.full((len(suffix),), j, dtype=torch.long))
+                length += len(suffix)
+                ends.append(length - 1)
+            built.append((torch.cat(ids), torch.cat(pos, 1), torch.cat(seg), ends))
+        width = max(len(b[0]) for b in built)
+        ids = torch.full((len(built), width), self.pad_id, dtype=torch.long)
+        positions = torch.zeros((3, len(built), width), dtype=torch.long)
+        segments = torch.full((len(built), width), -1, dtype=torch.long)
+        answers = []
+        for r, (row_ids, row_pos, row_seg, ends) in enumerate(built):
+            ids[r, :len(row_ids)], positions[:, r, :len(row_ids)], segments[r, :len(row_ids)] = row_ids, row_pos, row_seg
+            answers += [r * width + e for e in ends]
+        return ids, positions, segments, torch.tensor(answers, dtype=torch.long)
+
+    # --- device side -----------------------------------------------------------------------------
+    def _upload(self, tensor: torch.Tensor) -> torch.Tensor:
+        if self.device.type == "cuda":
+            return tensor.pin_memory().to(self.device, non_blocking=True)
+        return tensor
+
+    def pixels(self, images: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """uint8 HxWx3 images -> (pixel_values on the device, grids on the host): the family's image
+        processor run on the device over uint8 that went there as uint8."""
+        on_device = [image.to(self.device, non_blocking=True).permute(2, 0, 1) for image in images]
+        out = self.image_processor(images=on_device, return_tensors="pt", device=self.device)
+        return out["pixel_values"], out["image_grid_thw"].cpu()
+
+    def attention_mask(self, segments: torch.Tensor) -> torch.Tensor:
+        """(B, 1, L, L) block mask: causal, a suffix token sees the prefix and its own suffix, padding
+        nothing (a padding query sees itself, so no row of the softmax is empty)."""
+        length = segments.shape[1]
+        index = torch.arange(length, device=segments.device)
+        query, key = segments[:, :, None], segments[:, None, :]
+        allowed = (index[None, :, None] >= index[None, None, :]) & (key >= 0) & ((key == 0) | (key == query))
+        allowed |= torch.eye(length, dtype=torch.bool, device=segments.device)[None]
+        allowed = allowed[:, None]
+        if self.model.config._attn_implementation == "sdpa":
+            return allowed
+        additive = torch.zeros(allowed.shape, dtype=self.model.dtype, device=segments.device)
+        return additive.masked_fill(~allowed, torch.finfo(self.model.dtype).min)
+
+    def reduce(self, logits: torch.Tensor) -> torch.Tensor:
+        """(Q, V) logits -> (Q, 3) float64 [l_Yes, l_No, argmax] on the device (logsumexp over several
+        answer spellings, as AnswerTokens.logits)."""
+        values = logits.float()
+
+        def pick(ids: torch.Tensor) -> torch.Tensor:
+            chosen = values[:, ids]
+            return chosen[:, 0] if len(ids) == 1 else torch.logsumexp(chosen, -1)
+
+        return torch.stack([pick(self.yes_ids), pick(self.no_ids), values.argmax(-1).float()], 1).double()
+
+    def forward(self, window: Window, features: dict[str, tuple], host_rows) -> torch.Tensor:
+        ids, positions, segments, answers = (self._upload(t) for t in host_rows)
+        per_row = [features[k] for group, _ in window.rows for k in group.keys]
+        from spatial_tasks.models import families
+
+        kwargs: dict[str, Any] = {}
+        if per_row:
+            kwargs["mm_encoder_outputs"] = families.qwen_encoder_outputs(per_row)
+        mask = self.attention_mask(segments)
+        with torch.inference_mode():
+            hidden = self.model.model(input_ids=ids, position_ids=positions, attention_mask=mask,
+                                      use_cache=False, **kwargs).last_hidden_state
+            picked = hidden.reshape(-1, hidden.shape[-1]).index_select(0, answers)
+            return self.reduce(self.model.lm_head(picked))
+
+    def encode(self, images: Sequence[torch.Tensor]) -> tuple[list[tuple], torch.Tensor]:
+        """Features of new images (one vision call for all) and their grids (host)."""
+        from spatial_tasks.models import families
+
+        with stage(self, "upload + normalise (device)", Stages.DEVICE):
+            pixel_values, grids = self.pixels(images)
+        with stage(self, "vision", Stages.DEVICE):
+            try:
+                with vision_attention(self.model, self.varlen):
+                    features = families.qwen_encode_images(
+                        self.model, [{"pixel_values": pixel_values, "image_grid_thw": grids.to(self.device)}])
+            except (RuntimeError, NotImplementedError) as error:
+                if not self.varlen:
+                    raise
+                eval_logger.warning(f"variable-length vision attention failed ({str(error)[:200]}); "
+                                    "using the per-window loop from now on")
+                _varlen_state["broken"], self.varlen = True, False
+                features = families.qwen_encode_images(
+                    self.model, [{"pixel_values": pixel_values, "image_grid_thw": grids.to(self.device)}])
+        return features, grids
+
+    # --- the pipeline ----------------------------------------------------------------------------
+    def score(self, items: Sequence[tuple[str, list]], keys: Sequence[tuple[str, ...]], size: int,
+              on_batch: Callable[[int], None] | None = None) -> list[YesNoLogits]:
+        """``score_yes_no`` for every item (all of whose visuals are images, keyed by ``keys``), in item
+        order, ``size`` questions per forward."""
+        with stage(self, PREPARE):
+            groups, suffix_ids = self.groups(items, keys)
+            windows = plan_windows(groups, size)
+            visual_of = {k: v for g in groups for k, v in zip(g.keys, g.visuals)}
+            remaining = Counter(k for w in windows for k in w.keys)
+        features: dict[str, tuple] = {}
+        grids: dict[str, torch.Tensor] = {}
+        results: list[YesNoLogits | None] = [None] * len(items)
+        pending: list[tuple[list[int], torch.Tensor]] = []
+        cpu_before = self.pool.cpu_seconds
+
+        def prefetch(w: int) -> None:
+            for window in windows[w:w + 2]:  # this window and the next: the pool works ahead
+                for key in window.keys:
+                    if key not in features:
+                        self.pool.submit(key, visual_of[key])
+
+        for w, window in enumerate(windows):
+            prefetch(w)
+            new = [k for k in window.keys if k not in features]
+            if new:
+                with stage(self, PREPARE):
+                    images = [self.pool.take(k) for k in new]
+                encoded, new_grids = self.encode(images)
+                features.update(zip(new, encoded))
+                grids.update(zip(new, new_grids))
+            with stage(self, PREPARE):
+                host_rows = self.rows(window, grids, suffix_ids)
+            with stage(self, "language model", Stages.DEVICE):
+                reduced = self.forward(window, features, host_rows)
+            pending.append((window.questions, reduced))
+            for key in window.keys:
+                remaining[key] -= 1
+                if remaining[key] == 0:
+                    features.pop(key, None)
+            if len(pending) > 1:  # the previous window's copy, now that this one is queued
+                self._collect(pending.pop(0), results, on_batch)
+        while pending:
+            self._collect(pending.pop(0), results, on_batch)
+        if self.stages is not None:
+            self.stages.add_cpu("prepare (workers)", self.pool.cpu_seconds - cpu_before)
+        return results  # type: ignore[return-value]
+
+    def _collect(self, done: tuple[list[int], torch.Tensor], results: list, on_batch) -> None:
+        questions, reduced = done
+        with stage(self, "copy to host"):
+            values = reduced.cpu().tolist()
+        for q, (yes, no, top) in zip(questions, values, strict=True):
+            text = self.tokenizer.decode([int(top)], skip_special_tokens=False)
+            results[q] = YesNoLogits(logit_yes=yes, logit_no=no, text=text)
+        if on_batch:
+            on_batch(len(questions))
+
+    def close(self) -> None:
+        self.pool.close()
+
