@@ -80,7 +80,7 @@ class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
         known = families.FAMILIES.get(self.family)
         self.group_images = flag(group_images, "group_images") and known is not None and known.grouping
         self.group_window = int(group_window)
-        self.packed = packed_choice(packed, self._model)
+        self.packed = packed_choice(packed, self._model, self.group_images)
         if self.batch_size_per_gpu < 1 or self.group_window < 1:
             raise ModelArgsError(f"hf_yesno: batch_size and group_window must be >= 1 (got {batch_size}, {group_window})")
         self.answer_tokens()  # a tokenizer without single-token answers fails at load time
@@ -201,7 +201,7 @@ class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
     def _packed_load_image(self, image: Image.Image) -> np.ndarray:
         """The image as chat_inputs hands it to the processor (RGB), as uint8; the processor's own
         resize then runs on the device."""
-        return np.asarray(image.convert("RGB"))
+        return np.array(image.convert("RGB"))
 
     # --- each distinct image encoded once (Qwen families: QwenImageFeatures) -----------------------
     def _yesno_image_parts(self, inputs: Mapping[str, torch.Tensor]) -> list[dict[str, torch.Tensor]] | None:

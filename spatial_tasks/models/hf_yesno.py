@@ -90,7 +90,7 @@ class HFYesNoMixin:
             if dtype not in ("bfloat16", "float16", "float32"):
                 raise ValueError(f"dtype must be bfloat16, float16 or float32, not {dtype!r}")
             self.model.to(getattr(torch, dtype))
-        self.packed = packed_choice(packed, self.model)
+        self.packed = packed_choice(packed, self.model, self.group_images)
         self.answer_tokens()  # a tokenizer without single-token answers fails at load time
 
     # --- family hook -------------------------------------------------------------------
@@ -277,11 +277,13 @@ class HFYesNoMixin:
         return keys
 
     def packable(self) -> bool:
-        """Whether this model scores through the packed pipeline: asked for (or chosen by default for
-        the device and dtype), a family with the packed hooks, and an attention implementation that
-        takes a block mask (sdpa or eager)."""
-        if not getattr(self, "packed", False):
-            return False
+        """Whether this model scores through the packed pipeline: asked for (``packed``, or its
+        default for the device and dtype) and ``can_pack``."""
+        return bool(getattr(self, "packed", False)) and self.can_pack()
+
+    def can_pack(self) -> bool:
+        """A family with the packed hooks, and an attention implementation that takes a block mask
+        (sdpa or eager; flash attention takes none)."""
         own = type(self)._packed_prompt is not HFYesNoMixin._packed_prompt
         return own and self.model.config._attn_implementation in ("sdpa", "eager") and self._packed_family()
 
@@ -429,7 +431,7 @@ class Qwen2_5_VLYesNo(QwenImageFeatures, HFYesNoMixin, Qwen2_5_VL):
     def _packed_load_image(self, image: Image.Image) -> np.ndarray:
         """lmms-eval's JPEG data URL of the image, decoded and resized by qwen_vl_utils, as uint8."""
         resized = process_vision_info([[{"role": "user", "content": [self._image_entry(image)]}]])[0][0]
-        return np.asarray(resized.convert("RGB"))
+        return np.array(resized.convert("RGB"))
 
     def _yesno_messages(self, context: str, visuals: list, encode: bool = True) -> list[dict]:
         context = context.replace("<image>", "")

@@ -58,13 +58,14 @@ def packed_by_default(device: torch.device, dtype: torch.dtype) -> bool:
     return PACKED_BY_DEFAULT.get((device.type, dtype), True)
 
 
-def packed_choice(value: bool | str, model: torch.nn.Module) -> bool:
-    """The ``packed`` model arg: true, false, or auto (``packed_by_default`` for the model's device
-    and dtype)."""
+def packed_choice(value: bool | str, model: torch.nn.Module, grouped: bool) -> bool:
+    """The ``packed`` model arg: true, false, or auto -- packed where images are grouped at all
+    (``group_images``; packing is grouping taken further) and ``packed_by_default`` says so for the
+    model's device and dtype."""
     from spatial_tasks.common.validate import flag
 
     if isinstance(value, str) and value.strip().lower() == "auto":
-        return packed_by_default(model.get_input_embeddings().weight.device, model.dtype)
+        return grouped and packed_by_default(model.get_input_embeddings().weight.device, model.dtype)
     return flag(value, "packed")
 
 

@@ -1,6 +1,7 @@
-"""Scores do not depend on batching: qwen2_5_vl_yesno at batch 1, batch 8 ungrouped and batch 8
-grouped by image give the same first-token logits (float32, 1e-5), and grouping runs the vision
-tower once per distinct image -- on the tiny Qwen2.5-VL's real code."""
+"""Scores do not depend on batching: qwen2_5_vl_yesno at batch 1, batch 8 ungrouped, batch 8
+grouped by image, with shared prefixes and packed give the same first-token logits (float32, 1e-5),
+and grouping runs the vision tower once per distinct image -- on the tiny Qwen2.5-VL's real code.
+(The packed pipeline's own parts: tests/models/test_packed.py.)"""
 
 from __future__ import annotations
 
@@ -74,11 +75,14 @@ def scores(tiny_qwen_dir):
     shared: dict[str, list[bool]] = {}
     for name, kwargs in {"batch 1": dict(batch_size=1, group_images=False),
                          "batch 8 ungrouped": dict(batch_size=8, group_images=False),
-                         "batch 8 grouped": dict(batch_size=8, group_images=True, share_prefix=False),
+                         "batch 8 grouped": dict(batch_size=8, group_images=True, share_prefix=False, packed=False),
                          "batch 3 grouped, window 4": dict(batch_size=3, group_images=True, group_window=4,
-                                                           share_prefix=False),
-                         "batch 8 grouped, shared prefix": dict(batch_size=8, group_images=True, share_prefix=True),
-                         "batch 3 grouped, shared prefix": dict(batch_size=3, group_images=True)}.items():
+                                                           share_prefix=False, packed=False),
+                         "batch 8 grouped, shared prefix": dict(batch_size=8, group_images=True, share_prefix=True,
+                                                                packed=False),
+                         "batch 3 grouped, shared prefix": dict(batch_size=3, group_images=True, packed=False),
+                         "batch 8 packed": dict(batch_size=8, packed=True),
+                         "batch 3 packed, window 4": dict(batch_size=3, group_window=4, packed=True)}.items():
         model = _model(tiny_qwen_dir, **kwargs)
         encoded[name] = _count_encoded_images(model)
         used = shared.setdefault(name, [])
@@ -97,7 +101,8 @@ def scores(tiny_qwen_dir):
 
 
 @pytest.mark.parametrize("name", ["batch 8 ungrouped", "batch 8 grouped", "batch 3 grouped, window 4",
-                                  "batch 8 grouped, shared prefix", "batch 3 grouped, shared prefix"])
+                                  "batch 8 grouped, shared prefix", "batch 3 grouped, shared prefix",
+                                  "batch 8 packed", "batch 3 packed, window 4"])
 def test_scores_do_not_depend_on_batching_or_grouping(scores, name):
     out, _, _ = scores
     for got, want in zip(out[name], out["batch 1"], strict=True):
@@ -112,7 +117,7 @@ def test_shared_prefix_runs_where_an_image_repeats_in_a_batch(scores):
     asked about more than once; the others (the no-image and two-image requests, and batches of
     distinct images) went through the plain path."""
     _, _, shared = scores
-    assert shared["batch 8 grouped"] == [] and shared["batch 1"] == []
+    assert shared["batch 8 grouped"] == [] and shared["batch 1"] == [] and shared["batch 8 packed"] == []
     for name in ("batch 8 grouped, shared prefix", "batch 3 grouped, shared prefix"):
         calls = shared[name]
         assert all(used == repeated for used, repeated in calls), calls
@@ -129,6 +134,8 @@ def test_grouping_encodes_each_distinct_image_once(scores):
     windows = [DOCS[i:i + 4] for i in range(0, len(DOCS), 4)]
     per_window = sum(len({image_key(im) for doc in window for im in doc["images"]}) for window in windows)
     assert sum(encoded["batch 3 grouped, window 4"]) == per_window
+    assert sum(encoded["batch 8 packed"]) == DISTINCT
+    assert sum(encoded["batch 3 packed, window 4"]) == per_window
 
 
 def test_bad_grouping_args_are_clear_errors(tiny_qwen_dir):
@@ -143,7 +150,7 @@ def test_bad_grouping_args_are_clear_errors(tiny_qwen_dir):
 @pytest.mark.cli
 def test_lmms_eval_scores_and_samples_do_not_depend_on_batch_size(tiny_qwen_dir, tmp_path):
     """The real lmms-eval CLI on the bundled logit sample (64 images x 4 questions): batch_size=1
-    ungrouped and batch_size=8 grouped by image log the same records; p(Yes) agrees to 1e-6 (float32;
+    ungrouped and batch_size=8 with the defaults (packed, on a CPU in float32) log the same records; p(Yes) agrees to 1e-6 (float32;
     the last float digits of a padded matrix product may differ)."""
     from lmms import TINY_QWEN_ARGS, run_lmms_eval
 
