@@ -36,7 +36,7 @@ from spatial_tasks.common.errors import UserError, stop_run
 from spatial_tasks.common.validate import flag
 from spatial_tasks.models import families
 from spatial_tasks.models.hf_yesno import GROUP_WINDOW, HFYesNoMixin, QwenImageFeatures
-from spatial_tasks.models.packed import packed_choice
+from spatial_tasks.models.packed import PreparedOnce, Prompt, packed_choice
 from spatial_tasks.models.remote_code import adapter_for
 
 DTYPES = ("bfloat16", "float16", "float32")
@@ -80,7 +80,7 @@ class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
         known = families.FAMILIES.get(self.family)
         self.group_images = flag(group_images, "group_images") and known is not None and known.grouping
         self.group_window = int(group_window)
-        self.packed = packed_choice(packed, self._model, self.group_images)
+        self.packed = packed_choice(packed, self._model, flag(group_images, "group_images"))
         if self.batch_size_per_gpu < 1 or self.group_window < 1:
             raise ModelArgsError(f"hf_yesno: batch_size and group_window must be >= 1 (got {batch_size}, {group_window})")
         self.answer_tokens()  # a tokenizer without single-token answers fails at load time
@@ -190,13 +190,17 @@ class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
         return self._inputs(items)
 
     # --- the packed pipeline (Qwen families: spatial_tasks.models.packed) ---------------------------
-    def _packed_family(self) -> bool:
-        return self.adapter is None and self.family in families.PACKED
+    def _packed_pipeline(self) -> type | None:
+        """Qwen families: ``QwenPacked``; other families (not Hub-code adapters): ``PreparedOnce``."""
+        if self.adapter is not None:
+            return None
+        return super()._packed_pipeline() if self.family in families.PACKED else PreparedOnce
 
-    def _packed_prompt(self, context: str, visuals: list) -> tuple[str, list]:
+    def _packed_prompt(self, context: str, visuals: list) -> Prompt:
         (question, images), = self._items([(context, visuals)])
         messages = [families.chat_messages(question, images, self.system_prompt)]
-        return self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)[0], images
+        text = self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)[0]
+        return Prompt(text, images, question)
 
     def _packed_load_image(self, image: Image.Image) -> np.ndarray:
         """The image as chat_inputs hands it to the processor (RGB), as uint8; the processor's own

@@ -50,7 +50,7 @@ from spatial_tasks.models.answer_tokens import (  # noqa: F401  (re-exported: th
     yes_no_token_ids,
 )
 from spatial_tasks.models.lmms_requests import as_list, request_item
-from spatial_tasks.models.packed import PREPARE, Stages, packed_choice, stage
+from spatial_tasks.models.packed import PREPARE, Prompt, Stages, packed_choice, stage
 
 Qwen2_5_VL, process_vision_info = lmms_eval_qwen2_5_vl()  # the seam with lmms-eval's internals
 
@@ -141,10 +141,10 @@ class HFYesNoMixin:
         features in place of the vision encoder's output."""
         raise NotImplementedError(f"{type(self).__name__} must implement _yesno_forward_with_features")
 
-    def _packed_prompt(self, context: str, visuals: list) -> tuple[str, list]:
+    def _packed_prompt(self, context: str, visuals: list) -> Prompt:
         """The packed pipeline's hook (``spatial_tasks.models.packed``): the chat text of one request
-        with one unexpanded placeholder per image, and its images in the order the prompt shows them.
-        Families that do not define it are not packed."""
+        with one unexpanded placeholder per image, its images in the order the prompt shows them, and
+        the question as the text holds it. Families that do not define it are not packed."""
         raise NotImplementedError
 
     def _packed_load_image(self, image: Image.Image) -> np.ndarray:
@@ -282,13 +282,17 @@ class HFYesNoMixin:
         return bool(getattr(self, "packed", False)) and self.can_pack()
 
     def can_pack(self) -> bool:
-        """A family with the packed hooks, and an attention implementation that takes a block mask
-        (sdpa or eager; flash attention takes none)."""
-        own = type(self)._packed_prompt is not HFYesNoMixin._packed_prompt
-        return own and self.model.config._attn_implementation in ("sdpa", "eager") and self._packed_family()
+        """Whether a pipeline of ``spatial_tasks.models.packed`` serves this model (``_packed_pipeline``)
+        and it has not turned out unable to (``Unpackable``)."""
+        return self._packed_pipeline() is not None and not getattr(self, "_unpackable", "")
 
-    def _packed_family(self) -> bool:
-        return True
+    def _packed_pipeline(self) -> type | None:
+        """The pipeline class for this model, or None: ``QwenPacked`` where the family has the packed
+        hooks and an attention implementation that takes a block mask (sdpa or eager)."""
+        from spatial_tasks.models.packed import QwenPacked
+
+        own = type(self)._packed_prompt is not HFYesNoMixin._packed_prompt
+        return QwenPacked if own and self.model.config._attn_implementation in ("sdpa", "eager") else None
 
     def score_packed(self, items: Sequence[tuple[str, Sequence | None]], batch_size: int,
                      on_batch=None) -> list[YesNoLogits]:
@@ -296,18 +300,30 @@ class HFYesNoMixin:
         (``spatial_tasks.models.packed``: each distinct image prepared and encoded once, one
         language-model forward per ``batch_size`` questions, each prefix once under a block mask).
         Items with a visual that is not an image are scored one by one."""
-        from spatial_tasks.models.packed import QwenPacked
+        from spatial_tasks.models.packed import Unpackable
 
         items = [(context, as_list(visuals)) for context, visuals in items]
         results: list[YesNoLogits | None] = [None] * len(items)
         keys = self._image_keys(items, results, on_batch)
+        pipeline = self._packed_pipeline()
+        for i, k in enumerate(keys):
+            if k == [] and not pipeline.text_only:  # a prompt without an image: the per-question path
+                results[i], keys[i] = self.score_yes_no(*items[i]), None
+                if on_batch:
+                    on_batch(1)
         packable = [i for i, k in enumerate(keys) if k is not None]
         if packable:
             scorer = getattr(self, "_packed_scorer", None)
-            if scorer is None:
-                scorer = self._packed_scorer = QwenPacked(self)
-            scored = scorer.score([items[i] for i in packable], [tuple(keys[i]) for i in packable], batch_size,
-                                  on_batch)
+            if not isinstance(scorer, pipeline):
+                scorer = self._packed_scorer = pipeline(self)
+            subset = [items[i] for i in packable]
+            try:
+                scored = scorer.score(subset, [tuple(keys[i]) for i in packable], batch_size, on_batch)
+            except Unpackable as error:  # found on the first window, before any result was reported
+                self._unpackable = str(error)
+                eval_logger.warning(f"{type(self).__name__}: the packed pipeline does not fit this family ({error}); "
+                                    "scoring with the per-question path instead")
+                scored = self.score_grouped(subset, batch_size, on_batch=on_batch)
             for i, result in zip(packable, scored, strict=True):
                 results[i] = result
         return results  # type: ignore[return-value]
@@ -423,10 +439,10 @@ class Qwen2_5_VLYesNo(QwenImageFeatures, HFYesNoMixin, Qwen2_5_VL):
             entry["image"] = self._encode_image_data_url(image)
         return entry
 
-    def _packed_prompt(self, context: str, visuals: list) -> tuple[str, list]:
+    def _packed_prompt(self, context: str, visuals: list) -> Prompt:
         messages = self._yesno_messages(context, visuals, encode=False)
         text = self.processor.apply_chat_template([messages], tokenize=False, add_generation_prompt=True)[0]
-        return text, self._yesno_image_order(context, visuals)
+        return Prompt(text, self._yesno_image_order(context, visuals), context)
 
     def _packed_load_image(self, image: Image.Image) -> np.ndarray:
         """lmms-eval's JPEG data URL of the image, decoded and resized by qwen_vl_utils, as uint8."""

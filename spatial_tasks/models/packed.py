@@ -24,6 +24,7 @@ pixels exactly, prefix + suffix = the processor's ids). ``Stages`` times the par
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import threading
 import time
@@ -65,7 +66,7 @@ def packed_choice(value: bool | str, model: torch.nn.Module, grouped: bool) -> b
     from spatial_tasks.common.validate import flag
 
     if isinstance(value, str) and value.strip().lower() == "auto":
-        return grouped and packed_by_default(model.get_input_embeddings().weight.device, model.dtype)
+        return grouped and packed_by_default(next(model.parameters()).device, model.dtype)
     return flag(value, "packed")
 
 
@@ -274,46 +275,176 @@ def plan_windows(groups: Sequence[Group], size: int) -> list[Window]:
     return windows
 
 
-class QwenPacked:
-    """The packed pipeline on a Qwen-family ``HFYesNoMixin`` host.
+@dataclass(frozen=True)
+class Prompt:
+    """What a host's ``_packed_prompt`` says of one request: the chat text with one unexpanded
+    placeholder per image, the images in the order the prompt shows them, and the question as the
+    text holds it (where the per-question suffix starts, for families that cut there)."""
 
-    The host provides ``model`` (Qwen2.5-VL-like: ``model.model.visual``, ``get_rope_index``,
-    ``mm_encoder_outputs``), ``processor``, ``tokenizer``, ``answer_tokens()`` and two hooks:
-    ``_packed_prompt(context, visuals) -> (chat text, images in prompt order)`` and
-    ``_packed_load_image(image) -> uint8 HxWx3`` (what its per-question path feeds the processor)."""
+    text: str
+    images: list
+    question: str
+
+
+class Pipeline:
+    """What both pipelines share: the host, the image pool, grouping by prompt prefix, windows, the
+    on-device reduction and one copy to the host per window (taken after the next window is queued).
+
+    The host (an ``HFYesNoMixin``) provides ``model``, ``processor``, ``tokenizer``,
+    ``answer_tokens()`` and two hooks: ``_packed_prompt(context, visuals) -> Prompt`` and
+    ``_packed_load_image(image) -> uint8 HxWx3`` (what its per-question path feeds the processor).
+    A subclass cuts a prompt into prefix and suffix (``split``) and runs a window (``run_window``)."""
+
+    text_only = True  # whether prompts without an image go through it too
 
     def __init__(self, host: Any, workers: int | None = None) -> None:
         self.host = host
         self.model = host.model
         self.device = self.model.get_input_embeddings().weight.device
-        config = self.model.config
-        self.image_token_id = config.image_token_id
         self.tokenizer = host.tokenizer
-        self.image_processor = host.processor.image_processor
-        self.merge = int(self.image_processor.merge_size)
-        self.image_pad = self.tokenizer.convert_ids_to_tokens(self.image_token_id)
-        self.vision_end = self.tokenizer.convert_ids_to_tokens(config.vision_end_token_id)
+        self.processor = host.processor
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         tokens = host.answer_tokens()
         self.yes_ids = torch.tensor(tokens.yes_ids, device=self.device)
         self.no_ids = torch.tensor(tokens.no_ids, device=self.device)
         self.pool = ImagePool(host._packed_load_image, workers, pin=self.device.type == "cuda")
-        self.varlen = varlen_available(self.device, self.model.dtype)
-        self._prefixes: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
 
     @property
     def stages(self) -> Stages | None:
         return getattr(self.host, "stages", None)
 
+    def split(self, prompt: Prompt) -> tuple[str, str]:
+        """(prefix text, suffix text): the prefix holds every image; the cut falls where the two
+        tokenise apart exactly as together."""
+        raise NotImplementedError
+
+    def groups(self, items: Sequence[tuple[str, list]], keys: Sequence[tuple[str, ...]]) -> tuple[list[Group], list[list[int]]]:
+        """Questions grouped by prefix (text and images) in order of their images, and each question's
+        suffix token ids (one tokenizer call)."""
+        by_prefix: dict[tuple[str, tuple[str, ...]], Group] = {}
+        suffixes: list[str] = []
+        for index, ((context, visuals), image_keys) in enumerate(zip(items, keys, strict=True)):
+            prompt = self.host._packed_prompt(context, visuals)
+            head, tail = self.split(prompt)
+            group = by_prefix.setdefault((head, image_keys), Group(head, image_keys, prompt.images))
+            group.questions.append(index)
+            suffixes.append(tail)
+        ids = self.tokenizer(suffixes, add_special_tokens=False)["input_ids"] if suffixes else []
+        if any(len(x) == 0 for x in ids):
+            raise ValueError("a question's prompt ends at its last image: nothing to score after it")
+        ordered = sorted(by_prefix.values(), key=lambda g: (g.keys, g.head))
+        return ordered, [list(x) for x in ids]
+
+    def _upload(self, tensor: torch.Tensor) -> torch.Tensor:
+        if self.device.type == "cuda":
+            return tensor.pin_memory().to(self.device, non_blocking=True)
+        return tensor
+
+    def images(self, keys: Sequence[str]) -> list[torch.Tensor]:
+        """The prepared images, uint8 CxHxW on the device (sent as uint8, pinned, non-blocking)."""
+        with stage(self, PREPARE):
+            arrays = [self.pool.take(k) for k in keys]
+        return [a.to(self.device, non_blocking=True).permute(2, 0, 1) for a in arrays]
+
+    def reduce(self, logits: torch.Tensor) -> torch.Tensor:
+        """(Q, V) logits -> (Q, 3) float64 [l_Yes, l_No, argmax] on the device (logsumexp over several
+        answer spellings, as AnswerTokens.logits)."""
+        values = logits.float()
+
+        def pick(ids: torch.Tensor) -> torch.Tensor:
+            chosen = values[:, ids]
+            return chosen[:, 0] if len(ids) == 1 else torch.logsumexp(chosen, -1)
+
+        return torch.stack([pick(self.yes_ids), pick(self.no_ids), values.argmax(-1).float()], 1).double()
+
+    def begin(self, windows: Sequence[Window]) -> None:
+        """Called once per ``score`` before its first window (caches for the run)."""
+
+    def run_window(self, window: Window, suffix_ids: Sequence[list[int]]) -> torch.Tensor:
+        """(questions of the window, 3) reduced answers on the device, in ``window.questions`` order."""
+        raise NotImplementedError
+
+    def score(self, items: Sequence[tuple[str, list]], keys: Sequence[tuple[str, ...]], size: int,
+              on_batch: Callable[[int], None] | None = None) -> list[YesNoLogits]:
+        """``score_yes_no`` for every item (all of whose visuals are images, keyed by ``keys``), in item
+        order, ``size`` questions per forward."""
+        self.items = items
+        with stage(self, PREPARE):
+            groups, suffix_ids = self.groups(items, keys)
+            windows = plan_windows(groups, size)
+            self.visual_of = {k: v for g in groups for k, v in zip(g.keys, g.visuals)}
+            self.remaining = Counter(k for w in windows for k in w.keys)
+        self.begin(windows)
+        results: list[YesNoLogits | None] = [None] * len(items)
+        pending: list[tuple[list[int], torch.Tensor]] = []
+        cpu_before = self.pool.cpu_seconds
+        try:
+            for w, window in enumerate(windows):
+                for ahead in windows[w:w + 2]:  # this window's images and the next's: the pool works ahead
+                    for key in ahead.keys:
+                        if self.needs(key):
+                            self.pool.submit(key, self.visual_of[key])
+                pending.append((window.questions, self.run_window(window, suffix_ids)))
+                for key in window.keys:
+                    self.remaining[key] -= 1
+                    if self.remaining[key] == 0:
+                        self.forget(key)
+                if len(pending) > 1:  # the previous window's copy, now that this one is queued
+                    self._collect(pending.pop(0), results, on_batch)
+            while pending:
+                self._collect(pending.pop(0), results, on_batch)
+        finally:
+            if self.stages is not None:
+                self.stages.add_cpu("prepare (workers)", self.pool.cpu_seconds - cpu_before)
+        return results  # type: ignore[return-value]
+
+    def needs(self, key: str) -> bool:
+        """Whether the image ``key`` must still be prepared (not already encoded and kept)."""
+        return True
+
+    def forget(self, key: str) -> None:
+        """The image ``key`` is used by no later window."""
+
+    def _collect(self, done: tuple[list[int], torch.Tensor], results: list, on_batch) -> None:
+        questions, reduced = done
+        with stage(self, "copy to host"):
+            values = reduced.cpu().tolist()
+        for q, (yes, no, top) in zip(questions, values, strict=True):
+            text = self.tokenizer.decode([int(top)], skip_special_tokens=False)
+            results[q] = YesNoLogits(logit_yes=yes, logit_no=no, text=text)
+        if on_batch:
+            on_batch(len(questions))
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+class QwenPacked(Pipeline):
+    """The packed pipeline of the Qwen families (module docstring): each image through the vision
+    tower once, then one language-model forward per window, every prefix once under a block mask.
+    The model is Qwen2.5-VL-like: ``model.model.visual``, ``get_rope_index``, ``mm_encoder_outputs``."""
+
+    def __init__(self, host: Any, workers: int | None = None) -> None:
+        super().__init__(host, workers)
+        config = self.model.config
+        self.image_token_id = config.image_token_id
+        self.image_processor = self.processor.image_processor
+        self.merge = int(self.image_processor.merge_size)
+        self.image_pad = self.tokenizer.convert_ids_to_tokens(self.image_token_id)
+        self.vision_end = self.tokenizer.convert_ids_to_tokens(config.vision_end_token_id)
+        self.varlen = varlen_available(self.device, self.model.dtype)
+        self._prefixes: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.features: dict[str, tuple] = {}
+        self.grids: dict[str, torch.Tensor] = {}
+
     # --- host side -------------------------------------------------------------------------------
-    def split(self, text: str, with_images: bool) -> tuple[str, str]:
-        """(prefix, suffix) of a chat text: the prefix ends with the last image's end marker (empty
-        for a prompt without images), so the cut falls on a special token and the two tokenise
-        apart exactly as together."""
-        if not with_images:
-            return "", text
-        cut = text.rindex(self.vision_end) + len(self.vision_end)
-        return text[:cut], text[cut:]
+    def split(self, prompt: Prompt) -> tuple[str, str]:
+        """The prefix ends with the last image's end marker (a special token; empty for a prompt
+        without images)."""
+        if not prompt.images:
+            return "", prompt.text
+        cut = prompt.text.rindex(self.vision_end) + len(self.vision_end)
+        return prompt.text[:cut], prompt.text[cut:]
 
     def prefix(self, head: str, grids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Token ids (1-D) and M-RoPE positions (3 x P) of a prefix whose images have ``grids``;
@@ -337,35 +468,19 @@ class QwenPacked:
             self._prefixes[key] = (ids, positions)
         return self._prefixes[key]
 
-    def groups(self, items: Sequence[tuple[str, list]], keys: Sequence[tuple[str, ...]]) -> tuple[list[Group], list[list[int]]]:
-        """Questions grouped by prefix (text and images) in order of their images, and each question's
-        suffix token ids (one tokenizer call)."""
-        by_prefix: dict[tuple[str, tuple[str, ...]], Group] = {}
-        suffixes: list[str] = []
-        for index, ((context, visuals), image_keys) in enumerate(zip(items, keys, strict=True)):
-            text, images = self.host._packed_prompt(context, visuals)
-            head, tail = self.split(text, bool(images))
-            group = by_prefix.setdefault((head, image_keys), Group(head, image_keys, images))
-            group.questions.append(index)
-            suffixes.append(tail)
-        ids = self.tokenizer(suffixes, add_special_tokens=False)["input_ids"] if suffixes else []
-        ordered = sorted(by_prefix.values(), key=lambda g: (g.keys, g.head))
-        return ordered, [list(x) for x in ids]
-
-    def rows(self, window: Window, grids: dict[str, torch.Tensor], suffix_ids: Sequence[list[int]]):
+    def rows(self, window: Window, suffix_ids: Sequence[list[int]]):
         """Host tensors of one window: ids (B x L), positions (3 x B x L), segments (B x L: 0 prefix,
         j the j-th suffix, -1 padding) and the flat index of every question's answer position."""
         built = []
         for group, questions in window.rows:
-            grid = torch.stack([grids[k] for k in group.keys]) if group.keys else torch.zeros((0, 3), dtype=torch.long)
+            grid = (torch.stack([self.grids[k] for k in group.keys]) if group.keys
+                    else torch.zeros((0, 3), dtype=torch.long))
             prefix_ids, prefix_pos = self.prefix(group.head, grid)
             start = int(prefix_pos.max()) + 1 if prefix_pos.numel() else 0
             ids, pos, seg = [prefix_ids], [prefix_pos], [torch.zeros(len(prefix_ids), dtype=torch.long)]
             ends, length = [], len(prefix_ids)
             for j, q in enumerate(questions, start=1):
                 suffix = torch.tensor(suffix_ids[q], dtype=torch.long)
-                if len(suffix) == 0:
-                    raise ValueError("a question's prompt ends at its last image: nothing to score after it")
                 ids.append(suffix)
                 pos.append((start + torch.arange(len(suffix))).expand(3, -1))
                 seg.append(torch.full((len(suffix),), j, dtype=torch.long))
@@ -383,16 +498,10 @@ class QwenPacked:
         return ids, positions, segments, torch.tensor(answers, dtype=torch.long)
 
     # --- device side -----------------------------------------------------------------------------
-    def _upload(self, tensor: torch.Tensor) -> torch.Tensor:
-        if self.device.type == "cuda":
-            return tensor.pin_memory().to(self.device, non_blocking=True)
-        return tensor
-
     def pixels(self, images: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """uint8 HxWx3 images -> (pixel_values on the device, grids on the host): the family's image
-        processor run on the device over uint8 that went there as uint8."""
-        on_device = [image.to(self.device, non_blocking=True).permute(2, 0, 1) for image in images]
-        out = self.image_processor(images=on_device, return_tensors="pt", device=self.device)
+        """uint8 CxHxW images on the device -> (pixel_values on the device, grids on the host): the
+        family's own image processor, run on the device."""
+        out = self.image_processor(images=list(images), return_tensors="pt", device=self.device)
         return out["pixel_values"], out["image_grid_thw"].cpu()
 
     def attention_mask(self, segments: torch.Tensor) -> torch.Tensor:
@@ -409,111 +518,174 @@ class QwenPacked:
         additive = torch.zeros(allowed.shape, dtype=self.model.dtype, device=segments.device)
         return additive.masked_fill(~allowed, torch.finfo(self.model.dtype).min)
 
-    def reduce(self, logits: torch.Tensor) -> torch.Tensor:
-        """(Q, V) logits -> (Q, 3) float64 [l_Yes, l_No, argmax] on the device (logsumexp over several
-        answer spellings, as AnswerTokens.logits)."""
-        values = logits.float()
-
-        def pick(ids: torch.Tensor) -> torch.Tensor:
-            chosen = values[:, ids]
-            return chosen[:, 0] if len(ids) == 1 else torch.logsumexp(chosen, -1)
-
-        return torch.stack([pick(self.yes_ids), pick(self.no_ids), values.argmax(-1).float()], 1).double()
-
-    def forward(self, window: Window, features: dict[str, tuple], host_rows) -> torch.Tensor:
-        ids, positions, segments, answers = (self._upload(t) for t in host_rows)
-        per_row = [features[k] for group, _ in window.rows for k in group.keys]
+    def encode(self, keys: Sequence[str]) -> None:
+        """The window's new images through the vision tower in one call; features and grids kept."""
         from spatial_tasks.models import families
 
-        kwargs: dict[str, Any] = {}
-        if per_row:
-            kwargs["mm_encoder_outputs"] = families.qwen_encoder_outputs(per_row)
-        mask = self.attention_mask(segments)
-        with torch.inference_mode():
-            hidden = self.model.model(input_ids=ids, position_ids=positions, attention_mask=mask,
-                                      use_cache=False, **kwargs).last_hidden_state
-            picked = hidden.reshape(-1, hidden.shape[-1]).index_select(0, answers)
-            return self.reduce(self.model.lm_head(picked))
-
-    def encode(self, images: Sequence[torch.Tensor]) -> tuple[list[tuple], torch.Tensor]:
-        """Features of new images (one vision call for all) and their grids (host)."""
-        from spatial_tasks.models import families
-
+        images = self.images(keys)
         with stage(self, "upload + normalise (device)", Stages.DEVICE):
             pixel_values, grids = self.pixels(images)
+        parts = [{"pixel_values": pixel_values, "image_grid_thw": grids.to(self.device)}]
         with stage(self, "vision", Stages.DEVICE):
             try:
                 with vision_attention(self.model, self.varlen):
-                    features = families.qwen_encode_images(
-                        self.model, [{"pixel_values": pixel_values, "image_grid_thw": grids.to(self.device)}])
+                    features = families.qwen_encode_images(self.model, parts)
             except (RuntimeError, NotImplementedError) as error:
                 if not self.varlen:
                     raise
                 eval_logger.warning(f"variable-length vision attention failed ({str(error)[:200]}); "
                                     "using the per-window loop from now on")
                 _varlen_state["broken"], self.varlen = True, False
-                features = families.qwen_encode_images(
-                    self.model, [{"pixel_values": pixel_values, "image_grid_thw": grids.to(self.device)}])
-        return features, grids
+                features = families.qwen_encode_images(self.model, parts)
+        self.features.update(zip(keys, features))
+        self.grids.update(zip(keys, grids))
 
-    # --- the pipeline ----------------------------------------------------------------------------
-    def score(self, items: Sequence[tuple[str, list]], keys: Sequence[tuple[str, ...]], size: int,
-              on_batch: Callable[[int], None] | None = None) -> list[YesNoLogits]:
-        """``score_yes_no`` for every item (all of whose visuals are images, keyed by ``keys``), in item
-        order, ``size`` questions per forward."""
+    def needs(self, key: str) -> bool:
+        return key not in self.features
+
+    def forget(self, key: str) -> None:
+        self.features.pop(key, None)
+
+    def run_window(self, window: Window, suffix_ids: Sequence[list[int]]) -> torch.Tensor:
+        from spatial_tasks.models import families
+
+        new = [k for k in window.keys if k not in self.features]
+        if new:
+            self.encode(new)
         with stage(self, PREPARE):
-            groups, suffix_ids = self.groups(items, keys)
-            windows = plan_windows(groups, size)
-            visual_of = {k: v for g in groups for k, v in zip(g.keys, g.visuals)}
-            remaining = Counter(k for w in windows for k in w.keys)
-        features: dict[str, tuple] = {}
-        grids: dict[str, torch.Tensor] = {}
-        results: list[YesNoLogits | None] = [None] * len(items)
-        pending: list[tuple[list[int], torch.Tensor]] = []
-        cpu_before = self.pool.cpu_seconds
+            host_rows = self.rows(window, suffix_ids)
+        with stage(self, "language model", Stages.DEVICE):
+            ids, positions, segments, answers = (self._upload(t) for t in host_rows)
+            per_row = [self.features[k] for group, _ in window.rows for k in group.keys]
+            kwargs: dict[str, Any] = {}
+            if per_row:
+                kwargs["mm_encoder_outputs"] = families.qwen_encoder_outputs(per_row)
+            with torch.inference_mode():
+                hidden = self.model.model(input_ids=ids, position_ids=positions,
+                                          attention_mask=self.attention_mask(segments), use_cache=False,
+                                          **kwargs).last_hidden_state
+                picked = hidden.reshape(-1, hidden.shape[-1]).index_select(0, answers)
+                return self.reduce(self.model.lm_head(picked))
 
-        def prefetch(w: int) -> None:
-            for window in windows[w:w + 2]:  # this window and the next: the pool works ahead
-                for key in window.keys:
-                    if key not in features:
-                        self.pool.submit(key, visual_of[key])
 
-        for w, window in enumerate(windows):
-            prefetch(w)
-            new = [k for k in window.keys if k not in features]
-            if new:
-                with stage(self, PREPARE):
-                    images = [self.pool.take(k) for k in new]
-                encoded, new_grids = self.encode(images)
-                features.update(zip(new, encoded))
-                grids.update(zip(new, new_grids))
-            with stage(self, PREPARE):
-                host_rows = self.rows(window, grids, suffix_ids)
-            with stage(self, "language model", Stages.DEVICE):
-                reduced = self.forward(window, features, host_rows)
-            pending.append((window.questions, reduced))
-            for key in window.keys:
-                remaining[key] -= 1
-                if remaining[key] == 0:
-                    features.pop(key, None)
-            if len(pending) > 1:  # the previous window's copy, now that this one is queued
-                self._collect(pending.pop(0), results, on_batch)
-        while pending:
-            self._collect(pending.pop(0), results, on_batch)
-        if self.stages is not None:
-            self.stages.add_cpu("prepare (workers)", self.pool.cpu_seconds - cpu_before)
-        return results  # type: ignore[return-value]
+class PreparedOnce(Pipeline):
+    """The pipeline of families whose forward takes no precomputed image features (Gemma 3,
+    LLaVA-OneVision, InternVL, ...): each distinct image prepared once per window (the pool, then the
+    family's processor on the device over the image's prompt prefix), every question's row its
+    prefix's tokens and tensors followed by its own suffix, one padded forward per window, the
+    reduction on the device. The model still encodes an image once per row: only the Qwen families
+    take features back (``QwenPacked``).
 
-    def _collect(self, done: tuple[list[int], torch.Tensor], results: list, on_batch) -> None:
-        questions, reduced = done
-        with stage(self, "copy to host"):
-            values = reduced.cpu().tolist()
-        for q, (yes, no, top) in zip(questions, values, strict=True):
-            text = self.tokenizer.decode([int(top)], skip_special_tokens=False)
-            results[q] = YesNoLogits(logit_yes=yes, logit_no=no, text=text)
-        if on_batch:
-            on_batch(len(questions))
+    Rows are assembled from the processor's per-prefix output by a rule (per-token tensors
+    extended by the suffix, per-image tensors concatenated in row order, ``PER_ROW`` tensors one per
+    row). The first window of a model is checked against the processor run on the rows' whole
+    prompts; a family whose tensors follow another rule (Molmo2 indexes its patches) is then scored
+    by the per-question path, with a warning naming the tensor."""
 
-    def close(self) -> None:
-        self.pool.close()
+    TEXT_VALUE = {"attention_mask": 1}  # what a per-token tensor holds at a text token (else 0)
+    text_only = False  # a batch of these families' processors cannot mix prompts with and without images
 
+    def __init__(self, host: Any, workers: int | None = None) -> None:
+        super().__init__(host, workers)
+        self.prefixes: dict[tuple[str, tuple[str, ...]], dict[str, torch.Tensor]] = {}
+        self.uploaded: dict[str, torch.Tensor] = {}
+        self.agreed: bool | None = None  # None until the first window is checked
+        self.problem = ""
+
+    def split(self, prompt: Prompt) -> tuple[str, str]:
+        """The prefix ends where the question starts (after the last image)."""
+        cut = prompt.text.rindex(prompt.question) if prompt.question else len(prompt.text)
+        return prompt.text[:cut], prompt.text[cut:]
+
+    def begin(self, windows: Sequence[Window]) -> None:
+        self.prefixes.clear()
+        self.uploaded.clear()
+
+    def prefix(self, group: Group, images: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        key = (group.head, group.keys)
+        if key not in self.prefixes:
+            with stage(self, "upload + normalise (device)", Stages.DEVICE):
+                out = self.processor(text=[group.head], images=[[images[k] for k in group.keys]],
+                                     return_tensors="pt", device=self.device)
+            self.prefixes[key] = {k: v.to(self.device) for k, v in out.items()}
+        return self.prefixes[key]
+
+    def rows(self, window: Window, suffix_ids: Sequence[list[int]]) -> dict[str, torch.Tensor]:
+        """The window's batch: one left-padded row per question, as the processor batches prompts."""
+        rows = [(self.prefixes[(group.head, group.keys)], q) for group, questions in window.rows for q in questions]
+        width = max(out["input_ids"].shape[1] + len(suffix_ids[q]) for out, q in rows)
+        first = rows[0][0]
+        per_token = [k for k, v in first.items() if v.ndim == 2 and v.shape == first["input_ids"].shape]
+        batch: dict[str, list[torch.Tensor]] = {k: [] for k in first}
+        for out, q in rows:
+            length = out["input_ids"].shape[1] + len(suffix_ids[q])
+            for name, value in out.items():
+                if name in per_token:
+                    fill = self.pad_id if name == "input_ids" else 0
+                    tail = (torch.tensor(suffix_ids[q], device=self.device) if name == "input_ids"
+                            else torch.full((len(suffix_ids[q]),), self.TEXT_VALUE.get(name, 0), device=self.device))
+                    pad = torch.full((width - length,), fill, device=self.device)
+                    batch[name].append(torch.cat([pad, value[0], tail.to(value.dtype)]).to(value.dtype))
+                else:
+                    batch[name].append(value)
+        return {name: torch.stack(parts) if name in per_token else _cat_padded(parts) for name, parts in batch.items()}
+
+    def agree(self, batch: dict[str, torch.Tensor], window: Window) -> str:
+        """'' when the assembled batch equals the processor's own over the rows' whole prompts, else
+        the first tensor that differs."""
+        items = [self.items[q] for q in window.questions]
+        want = self.host._yesno_prepare_batch(items) if len(items) > 1 else self.host._yesno_prepare_inputs(*items[0])
+        if want is None:
+            return "the processor does not batch these prompts"
+        for name in sorted(set(want) | set(batch)):
+            got, ref = batch.get(name), want.get(name)
+            if got is None or ref is None or got.shape != ref.shape:
+                return f"{name}: {None if got is None else tuple(got.shape)} vs {None if ref is None else tuple(ref.shape)}"
+            if not torch.allclose(got.float().cpu(), ref.float().cpu(), rtol=0, atol=1e-6):
+                return f"{name}: values differ"
+        return ""
+
+    def run_window(self, window: Window, suffix_ids: Sequence[list[int]]) -> torch.Tensor:
+        new_groups = [g for g, _ in window.rows if (g.head, g.keys) not in self.prefixes]
+        keys = [k for k in dict.fromkeys(k for g in new_groups for k in g.keys) if k not in self.uploaded]
+        self.uploaded.update(zip(keys, self.images(keys)))
+        for group in new_groups:
+            self.prefix(group, self.uploaded)
+        with stage(self, PREPARE):
+            batch = self.rows(window, suffix_ids)
+        if self.agreed is None:
+            self.problem = self.agree(batch, window)
+            self.agreed = not self.problem
+        if not self.agreed:
+            raise Unpackable(self.problem)
+        kwargs: dict[str, Any] = {"use_cache": False}
+        if "logits_to_keep" in inspect.signature(self.model.forward).parameters:
+            kwargs["logits_to_keep"] = 1
+        with stage(self, "vision + language model", Stages.DEVICE), torch.inference_mode():
+            return self.reduce(self.model(**batch, **kwargs).logits[:, -1])
+
+    def needs(self, key: str) -> bool:
+        return key not in self.uploaded
+
+    def forget(self, key: str) -> None:
+        self.uploaded.pop(key, None)
+        for prefix in [p for p in self.prefixes if key in p[1]]:
+            self.prefixes.pop(prefix, None)
+
+
+def _cat_padded(parts: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Per-image tensors concatenated on dim 0, each zero-padded at the end of its other dims to the
+    largest (as LLaVA-OneVision's processor pads its patch lists for a batch)."""
+    shape = [max(p.shape[d] for p in parts) for d in range(1, parts[0].ndim)]
+    padded = []
+    for part in parts:
+        missing = [size - have for size, have in zip(shape, part.shape[1:], strict=True)]
+        if any(missing):
+            pad = [x for m in reversed(missing) for x in (0, m)]
+            part = torch.nn.functional.pad(part, pad)
+        padded.append(part)
+    return torch.cat(padded)
+
+
+class Unpackable(RuntimeError):
+    """A family's tensors are not assembled by PreparedOnce's rule (the message names the tensor)."""

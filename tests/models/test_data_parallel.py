@@ -1,10 +1,13 @@
 """Data parallel scoring the lmms-eval way: ``accelerate launch`` with 2 processes. On this
 CPU-only machine accelerate's multi-process launcher (torchrun) starts 2 CPU processes and
 torch.distributed uses the gloo backend; lmms-eval gives each rank half of the requests and
-gathers them. Every logged response and every metric must equal the one-process run."""
+gathers them. Every logged response and every metric must equal the one-process run: the logits to
+LOGIT_TOL (each rank packs its own half into other windows, and a float32 matrix product over other
+rows rounds its last bits differently), everything else exactly."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -19,6 +22,7 @@ from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS
 pytestmark = pytest.mark.cli
 ACCELERATE = str(Path(sys.executable).with_name("accelerate"))
 TASK = "spatialtunnel_logit_sample_phase"
+LOGIT_TOL = 1e-5  # float32 logits of one question in different batches
 
 
 def _free_port() -> int:
@@ -43,9 +47,15 @@ def test_two_processes_score_exactly_as_one(tiny_family_dirs, lmms_run, tmp_path
     assert proc.returncode == 0, log[-4000:]
     assert log.count("number of requests on this rank: 128") == 2, log[-4000:]  # 256 requests, half each
     two = read_run(tmp_path / "two", proc.returncode, log)
-    by_doc = {name: {s["doc_id"]: s["v"]["response"] for s in run.samples[TASK]} for name, run in
+    by_doc = {name: {s["doc_id"]: json.loads(s["v"]["response"]) for s in run.samples[TASK]} for name, run in
               (("one", one), ("two", two))}
-    assert len(by_doc["one"]) == 256 and by_doc["one"] == by_doc["two"]
+    assert len(by_doc["one"]) == 256 and by_doc["one"].keys() == by_doc["two"].keys()
+    for doc, want in by_doc["one"].items():
+        got = by_doc["two"][doc]
+        assert {k: v for k, v in got.items() if not k.startswith("logit_")} == \
+            {k: v for k, v in want.items() if not k.startswith("logit_")}
+        assert got["logit_yes"] == pytest.approx(want["logit_yes"], abs=LOGIT_TOL)
+        assert got["logit_no"] == pytest.approx(want["logit_no"], abs=LOGIT_TOL)
     for metric in PHASE_METRICS:
-        assert two.metrics(TASK)[metric] == pytest.approx(one.metrics(TASK)[metric], abs=1e-12)
+        assert two.metrics(TASK)[metric] == pytest.approx(one.metrics(TASK)[metric], abs=1e-6)
 

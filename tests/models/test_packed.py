@@ -100,7 +100,7 @@ def test_a_bad_preparation_is_named():
 def test_normalise_and_patchify_on_the_device_equal_the_processor(tiny):
     scorer = QwenPacked(tiny)
     try:
-        images = [torch.from_numpy(np.array(tiny._packed_load_image(im))) for im in IMAGES]
+        images = [torch.from_numpy(tiny._packed_load_image(im)).permute(2, 0, 1) for im in IMAGES]
         pixels, grids = scorer.pixels(images)
         today = [tiny._yesno_prepare_inputs("q", [im]) for im in IMAGES]
         want = torch.cat([t["pixel_values"] for t in today])
@@ -122,7 +122,7 @@ def test_prefix_plus_suffix_is_the_processors_input_ids_and_positions(tiny):
         grids = {}
         for group in groups:
             for key, image in zip(group.keys, group.visuals, strict=True):
-                grids[key] = scorer.pixels([torch.from_numpy(np.array(tiny._packed_load_image(image)))])[1][0]
+                grids[key] = scorer.pixels([torch.from_numpy(tiny._packed_load_image(image)).permute(2, 0, 1)])[1][0]
         assert sum(len(g.questions) for g in groups) == len(items)
         assert len(groups) == 7  # five images, the two-image doc, the doc without one
         for group in groups:
@@ -145,7 +145,8 @@ def test_prefix_plus_suffix_is_the_processors_input_ids_and_positions(tiny):
 def test_windows_hold_whole_groups_and_split_big_ones():
     from spatial_tasks.models.packed import Group
 
-    groups = [Group("a", ("a",), [], list(range(0, 8))), Group("b", ("b",), [], [8]), Group("c", ("c",), [], [9, 10, 11])]
+    groups = [Group("a", ("a",), [], list(range(0, 8))), Group("b", ("b",), [], [8]),
+              Group("c", ("c",), [], [9, 10, 11])]
     windows = plan_windows(groups, 3)
     assert [[(g.head, qs) for g, qs in w.rows] for w in windows] == [
         [("a", [0, 1, 2])], [("a", [3, 4, 5])], [("a", [6, 7]), ("b", [8])], [("c", [9, 10, 11])]]
@@ -236,3 +237,33 @@ def test_packed_is_a_validated_model_arg(tiny_qwen_dir):
     items = _items()[:6]
     for a, b in zip(_scores(eager, items, 1, False), eager.score_packed(items, 8), strict=True):
         assert abs(a.logit_yes - b.logit_yes) <= TOL and a.text == b.text
+
+
+@pytest.mark.parametrize("family", ["qwen3_vl", "gemma3", "llava_onevision", "internvl", "molmo2"])
+def test_every_hf_yesno_family_prepares_each_image_once(family, tiny_family_dirs, monkeypatch):
+    """hf_yesno packs every family it serves: Qwen3-VL like Qwen2.5-VL (QwenPacked); the others
+    (PreparedOnce) prepare each distinct image once and take their rows from its prefix -- equal to
+    batch 1. A family whose tensors follow another rule (Molmo2's patch indices) is found on the
+    first window and scored by the per-question path, with the tensor named."""
+    from spatial_tasks.models import packed as packed_module
+    from spatial_tasks.models.hf_auto import HFYesNo
+
+    model = HFYesNo(str(tiny_family_dirs(family)), device="cpu", dtype="float32", batch_size=8)
+    assert model.packable()
+    prepared: list[str] = []
+    real = packed_module.ImagePool._job
+    monkeypatch.setattr(packed_module.ImagePool, "_job", lambda pool, visual: prepared.append(image_key(visual))
+                        or real(pool, visual))
+    items = [item for item in _items() if item[1]]  # prompts with images (a text-only one is scored alone)
+    one = [model.score_yes_no(*item) for item in items]
+    got = model.score_packed(items, 8)
+    for a, b in zip(one, got, strict=True):
+        assert abs(a.logit_yes - b.logit_yes) <= TOL and abs(a.logit_no - b.logit_no) <= TOL and a.text == b.text
+    expected = "QwenPacked" if family == "qwen3_vl" else "PreparedOnce"
+    assert type(model._packed_scorer).__name__ == expected
+    if family == "molmo2":
+        assert model._unpackable == "image_token_pooling: values differ" and not model.can_pack()
+    else:
+        assert not getattr(model, "_unpackable", "")
+        # each distinct image prepared once: kept (features or uploaded pixels) until its last window
+        assert sorted(prepared) == sorted({image_key(im) for _, images in items for im in images})
