@@ -17,7 +17,9 @@ model_args: ``pretrained``; ``device`` (default cuda when there is one, else cpu
 (``auto`` shards one model over every visible GPU, with ``max_memory_gb`` per GPU if given);
 ``dtype`` (bfloat16 | float16 | float32; default bfloat16); ``batch_size`` (lmms-eval's);
 ``trust_remote_code``; ``attn_implementation``; ``system_prompt``; ``yes_text``/``no_text``/
-``answer_rule`` (``spatial_tasks.models.answer_tokens``); ``group_images``/``group_window``.
+``answer_rule`` (``spatial_tasks.models.answer_tokens``); ``group_images``/``group_window``;
+``packed`` (true | false | auto, the default: ``spatial_tasks.models.packed`` -- each distinct image
+prepared once per window for every family, and for the Qwen families one packed forward per window).
 Under ``accelerate launch`` with several processes each process loads the model on its own
 device (``accelerator.device``; CPU processes with ``--cpu``) and lmms-eval splits the requests.
 """

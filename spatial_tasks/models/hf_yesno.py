@@ -15,7 +15,9 @@ family's ``generate_until`` does (system prompt, image entries, chat template wi
 generation prompt). For speed, ``_yesno_prepare_batch`` (left-padded batches) and the grouping
 hooks ``_yesno_image_parts`` / ``_yesno_encode_images`` / ``_yesno_forward_with_features`` (each
 distinct image through the vision tower once, ``score_grouped``; ``QwenImageFeatures`` has them
-for the Qwen families); without them requests are scored one by one, with the same results.
+for the Qwen families); without them requests are scored one by one, with the same results. The
+packed pipeline (``spatial_tasks.models.packed``, ``packed=auto`` by default) needs two more hooks,
+``_packed_prompt`` and ``_packed_load_image`` (``score_packed``).
 Register it in ``spatial_tasks/harness.py`` (``MODELS["<id>_yesno"] = "<module>.<Class>"``). This
 module holds ``qwen2_5_vl_yesno``; ``lmms_yesno`` the other twins; ``hf_auto`` the generic ``hf_yesno``.
 
@@ -403,12 +405,15 @@ def image_key(image: Image.Image) -> str:
 class Qwen2_5_VLYesNo(QwenImageFeatures, HFYesNoMixin, Qwen2_5_VL):
     """lmms-eval's ``qwen2_5_vl`` (same loading, same model_args) answering with first-token
     Yes/No logits. Extra model_args (``HFYesNoMixin._yesno_options``): ``yes_text``/``no_text``/
-    ``answer_rule``, ``group_images``, ``group_window``, ``share_prefix``, ``dtype``. lmms-eval's
-    ``--batch_size`` scores that many requests per forward pass (left-padded, as qwen2_5_vl
-    batches); ``group_images`` (default true) encodes each distinct image once per
-    ``group_window`` requests (``score_grouped``); ``share_prefix`` (default true, with grouping)
-    runs the prompt up to the image once per image and batches only the question suffixes on its
-    KV cache (``_yesno_forward_shared_prefix``).
+    ``answer_rule``, ``group_images``, ``group_window``, ``share_prefix``, ``packed``, ``dtype``.
+    lmms-eval's ``--batch_size`` scores that many requests per forward pass (left-padded, as
+    qwen2_5_vl batches); ``packed`` (default auto: on wherever it was measured faster, with
+    grouping) runs the packed pipeline (``score_packed``: each distinct image prepared and encoded
+    once, one language-model forward per ``--batch_size`` questions with each prompt prefix once);
+    without it, ``group_images`` (default true) encodes each distinct image once per
+    ``group_window`` requests (``score_grouped``) and ``share_prefix`` (default true, with
+    grouping) runs the prompt up to the image once per image and batches only the question
+    suffixes on its KV cache (``_yesno_forward_shared_prefix``).
 
     The prompt is built as ``Qwen2_5_VL.generate_until`` builds it: system prompt, one image
     entry per visual (JPEG data URL with min/max_pixels) before the text, ``<image>`` removed,
