@@ -1,6 +1,7 @@
 """Packed first-token scoring: a pipeline over windows of images, not a loop over questions.
 
-For the Qwen families (architecture.md, "The model side"), one window at a time:
+``QwenPacked`` (Qwen2.5-VL, Qwen3-VL, Qwen3-VL-MoE; architecture.md, "The model side"), one window
+at a time:
 
 * **prepare** -- each distinct image once, in a worker pool, while the device works on the previous
   window (``ImagePool``): the host family's own decode and resize to uint8, byte for byte the pixels
@@ -16,6 +17,10 @@ For the Qwen families (architecture.md, "The model side"), one window at a time:
   ahead on the host, the head applied only at the answer positions;
 * **reduce** -- l_Yes, l_No and the argmax on the device, one copy to the host per window, taken
   after the next window is queued.
+
+``PreparedOnce`` (the families whose forward takes no precomputed image features) shares the
+preparation, the prefix/suffix tokens, the reduction and the copies; its forward is the family's own
+over padded rows.
 
 Every quantity equals the per-question path's (tests/models/test_packed.py: float32 logits to 1e-5,
 pixels exactly, prefix + suffix = the processor's ids). ``Stages`` times the parts.
@@ -122,9 +127,6 @@ class Stages:
         out = dict(self.wall)
         for name, start, end in self._events:
             out[name] = out.get(name, 0.0) + start.elapsed_time(end) / 1000
-        self._events.clear()
-        for name, seconds in out.items():
-            self.wall[name] = seconds
         return out
 
 
@@ -398,6 +400,7 @@ class Pipeline:
         finally:
             if self.stages is not None:
                 self.stages.add_cpu("prepare (workers)", self.pool.cpu_seconds - cpu_before)
+            self.items, self.visual_of = [], {}  # hold no image past the run
         return results  # type: ignore[return-value]
 
     def needs(self, key: str) -> bool:
