@@ -28,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import standin_molmo  # noqa: E402
 import standin_vila  # noqa: E402
 
+STATE_TOL = 1e-5  # float32 hidden states of a left-padded batch vs one prompt alone
+
 SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 
 
@@ -86,7 +88,7 @@ def test_probe_states_through_the_adapter(molmo_dir):
     states, first = model.last_token_states(items)
     alone = np.concatenate([model.last_token_states([item])[0] for item in items], axis=1)
     assert states.shape == (2, 2, 32) and len(first) == 2
-    assert np.array_equal(states, alone) and np.abs(states[:, 0] - states[:, 1]).max() > 0
+    assert np.abs(states - alone).max() <= STATE_TOL and np.abs(states[:, 0] - states[:, 1]).max() > 0
     # the hook reads block i's output at the last prompt token: block 1 run by hand on it agrees
     inputs = model.prepare_batch(items[:1])
     seen = {}
@@ -129,7 +131,7 @@ def test_vila_probe_states_hook_the_language_models_layers(vila_dirs):
     items = [("Is the cube in front?", _image(200)), ("Is the sphere much farther away?", _image(30))]
     states, first = model.last_token_states(items)
     alone = np.concatenate([model.last_token_states([item])[0] for item in items], axis=1)
-    assert states.shape == (2, 2, 32) and np.array_equal(states, alone) and len(first) == 2
+    assert states.shape == (2, 2, 32) and np.abs(states - alone).max() <= STATE_TOL and len(first) == 2
     last = model.model.llm.model.norm  # the final norm's input is the last layer's output
     seen = {}
     handle = last.register_forward_hook(lambda m, args, out: seen.setdefault("in", args[0]))
