@@ -4,7 +4,8 @@ bundled SpatialTunnel, O3-D, DORI and VAGUE samples, then ``spatial-tasks report
 Every evaluation is a separate ``lmms-eval`` process, exactly as a user would type it, and its
 results file is checked (lmms-eval exits 0 even when a task crashed). The tiny model is randomly
 initialised (its answers are noise) and only exercises the real code. Running the demo again
-into the same folder replaces its earlier runs and report.
+into the same folder replaces its earlier runs and report; a folder it did not make is never
+emptied (``claim_folder``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.samples import RunFailed, check_run
 from spatial_tasks.paths import output_folder
 from spatial_tasks.registry import benchmarks
@@ -130,6 +132,23 @@ def run_studies(model_dir: Path, out: Path) -> list[Path]:
     return folders
 
 
+DEMO_MARK = ".spatial-tasks-demo"  # in --out: the demo wrote this folder, so its runs/ and logs/ are its own
+
+
+def claim_folder(out: Path) -> None:
+    """Make ``out`` the demo's: a rerun replaces its ``runs/`` and ``logs/``, but only in a folder the
+    demo made (``DEMO_MARK``, or a tiny model it built before the mark existed). A folder of the user's
+    that holds either is refused, naming them: nothing of theirs is deleted."""
+    ours = (out / DEMO_MARK).exists() or (out / "tiny-qwen2_5_vl" / "config.json").exists()
+    theirs = [f"{name}/" for name in ("runs", "logs") if (out / name).exists()]
+    if theirs and not ours:
+        raise UserError(f"--out {out}: holds {' and '.join(theirs)} that spatial-tasks demo did not write; nothing "
+                        "was deleted. Choose another --out (a new or empty folder), or move them away.")
+    (out / DEMO_MARK).write_text("Written by spatial-tasks demo: a rerun into this folder replaces runs/ and logs/.\n")
+    for folder in (out / "runs", out / "logs"):  # a rerun replaces the earlier results
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def run_demo(out: Path, workers: int = 2) -> Path:
     from spatial_tasks.harness import check_runtime
     from spatial_tasks.models.tiny_models import build_tiny_model
@@ -138,8 +157,7 @@ def run_demo(out: Path, workers: int = 2) -> Path:
     check_runtime()  # a known upstream break is one line now, not 16 failed runs later
     started = time.time()
     out = output_folder(out)
-    for folder in (out / "runs", out / "logs"):  # a rerun replaces the earlier results
-        shutil.rmtree(folder, ignore_errors=True)
+    claim_folder(out)
     (out / "logs").mkdir()
     model_dir = out / "tiny-qwen2_5_vl"
     if not (model_dir / "config.json").exists():
