@@ -13,6 +13,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 UNPARSEABLE = "unparseable"
@@ -56,6 +57,9 @@ class YesNoLogits:
     logit_yes: float
     logit_no: float
     text: str = ""  # what the model would say first (decoded first token), for the sample log
+    # m = p(Yes) + p(No) of the first token (every answer spelling counted): how much of the model's
+    # answer p = sigma(l_Yes - l_No) reads. None where unknown (a rule baseline has no distribution).
+    label_mass: float | None = None
 
     @property
     def p_yes(self) -> float:
@@ -87,10 +91,76 @@ def sigmoid(x: float) -> float:
 
 
 def encode_payload(logits: YesNoLogits, **extra) -> str:
-    """A *_yesno model's response for these logits (``extra``: more fields to log, e.g. token ids)."""
+    """A *_yesno model's response for these logits (``extra``: more fields to log, e.g. token ids),
+    with the label mass where it is known."""
+    if logits.label_mass is not None:
+        extra = {"label_mass": logits.label_mass, **extra}
     return encode_payload_fields(logits.answer, logits.logit_yes, logits.logit_no, logits.text, **extra)
 
 
+MASS_SLACK = 1e-6  # float rounding of a sum of two probabilities may pass 1 by this much
+
+
+def label_mass(log_p_yes: float, log_p_no: float) -> float | None:
+    """m = p(Yes) + p(No) from the labels' log-probabilities (each already the logsumexp over its
+    spellings), at most 1; None when they are not numbers."""
+    mass = math.exp(log_p_yes) + math.exp(log_p_no)
+    return None if math.isnan(mass) else min(1.0, mass)
+
+
+def payload_label_mass(fields: dict) -> tuple[bool, float | None]:
+    """(valid, m) of a decoded payload's ``label_mass``: absent is valid and None; a number in [0, 1]
+    (to MASS_SLACK) is valid; anything else (text, NaN, out of range) is not."""
+    if "label_mass" not in fields:
+        return True, None
+    value = fields["label_mass"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0 + MASS_SLACK:
+        return False, None
+    return True, min(1.0, float(value))
+
+
+
+
+# --- the label mass over a set of records (rescore, report, verify, and a scorer's closing warning)
+
+
+def warn_on_label_mass(scored: Sequence[YesNoLogits], who: str) -> str | None:
+    """The one warning a scorer logs after a run whose median label mass is under 1/2 (returned too)."""
+    warning = label_mass_warning(label_mass_median([{"label_mass": s.label_mass} for s in scored]))
+    if warning:
+        from loguru import logger
+
+        logger.warning(f"{who}: {warning}")
+    return warning
+
+
+MASS_WARNING_BELOW = 0.5  # a median label mass under this: p reads a minority of the model's answer
+
+
+def label_mass_median(records: Sequence[dict]) -> float:
+    """Median label mass m = p(Yes) + p(No) of the first token over the records that carry it
+    (``label_mass``; NaN if none does). Not a paper figure: it says how much of the model's answer
+    p = σ(ℓ_Yes − ℓ_No) (SpatialTunnel paper §4) reads -- with m = 0.1, p compares two words the
+    model almost never says first."""
+    masses = sorted(r["label_mass"] for r in records if r.get("label_mass") is not None)
+    if not masses:
+        return math.nan
+    middle = len(masses) // 2
+    return masses[middle] if len(masses) % 2 else (masses[middle - 1] + masses[middle]) / 2
+
+
+def label_mass_below_half(records: Sequence[dict]) -> float:
+    """Share of the questions carrying a label mass whose m is under 1/2 (NaN if none carries it)."""
+    masses = [r["label_mass"] for r in records if r.get("label_mass") is not None]
+    return sum(m < MASS_WARNING_BELOW for m in masses) / len(masses) if masses else math.nan
+
+
+def label_mass_warning(median: float | None) -> str | None:
+    """The one warning line for a run and task whose median label mass is under 1/2, else None."""
+    if median is None or math.isnan(median) or median >= MASS_WARNING_BELOW:
+        return None
+    return (f"median label mass {median:.3f} < {MASS_WARNING_BELOW}: the model mostly does not answer Yes or No "
+            "first, so p = σ(ℓ_Yes − ℓ_No) reads a minority of its answer")
 
 
 def decode_payload(response: object) -> YesNoLogits | None:
@@ -99,7 +169,10 @@ def decode_payload(response: object) -> YesNoLogits | None:
     data = decode_payload_fields(response)
     if data is None:
         return None
-    return YesNoLogits(data["logit_yes"], data["logit_no"], data["text"])
+    valid, mass = payload_label_mass(data)
+    if not valid:
+        return None
+    return YesNoLogits(data["logit_yes"], data["logit_no"], data["text"], mass)
 
 
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)

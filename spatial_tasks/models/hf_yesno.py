@@ -41,7 +41,7 @@ from PIL import Image
 from tqdm import tqdm
 
 from spatial_tasks.common.validate import flag
-from spatial_tasks.common.yesno import YesNoLogits, encode_payload
+from spatial_tasks.common.yesno import YesNoLogits, encode_payload, label_mass, warn_on_label_mass
 from spatial_tasks.harness import lmms_eval_qwen2_5_vl
 from spatial_tasks.models import families as families
 from spatial_tasks.models.answer_tokens import (  # noqa: F401  (re-exported: the rule's public names)
@@ -182,10 +182,13 @@ class HFYesNoMixin:
             return [self._to_yes_no(row) for row in logits]
 
     def _to_yes_no(self, logits: torch.Tensor) -> YesNoLogits:
+        """l_Yes, l_No, the argmax token and the label mass (from the full softmax) of one logit row."""
         logit_yes, logit_no = self.answer_tokens().logits(logits)
         top = int(torch.argmax(logits))
         text = self.tokenizer.decode([top], skip_special_tokens=False)
-        return YesNoLogits(logit_yes=logit_yes, logit_no=logit_no, text=text)
+        normaliser = float(torch.logsumexp(logits.float(), 0))
+        return YesNoLogits(logit_yes=logit_yes, logit_no=logit_no, text=text,
+                           label_mass=label_mass(logit_yes - normaliser, logit_no - normaliser))
 
     def score_yes_no_batch(self, items: Sequence[tuple[str, Sequence | None]]) -> list[YesNoLogits]:
         """``score_yes_no`` for several (context, visuals) at once: one padded forward pass when
@@ -344,6 +347,7 @@ class HFYesNoMixin:
         grouped = bool(getattr(self, "group_images", False)) or packed
         window = max(size, int(getattr(self, "group_window", GROUP_WINDOW) or GROUP_WINDOW)) if grouped else size
         responses: list[str] = []
+        scored_all: list[YesNoLogits] = []
         pbar = tqdm(total=len(requests), disable=(self.rank != 0), desc="Yes/No first-token logits")
         for start in range(0, len(requests), window):
             chunk = requests[start:start + window]
@@ -362,7 +366,9 @@ class HFYesNoMixin:
                 payload = encode_payload(scored, **answer_fields)
                 self.cache_hook.add_partial("generate_until", (context, gen_kwargs), payload)
                 responses.append(payload)
+            scored_all += scores
         pbar.close()
+        warn_on_label_mass(scored_all, type(self).__name__)
         return responses
 
     def _request_item(self, request: Instance) -> tuple[str, Sequence | None]:

@@ -35,7 +35,7 @@ from tqdm import tqdm
 
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.validate import flag, http_url
-from spatial_tasks.common.yesno import encode_payload
+from spatial_tasks.common.yesno import encode_payload, warn_on_label_mass
 from spatial_tasks.models import served
 from spatial_tasks.models.hf_yesno import image_key
 from spatial_tasks.models.lmms_requests import request_item, request_name
@@ -142,6 +142,7 @@ class OpenAIYesNo(lmms):
             payload = encode_payload(reading.logits, **fields, **reading.payload_fields())
             self.cache_hook.add_partial("generate_until", (request.args[0], request.args[1]), payload)
             responses.append(payload)
+        warn_on_label_mass([r.logits for r in readings], f"openai_yesno ({self.dialect.name})")
         return responses
 
     def _question(self, request: Instance) -> served.Question:

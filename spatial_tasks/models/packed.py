@@ -43,7 +43,7 @@ import numpy as np
 import torch
 from loguru import logger as eval_logger
 
-from spatial_tasks.common.yesno import YesNoLogits
+from spatial_tasks.common.yesno import YesNoLogits, label_mass
 
 PREPARE = "prepare (host)"  # the stage of CPU work on the critical path, in every setting
 
@@ -351,15 +351,17 @@ class Pipeline:
         return [a.to(self.device, non_blocking=True).permute(2, 0, 1) for a in arrays]
 
     def reduce(self, logits: torch.Tensor) -> torch.Tensor:
-        """(Q, V) logits -> (Q, 3) float64 [l_Yes, l_No, argmax] on the device (logsumexp over several
-        answer spellings, as AnswerTokens.logits)."""
+        """(Q, V) logits -> (Q, 4) float64 [l_Yes, l_No, argmax, logsumexp over the vocabulary] on the
+        device (l_Yes/l_No: logsumexp over several answer spellings, as AnswerTokens.logits; the last
+        column normalises them for the label mass)."""
         values = logits.float()
 
         def pick(ids: torch.Tensor) -> torch.Tensor:
             chosen = values[:, ids]
             return chosen[:, 0] if len(ids) == 1 else torch.logsumexp(chosen, -1)
 
-        return torch.stack([pick(self.yes_ids), pick(self.no_ids), values.argmax(-1).float()], 1).double()
+        columns = [pick(self.yes_ids), pick(self.no_ids), values.argmax(-1).float(), torch.logsumexp(values, -1)]
+        return torch.stack(columns, 1).double()
 
     def begin(self, windows: Sequence[Window]) -> None:
         """Called once per ``score`` before its first window (caches for the run)."""
@@ -414,9 +416,10 @@ class Pipeline:
         questions, reduced = done
         with stage(self, "copy to host"):
             values = reduced.cpu().tolist()
-        for q, (yes, no, top) in zip(questions, values, strict=True):
+        for q, (yes, no, top, normaliser) in zip(questions, values, strict=True):
             text = self.tokenizer.decode([int(top)], skip_special_tokens=False)
-            results[q] = YesNoLogits(logit_yes=yes, logit_no=no, text=text)
+            results[q] = YesNoLogits(logit_yes=yes, logit_no=no, text=text,
+                                     label_mass=label_mass(yes - normaliser, no - normaliser))
         if on_batch:
             on_batch(len(questions))
 

@@ -18,6 +18,10 @@ Dialects -- how the label tokens' values are asked for and read back:
 * ``sglang``: SGLang's native ``/generate`` with ``token_ids_logprob``: exact values. ``/generate``
   takes a rendered prompt, so the model's chat template is applied here (``tokenizer=``).
 
+Every reading also carries the label mass m = p(Yes) + p(No) (summed over the spellings under
+``answer_rule=variants``): exact in the ``vllm`` and ``sglang`` dialects; from ``top_logprobs`` it
+counts the listed labels only, a lower bound where a label is censored.
+
 Label tokens follow ``hf_yesno``'s rule (``answer_tokens``: ``exact`` or ``variants``); their
 ids come from the server's ``/tokenize`` (vLLM, SGLang) or a ``tokenizer=`` path or Hub id. An API
 that shares no tokenizer is read by token text.
@@ -50,7 +54,7 @@ import httpx
 from PIL import Image
 
 from spatial_tasks.common.errors import RunStopped, UserError, stop_run
-from spatial_tasks.common.yesno import YesNoLogits
+from spatial_tasks.common.yesno import YesNoLogits, label_mass
 
 DIALECTS = ("top_logprobs", "vllm", "sglang")
 OPENAI_TOP_LOGPROBS = 20  # the most OpenAI's API returns; vLLM's default --max-logprobs is also 20
@@ -369,24 +373,28 @@ class Reading:
 
     @classmethod
     def exact(cls, labels: Labels, by_id: dict[int, float], text: str) -> Reading:
+        """The labels' own log-probabilities (requested by id): their values and label mass are exact."""
         yes = _logsumexp([by_id[i] for i in labels.yes_ids or ()])
         no = _logsumexp([by_id[i] for i in labels.no_ids or ()])
-        return cls(YesNoLogits(yes, no, text))
+        return cls(YesNoLogits(yes, no, text, label_mass(yes, no)))
 
     @classmethod
     def from_top(cls, labels: Labels, values: dict[str, float], text: str) -> Reading:
         """Each label's value from a top list: the logsumexp of its spellings listed there; a label
         with none listed is censored and takes the list's smallest value, its upper bound."""
         bound = min(values.values())
-        out, censored = [], []
+        out, listed_mass, censored = [], [], []
         for name, texts in (("Yes", labels.yes_texts), ("No", labels.no_texts)):
             listed = [values[t] for t in dict.fromkeys(texts) if t in values]
             if listed:
                 out.append(_logsumexp(listed))
+                listed_mass.append(out[-1])
             else:
                 out.append(bound)
                 censored.append(name)
-        return cls(YesNoLogits(out[0], out[1], text), tuple(censored))
+        # the label mass counts the listed labels only: a lower bound where a label is censored
+        mass = label_mass(*(listed_mass + [-math.inf] * (2 - len(listed_mass))))
+        return cls(YesNoLogits(out[0], out[1], text, mass), tuple(censored))
 
     def payload_fields(self) -> dict[str, Any]:
         return {"censored": list(self.censored)}

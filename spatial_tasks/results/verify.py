@@ -35,6 +35,7 @@ from pathlib import Path
 from spatial_tasks.benchmark import Benchmark
 from spatial_tasks.common.environment import mixed_warning
 from spatial_tasks.common.samples import Run, SamplesError, find_runs, samples_benchmark
+from spatial_tasks.common.yesno import label_mass_below_half, label_mass_median, label_mass_warning
 from spatial_tasks.registry import benchmarks, get
 from spatial_tasks.results.paper import paper_results
 from spatial_tasks.results.tidy import software_of
@@ -105,10 +106,11 @@ def run_model(run: Run) -> str:
     return str(config.get("model") or run.folder.name)
 
 
-def verify_run(run: Run) -> tuple[list[Cell], list[str], list[str]]:
+def verify_run(run: Run) -> tuple[list[Cell], list[str], dict[str, list[str]]]:
     """(cells, "model (benchmark)" for each benchmark of the run without a paper row for its model,
-    notes: how many questions of each task were scored from a censored label -- a served run's
-    top log-probabilities left a label out, so its figures rest on bounds there)."""
+    notes: "censored", how many questions of each task were scored from a censored label -- a served
+    run's top log-probabilities left a label out, so its figures rest on bounds there; "label_mass",
+    each first-token task's median label mass and share under 1/2, with a warning under 1/2)."""
     checked = {name: b for name, b in benchmarks().items() if b.paper_figures is not None}
     by_benchmark: dict[str, dict[str, list[dict]]] = defaultdict(dict)
     for task, path in sorted(run.samples.items()):
@@ -120,6 +122,8 @@ def verify_run(run: Run) -> tuple[list[Cell], list[str], list[str]]:
              "top_logprobs; their p is a bound, see the report's legend)"
              for per_task in by_benchmark.values() for task, records in sorted(per_task.items())
              if (n := sum(bool(r.get("censored")) for r in records))]
+    masses = [_mass_note(run.folder, task, records) for per_task in by_benchmark.values()
+              for task, records in sorted(per_task.items()) if any("label_mass" in r for r in records)]
     for benchmark, per_task in by_benchmark.items():
         spec = checked[benchmark]
         paper = _paper(spec)
@@ -134,7 +138,15 @@ def verify_run(run: Run) -> tuple[list[Cell], list[str], list[str]]:
                                  figures[column], exact=False)
                     if cell is not None:
                         cells.append(cell)
-    return cells, unmatched, notes
+    return cells, unmatched, {"censored": notes, "label_mass": masses}
+
+
+def _mass_note(folder: Path, task: str, records: list[dict]) -> str:
+    """A task's label mass as verify prints it (common/yesno.py), with its warning where the median is under 1/2."""
+    median = label_mass_median(records)
+    note = f"{folder}: {task}: median {median:.3f}, {label_mass_below_half(records):.1%} of questions under 0.5"
+    warning = label_mass_warning(median)
+    return note + (f" -- WARNING: {warning}" if warning else "")
 
 
 def verify_release(path: Path) -> tuple[list[Cell], list[str]]:
@@ -176,7 +188,7 @@ def verify(paths: list[Path]) -> dict:
     cells: list[Cell] = []
     unmatched: list[str] = []
     software: dict[str, dict] = {}  # run -> the software it recorded
-    notes: list[str] = []
+    notes: dict[str, list[str]] = {"censored": [], "label_mass": []}
     for path in paths:
         path = Path(path)
         if path.is_file():
@@ -196,14 +208,15 @@ def verify(paths: list[Path]) -> dict:
             found, missing, said = verify_run(run)
             cells += found
             unmatched += missing
-            notes += said
+            for kind, said_here in said.items():
+                notes[kind] += said_here
     grades = defaultdict(int)
     for cell in cells:
         grades[cell.grade] += 1
     checked = [c for c in cells if c.grade != "missing"]  # our figure undefined there: nothing to compare
     return {"cells": [asdict(c) for c in cells], "grades": dict(grades),
             "unmatched_models": sorted(set(unmatched)), "checked": len(checked),
-            "software": software, **({"censored": notes} if notes else {}), "software_warning": mixed_warning(list(software.values()), "runs verified here"),
+            "software": software, **{kind: lines for kind, lines in notes.items() if lines}, "software_warning": mixed_warning(list(software.values()), "runs verified here"),
             "passed": bool(checked) and all(c.passed for c in checked)}
 
 
@@ -224,6 +237,7 @@ def verify_lines(result: dict) -> list[str]:
         lines.append("No paper row for: " + ", ".join(result["unmatched_models"]) +
                      " (tasks/<benchmark>/paper_results.yaml lists each paper's models, Hub ids and aliases).")
     lines += [f"Censored: {note}" for note in result.get("censored", [])]
+    lines += [f"Label mass p(Yes) + p(No): {note}" for note in result.get("label_mass", [])]
     if result.get("software_warning"):
         lines.append(result["software_warning"])
     if not result["checked"]:

@@ -56,6 +56,7 @@ def rescore_spatialtunnel(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """SpatialTunnel metrics (v, v_cons, v_ctr, delta, grid, size sweep) per run and task."""
+    from spatial_tasks.common.yesno import label_mass_warning
     from spatial_tasks.spatialtunnel.rescore import rescore
 
     result = rescore(samples, protocol)
@@ -70,6 +71,8 @@ def rescore_spatialtunnel(
         for kind in ("tasks", "groups"):
             for task, figures in run[kind].items():
                 typer.echo(f"  {task} [{figures.get('protocol', '?')}]: {figures_line(figures)}")
+                if kind == "tasks" and (warning := label_mass_warning(figures.get("label_mass_median"))):
+                    typer.echo(f"  warning: {task}: {warning}")
 
 
 def probe_command(

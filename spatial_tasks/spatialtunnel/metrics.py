@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 
 from spatial_tasks.benchmark import Headline, Scorecard, binary
 from spatial_tasks.common.stats import mean, share
+from spatial_tasks.common.yesno import label_mass_below_half, label_mass_median, label_mass_warning  # noqa: F401
 from spatial_tasks.results.intervals import GroupedMeans
 
 SIZE_SMALL_FAR = 0.10  # s1 = 0.1: far object small, size consistent with depth
@@ -156,6 +157,9 @@ def summary(records: Sequence[dict]) -> dict:
         out["unparseable"] = unparseable_share(records)
     if any("censored" in r for r in records):  # only served runs (top_logprobs) can censor a label
         out["n_censored"] = censored_count(records)
+    if any("label_mass" in r for r in records):  # models that score logits (not rule baselines)
+        out["label_mass_median"] = label_mass_median(records)
+        out["label_mass_below_half"] = label_mass_below_half(records)
     return out
 
 

@@ -13,6 +13,7 @@ from spatial_tasks.common.yesno import (
     YesNoLogits,
     decode_payload_fields,
     is_payload,
+    payload_label_mass,
     parse_yes_no,
 )
 
@@ -72,7 +73,8 @@ def logit_record(doc: dict, results: list[str]) -> dict:
     """The first-token record: score = p (answer Yes) or 1 - p (answer No). A payload whose logits
     are NaN, or that is malformed, is unparseable and scores 0 (wrong), like unparseable text. A
     served model's record also says which labels were ``censored`` (outside the server's top
-    log-probabilities, so p is computed from a bound: ``spatial_tasks.models.served``)."""
+    log-probabilities, so p is computed from a bound: ``spatial_tasks.models.served``), and a model's
+    record its ``label_mass`` m = p(Yes) + p(No) where the payload carries it."""
     response = results[0] if results else ""
     if not is_payload(response):
         raise LogitsMissingError(
@@ -85,7 +87,10 @@ def logit_record(doc: dict, results: list[str]) -> dict:
     censored = fields.get("censored", []) if fields is not None else []
     if not isinstance(censored, list) or not set(censored) <= {"Yes", "No"}:
         fields = None  # a served payload's censored labels are a list of Yes / No; anything else is malformed
-    payload = None if fields is None else YesNoLogits(fields["logit_yes"], fields["logit_no"], fields["text"])
+    valid_mass, mass = payload_label_mass(fields) if fields is not None else (True, None)
+    if not valid_mass:
+        fields = None  # a label mass that is not a probability: the payload is malformed
+    payload = None if fields is None else YesNoLogits(fields["logit_yes"], fields["logit_no"], fields["text"], mass)
     if payload is None or not payload.finite:
         return {**_record(doc, response), "protocol": "logit", "parsed": UNPARSEABLE, "p_yes": None, "score": 0.0}
     p = payload.p_yes
@@ -93,4 +98,6 @@ def logit_record(doc: dict, results: list[str]) -> dict:
     record = {**_record(doc, response), "protocol": "logit", "parsed": payload.answer, "p_yes": p, "score": score}
     if fields is not None and "censored" in fields:  # a served model's top_logprobs reply (models/served.py)
         record["censored"] = sorted(censored)
+    if mass is not None:  # p(Yes) + p(No): how much of the model's answer p reads (models scoring logits)
+        record["label_mass"] = mass
     return record

@@ -36,6 +36,13 @@ LEGEND = [
     f"- **[low, high]**: the 95 % interval of v, v_cons, v_ctr and delta ({INTERVALS_NOTE}).",
     "- **n**: questions scored. **n/a**: not defined for these rows (no such pairs, no size rows, or no readable answer).",
 ]
+MASS_COLUMNS = (("label_mass_median", "m median"), ("label_mass_below_half", "m < 0.5"))
+MASS_NOTE = (
+    "- **m median / m < 0.5**: the label mass m = p(Yes) + p(No) of the first generated token (every answer spelling "
+    "counted): its median over the questions, and the share of questions with m under 1/2. p = σ(ℓ_Yes − ℓ_No) "
+    "reads only that part of the model's answer; a median under 1/2 is warned about below the table. In-process "
+    "scorers take it from the full softmax; a served top_logprobs reply gives a lower bound where a label is "
+    "censored. Rule baselines have none (n/a).")
 CENSORED_NOTE = (
     "- **censored**: questions of a served run (`openai_yesno`, dialect top_logprobs) whose Yes or No token was "
     "not among the server's top log-probabilities; that label's value is bounded by the last one listed, so p is "
@@ -60,7 +67,10 @@ def spatialtunnel_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
     spec = SCORECARD
     read = [(run, task, records_from_samples(samples)) for run, task, samples in sorted(entries, key=lambda e: (e[0].label, e[1]))]
     served = any("censored" in r for _, _, records in read for r in records)
-    columns = COLUMNS + ((("n_censored", "censored"),) if served else ())  # only served runs can censor a label
+    massed = any("label_mass" in r for _, _, records in read for r in records)
+    columns = (COLUMNS + ((("n_censored", "censored"),) if served else ())  # only served runs can censor a label
+               + (MASS_COLUMNS if massed else ()))  # only models that score logits have a label mass
+    warnings = []
     header = "| run | task | protocol | n | " + " | ".join(name for _, name in columns) + " |"
     table = [header, "|---|---|---|---:|" + "---:|" * len(columns)]
     for run, task, records in read:
@@ -73,6 +83,8 @@ def spatialtunnel_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
         cells = [str(s[key]) if key == "n_censored" and key in s else
                  with_interval(s.get(key), ci.get(key), signed=key in SIGNED) for key, _ in columns]
         table.append(f"| {run.label} | {task} | {protocol} | {s['n']} | " + " | ".join(cells) + " |")
+        if warning := metrics.label_mass_warning(s.get("label_mass_median")):
+            warnings.append(f"**Warning** ({run.label}, {task}): {warning}.")
         name = f"{run.label} · {_short(task)}"
         if "size_curve" in s:
             curves[protocol][run.label] = s["size_curve"]
@@ -96,4 +108,5 @@ def spatialtunnel_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
                                    notes=["v_cons: the farther object is higher in the image; v_ctr: it is lower.",
                                           "Whiskers: 95 % intervals (Wilson under exact match; else a bootstrap over "
                                           "images, pairs drawn together)."]))
-    return files, [*table, "", *LEGEND, *([CENSORED_NOTE] if served else [])]
+    notes = [*([CENSORED_NOTE] if served else []), *([MASS_NOTE] if massed else [])]
+    return files, [*table, *([""] + warnings if warnings else []), "", *LEGEND, *notes]
