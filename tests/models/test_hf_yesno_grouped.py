@@ -165,6 +165,7 @@ def test_lmms_eval_scores_and_samples_do_not_depend_on_batch_size(tiny_qwen_dir,
         rx, ry = x["v"], y["v"]
         assert rx["p_yes"] == pytest.approx(ry["p_yes"], abs=1e-6)
         assert rx["score"] == pytest.approx(ry["score"], abs=1e-6)
-        same = {k for k in rx if k not in ("p_yes", "score", "response")}
+        assert rx["label_mass"] == pytest.approx(ry["label_mass"], abs=1e-6)
+        same = {k for k in rx if k not in ("p_yes", "score", "response", "label_mass")}
         assert {k: rx[k] for k in same} == {k: ry[k] for k in same}
     assert one.metrics(task)["v"] == pytest.approx(eight.metrics(task)["v"], abs=1e-6)
