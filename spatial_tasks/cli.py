@@ -281,7 +281,7 @@ def tiny_model_command(
 @app.command("demo")
 def demo_command(
     out: Annotated[Path, typer.Option(help="Folder for lmms-eval outputs and the report (replaced on a rerun; a folder "
-                                             "of yours holding runs/ or logs/ is refused).")]
+                                             "of yours holding runs/, logs/ or report/ is refused).")]
     = Path("demo-out"),
 ) -> None:
     """The main job offline: baselines and a tiny Qwen2.5-VL on the bundled samples, then the report."""

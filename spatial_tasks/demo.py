@@ -132,21 +132,25 @@ def run_studies(model_dir: Path, out: Path) -> list[Path]:
     return folders
 
 
-DEMO_MARK = ".spatial-tasks-demo"  # in --out: the demo wrote this folder, so its runs/ and logs/ are its own
+DEMO_MARK = ".spatial-tasks-demo"  # in --out: the demo wrote this folder, so what REPLACED holds is its own
+REPLACED = ("runs", "logs", "report")  # what a rerun replaces (the report too: its leaderboard keeps rows)
 
 
 def claim_folder(out: Path) -> None:
-    """Make ``out`` the demo's: a rerun replaces its ``runs/`` and ``logs/``, but only in a folder the
-    demo made (``DEMO_MARK``, or a tiny model it built before the mark existed). A folder of the user's
-    that holds either is refused, naming them: nothing of theirs is deleted."""
+    """Make ``out`` the demo's: a rerun replaces its ``runs/``, ``logs/`` and ``report/`` (a report
+    merges into a leaderboard it finds, so the earlier run's rows would stay beside the new ones), but
+    only in a folder the demo made (``DEMO_MARK``, or a tiny model it built before the mark existed).
+    A folder of the user's that holds any of them is refused, naming them: nothing of theirs is deleted."""
     ours = (out / DEMO_MARK).exists() or (out / "tiny-qwen2_5_vl" / "config.json").exists()
-    theirs = [f"{name}/" for name in ("runs", "logs") if (out / name).exists()]
+    theirs = [f"{name}/" for name in REPLACED if (out / name).exists()]
     if theirs and not ours:
-        raise UserError(f"--out {out}: holds {' and '.join(theirs)} that spatial-tasks demo did not write; nothing "
-                        "was deleted. Choose another --out (a new or empty folder), or move them away.")
-    (out / DEMO_MARK).write_text("Written by spatial-tasks demo: a rerun into this folder replaces runs/ and logs/.\n")
-    for folder in (out / "runs", out / "logs"):  # a rerun replaces the earlier results
-        shutil.rmtree(folder, ignore_errors=True)
+        raise UserError(f"--out {out}: holds {', '.join(theirs[:-1]) + ' and ' if len(theirs) > 1 else ''}"
+                        f"{theirs[-1]} that spatial-tasks demo did not write; nothing was deleted. Choose another "
+                        "--out (a new or empty folder), or move them away.")
+    (out / DEMO_MARK).write_text("Written by spatial-tasks demo: a rerun into this folder replaces runs/, logs/ and "
+                                 "report/.\n")
+    for folder in REPLACED:  # a rerun replaces the earlier results
+        shutil.rmtree(out / folder, ignore_errors=True)
 
 
 def run_demo(out: Path, workers: int = 2) -> Path:

@@ -53,3 +53,15 @@ def render(benchmark: str, template: str, **fields: object) -> str:
         raise PromptError(f"prompt template {benchmark}/prompts/{template}: a field it prints is None "
                           f"({', '.join(empty) or 'an item of a list or mapping field'}); give it a value") from None
     return text.rstrip("\n")
+
+
+def text_arguments(benchmark: str, arguments: dict, names: tuple[str, ...]) -> dict:
+    """``arguments`` (a task's lmms_eval_specific_kwargs over its defaults) with ``names`` checked to be
+    text: a prompt piece joined outside a template is held to the templates' rule (None, or any other
+    non-text value, is an error naming the argument, never the word "None" in a prompt)."""
+    for name in names:
+        value = arguments.get(name)
+        if not isinstance(value, str):
+            raise PromptError(f"{benchmark}: the task argument {name} is {value!r}, not text; write \"\" for none "
+                              "(a YAML key with no value is None)")
+    return arguments

@@ -31,10 +31,11 @@ class ResultRecord(BaseModel):
                            description="the benchmark's registered name (`spatial-tasks benchmarks` lists them)")
     task: str = Field(description="lmms-eval task or group the figure is computed over")
     metric: str
-    value: float | None = Field(description="the figure; null when undefined")
+    # A figure is a finite number or null: NaN and Infinity are not JSON, and "undefined" is written null.
+    value: float | None = Field(allow_inf_nan=False, description="the figure; null when undefined")
     n: int = Field(ge=0, description="questions (records) the figure is computed over")
-    ci_low: float | None = None
-    ci_high: float | None = None
+    ci_low: float | None = Field(default=None, allow_inf_nan=False)
+    ci_high: float | None = Field(default=None, allow_inf_nan=False)
     ci_method: Literal["wilson", "cluster_bootstrap", "none"] = "none"
     headline: bool = Field(default=False, description="the figure's task or group is one the scorecard may show it "
                                                       "for (its benchmark's Scorecard)")

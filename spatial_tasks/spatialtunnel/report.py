@@ -84,7 +84,7 @@ def spatialtunnel_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
                  with_interval(s.get(key), ci.get(key), signed=key in SIGNED) for key, _ in columns]
         table.append(f"| {run.label} | {task} | {protocol} | {s['n']} | " + " | ".join(cells) + " |")
         if warning := metrics.label_mass_warning(s.get("label_mass_median")):
-            warnings.append(f"**Warning** ({run.label}, {task}): {warning}.")
+            warnings.append(f"- **Warning** ({run.label}, {task}): {warning}.")
         name = f"{run.label} · {_short(task)}"
         if "size_curve" in s:
             curves[protocol][run.label] = s["size_curve"]

@@ -143,7 +143,7 @@ def choices(doc: Mapping) -> str:
 
 
 def _kwargs(given: Mapping | None) -> dict:
-    return {**DEFAULT_PROMPT_KWARGS, **(given or {})}
+    return prompts.text_arguments("vague", {**DEFAULT_PROMPT_KWARGS, **(given or {})}, ("pre_prompt", "post_prompt"))
 
 
 def _wrap(text: str, kwargs: Mapping) -> str:

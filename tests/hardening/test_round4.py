@@ -42,8 +42,10 @@ def test_the_demo_replaces_only_what_it_wrote(tmp_path):
     assert (fresh / DEMO_MARK).exists()
     (fresh / "runs" / "old").mkdir(parents=True)
     (fresh / "logs").mkdir()
-    claim_folder(fresh)  # a rerun: the demo's own runs and logs go
-    assert not (fresh / "runs").exists() and not (fresh / "logs").exists()
+    (fresh / "report").mkdir()
+    (fresh / "report" / "leaderboard.json").write_text("[]")
+    claim_folder(fresh)  # a rerun: the demo's own runs, logs and report go (its leaderboard would keep old rows)
+    assert not any((fresh / name).exists() for name in ("runs", "logs", "report"))
     earlier = tmp_path / "earlier"  # a demo folder from before the mark: its tiny model says whose it is
     (earlier / "tiny-qwen2_5_vl").mkdir(parents=True)
     (earlier / "tiny-qwen2_5_vl" / "config.json").write_text("{}")
@@ -54,3 +56,41 @@ def test_the_demo_replaces_only_what_it_wrote(tmp_path):
         only_logs = tmp_path / "only_logs"
         (only_logs / "logs").mkdir(parents=True)
         claim_folder(only_logs)
+    with pytest.raises(UserError, match="holds runs/, logs/ and report/ that"):
+        three = tmp_path / "three"
+        for name in ("runs", "logs", "report"):
+            (three / name).mkdir(parents=True)
+        claim_folder(three)
+
+
+@pytest.mark.parametrize("value", [None, 3])
+def test_a_prompt_argument_that_is_not_text_is_named_never_printed(value):
+    """Issue 44: a VAGUE MCQ prompt with pre_prompt None rendered the text "None"."""
+    from spatial_tasks.common.prompts import PromptError
+    from spatial_tasks.vague.tasks import mcq_prompt
+
+    doc = {"indirect": "It is cold in here.", "letters": ["A", "B"], "option_texts": ["close the window", "sing"]}
+    with pytest.raises(PromptError, match=f"vague: the task argument pre_prompt is {value!r}, not text; write "):
+        mcq_prompt(doc, "lm", kwargs={"pre_prompt": value})
+    assert "None" not in mcq_prompt(doc, "lm", kwargs={"pre_prompt": ""})
+
+
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("field", ["value", "ci_low"])
+def test_a_leaderboard_figure_that_is_not_a_number_is_named_and_nothing_written(tmp_path, token, field):
+    """Issue 44: a NaN or Infinity in leaderboard.json was merged and written back as bare NaN (not JSON).
+    A figure is a finite number or null; anything else stops the merge, naming the file and record."""
+    import json
+
+    from spatial_tasks.results.schema import RecordFileError, ResultRecord, merge_with_files
+
+    record = ResultRecord(model="m", model_args="", benchmark="spatialtunnel", task="t", metric="v", value=0.5, n=4,
+                          run_id="r")
+    board = tmp_path / "leaderboard.json"
+    text = json.dumps({"records": [record.model_dump()]}).replace(f'"{field}": {0.5 if field == "value" else "null"}',
+                                                                  f'"{field}": {token}')
+    assert token in text
+    board.write_text(text)
+    with pytest.raises(RecordFileError, match=rf"leaderboard\.json: record 0: not a result record: {field}: "):
+        merge_with_files([record], [board])
+    assert board.read_text() == text

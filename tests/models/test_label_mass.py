@@ -125,7 +125,7 @@ def test_a_random_model_is_warned_about_in_the_run_and_by_rescore_report_and_ver
 
     files = write_report(hf_run.out, tmp_path / "report")
     report = next(p for p in files if p.name == "report.md").read_text()
-    assert "| m median | m < 0.5 |" in report and f"**Warning** (" in report and "reads a minority" in report
+    assert "| m median | m < 0.5 |" in report and "\n- **Warning** (" in report and "reads a minority" in report
     assert "**m median / m < 0.5**" in report
 
     (run,) = find_runs(hf_run.out)
