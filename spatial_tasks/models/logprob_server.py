@@ -43,6 +43,8 @@ from typing import Any, Self
 
 from PIL import Image
 
+from spatial_tasks.common.errors import UserError
+
 KINDS = ("vllm", "sglang", "openai")
 MAX_TOP_LOGPROBS = 20
 _DATA_URL = re.compile(r"^data:image/[\w.+-]+;base64,(?P<data>.+)$", re.DOTALL)
@@ -72,6 +74,13 @@ class _HTTPServer(ThreadingHTTPServer):
     request_queue_size = 256  # 64 clients connecting at once must not wait on a full backlog
 
 
+class ServerSetupError(UserError, ValueError):
+    """A server that cannot start as asked (the model folder, the port, a setting): one line, no traceback."""
+
+
+MAX_LATENCY_S = 600.0
+
+
 class ModelBackend:
     """A transformers image-text model answering first-token log-probabilities (float32)."""
 
@@ -79,6 +88,12 @@ class ModelBackend:
         import torch
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
+        from spatial_tasks.models import families
+
+        model_type = families.read_model_type(str(model_dir))  # a missing folder or config.json: named
+        if not families.is_image_text(model_type):
+            raise ServerSetupError(f"--model {model_dir}: a {model_type!r} checkpoint, not an image-text model "
+                                   "(the server runs checkpoints that AutoModelForImageTextToText loads)")
         self.torch = torch
         self.processor = AutoProcessor.from_pretrained(str(model_dir))
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
@@ -120,7 +135,11 @@ class LocalServer:
     ``with`` block. Subclasses give ``_handler_class`` (this one, and the tests' OpenAI stub)."""
 
     def _serve(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._httpd = _HTTPServer((host, port), self._handler_class())
+        try:
+            self._httpd = _HTTPServer((host, port), self._handler_class())
+        except OSError as err:
+            raise ServerSetupError(f"cannot listen on {host}:{port}: {err.strerror or err} (another server there? "
+                                   "--port 0 picks a free one)") from None
         self._thread: threading.Thread | None = None
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
@@ -160,7 +179,9 @@ class LogprobServer(LocalServer):
     def __init__(self, model_dir: str | Path | None = None, kind: str = "vllm", model_id: str = "tiny",
                  latency_s: float = 0.0, host: str = "127.0.0.1", port: int = 0, root: str | None = None) -> None:
         if kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+            raise ServerSetupError(f"kind must be one of {KINDS}, not {kind!r}")
+        if not 0.0 <= latency_s <= MAX_LATENCY_S:  # NaN fails too
+            raise ServerSetupError(f"--latency must be a number of seconds from 0 to {MAX_LATENCY_S:g}, got {latency_s}")
         self.backend = ModelBackend(model_dir) if model_dir is not None else None
         self.kind, self.model_id, self.latency_s = kind, model_id, latency_s
         self.root = root or f"/models/{model_id}"  # what /v1/models says the weights are
@@ -398,7 +419,10 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds each scoring reply waits")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
-    server = LogprobServer(args.model, args.kind, args.model_id, args.latency, port=args.port).start()
+    try:
+        server = LogprobServer(args.model, args.kind, args.model_id, args.latency, port=args.port).start()
+    except UserError as err:  # a setting, the model folder or the port: one line, exit 2
+        parser.exit(2, f"error: {err}\n")
     print(server.base_url, flush=True)  # the caller reads the port from this line
     try:
         while True:

@@ -94,3 +94,31 @@ def test_a_leaderboard_figure_that_is_not_a_number_is_named_and_nothing_written(
     with pytest.raises(RecordFileError, match=rf"leaderboard\.json: record 0: not a result record: {field}: "):
         merge_with_files([record], [board])
     assert board.read_text() == text
+
+
+def test_the_local_server_refuses_bad_settings_in_one_line(tmp_path):
+    """Issue 44: a missing model folder, a checkpoint that is no image-text model, a port in use, and a
+    negative or NaN --latency each end `python -m spatial_tasks.models.logprob_server` in one line (exit 2)."""
+    import json
+    import socket
+
+    text_only = tmp_path / "text-only"
+    text_only.mkdir()
+    (text_only / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        cases = {
+            "missing": (["--model", str(tmp_path / "nowhere")], "no such folder"),
+            "not a VLM": (["--model", str(text_only)], "a 'bert' checkpoint, not an image-text model"),
+            "port in use": (["--port", str(port)], f"cannot listen on 127.0.0.1:{port}: "),
+            "negative latency": (["--latency", "-1"], "--latency must be a number of seconds from 0 to 600, got -1.0"),
+            "NaN latency": (["--latency", "nan"], "--latency must be a number of seconds from 0 to 600, got nan"),
+        }
+        for name, (args, said) in cases.items():
+            run = subprocess.run([sys.executable, "-m", "spatial_tasks.models.logprob_server", *args],
+                                 capture_output=True, text=True, timeout=120)
+            assert run.returncode == 2, (name, run.stderr[-2000:])
+            lines = run.stderr.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], (name, run.stderr)
