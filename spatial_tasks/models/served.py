@@ -428,8 +428,13 @@ class ReplyCache:
 
     @staticmethod
     def key(server: Server, dialect: str, body_digest: str) -> str:
+        """The reply's key. A server that names its weights (``root`` in ``/v1/models``, as vLLM and SGLang
+        do) is the same model at any address, so a restart on another port still finds its replies; one
+        that says no more than a model id could be any model, so its address is part of the key."""
         scope = {"server": server.identity, "model_version": server.model_version, "dialect": dialect,
                  "body": body_digest}
+        if not server.identity.get("root"):
+            scope["base_url"] = server.base_url
         return hashlib.sha256(json.dumps(scope, sort_keys=True).encode()).hexdigest()
 
     def get(self, key: str) -> Any | None:

@@ -366,6 +366,10 @@ def test_the_cache_key_covers_model_dialect_and_body():
     assert len({key, served.ReplyCache.key(server, "top_logprobs", "b1"), served.ReplyCache.key(server, "vllm", "b2"),
                 served.ReplyCache.key(served.Server("http://h/v1", "m", {"id": "m", "root": "/x"}, "vllm"), "vllm", "b1"),
                 served.ReplyCache.key(served.Server("http://h/v1", "n", {"id": "m", "root": "/w"}, "vllm"), "vllm", "b1")}) == 5
+    # issue 44: a server that names no weights is told apart by its address (two such servers, one model id)
+    bare = served.Server("http://127.0.0.1:8000/v1", "m", {"id": "m"}, "other")
+    elsewhere = served.Server("http://127.0.0.1:9000/v1", "m", {"id": "m"}, "other")
+    assert served.ReplyCache.key(bare, "top_logprobs", "b1") != served.ReplyCache.key(elsewhere, "top_logprobs", "b1")
     url = "data:image/png;base64,AAAA"
     body = {"messages": [{"content": [{"image_url": {"url": url}}]}]}
     assert served.body_digest(body, {url: "d1"}) != served.body_digest(body, {url: "d2"})
