@@ -415,16 +415,26 @@ class ReplyCache:
     at most the replies in flight). The key covers everything that changes a reply: the server's
     model identity, the model_version asked for, the dialect and the request body."""
 
+    COLUMNS = ("key", "reply", "saved")
+
     def __init__(self, folder: Path) -> None:
         self.path = Path(folder) / "replies.sqlite3"
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+            # the layout is checked before anything is written: a file that is not ours stays as it was
+            columns = [row[1] for row in self.db.execute("PRAGMA table_info(replies)")]
+            if columns and columns != list(self.COLUMNS):
+                self.db.close()
+                raise ServedError(f"cannot use the reply cache {self.path}: its table 'replies' has the columns "
+                                  f"{columns}, not {list(self.COLUMNS)} (not a spatial-tasks reply cache); it was left "
+                                  "as it is: cache=DIR puts the cache elsewhere, cache=off turns it off")
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, reply TEXT NOT NULL, "
                             "saved REAL NOT NULL)")
         except (OSError, sqlite3.Error) as exc:
             raise ServedError(f"cannot use the reply cache {self.path}: {exc} (cache=off turns it off)") from exc
+        self.unreadable = 0  # stored replies that were not JSON: asked again, and replaced
 
     @staticmethod
     def key(server: Server, dialect: str, body_digest: str) -> str:
@@ -438,8 +448,16 @@ class ReplyCache:
         return hashlib.sha256(json.dumps(scope, sort_keys=True).encode()).hexdigest()
 
     def get(self, key: str) -> Any | None:
+        """The stored reply, or None: not stored, or stored as something that is not JSON (counted in
+        ``unreadable``; the question is asked again and its reply replaces it)."""
         row = self.db.execute("SELECT reply FROM replies WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        if row is None:
+            return None
+        try:
+            return json.loads(row[0])
+        except (TypeError, ValueError, RecursionError):
+            self.unreadable += 1
+            return None
 
     def put(self, key: str, reply: Any) -> None:
         self.db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?)", (key, json.dumps(reply), time.time()))
@@ -521,10 +539,17 @@ class Scorer:
     def score(self, questions: Sequence[Question], progress: Callable[[int], None] | None = None) -> list[Reading]:
         """One Reading per question, in question order; ServerFailed (not yet printed: ``stop``
         prints) when a question gets no usable reply."""
+        before = self.cache.unreadable if self.cache is not None else 0
         try:
             return asyncio.run(self._score(questions, progress))
         except _Failed as exc:
             raise ServerFailed(str(exc)) from None
+        finally:
+            if self.cache is not None and (unread := self.cache.unreadable - before):
+                from loguru import logger
+
+                logger.warning(f"the reply cache {self.cache.path}: {unread} stored replies did not read (not JSON, "
+                               "or not this dialect's reply); those questions were asked again")
 
     async def _score(self, questions: Sequence[Question], progress) -> list[Reading]:
         results: list[Reading | None] = [None] * len(questions)
@@ -557,9 +582,9 @@ class Scorer:
                         uses[k] -= 1
                         if uses[k] == 0:
                             urls.pop(k, None)
-                    cached = self.cache.get(key) if self.cache is not None else None
+                    cached = self._cached(key)
                     if cached is not None:
-                        results[i] = self._read(question, cached, url)
+                        results[i] = cached
                         self.answered_from_cache += 1
                         if progress:
                             progress(1)
@@ -591,6 +616,18 @@ class Scorer:
                 progress(1)
         finally:
             slots.release()
+
+    def _cached(self, key: str) -> Reading | None:
+        """The reading of a stored reply; None where none is stored, or the stored one does not read
+        (not JSON, or not a reply of this dialect: ``cache.unreadable`` counts it; it is asked again)."""
+        reply = self.cache.get(key) if self.cache is not None else None
+        if reply is None:
+            return None
+        try:
+            return self.dialect.read(reply)
+        except MalformedReply:
+            self.cache.unreadable += 1
+            return None
 
     def _read(self, question: Question, reply: Any, url: str) -> Reading:
         try:

@@ -373,3 +373,42 @@ def test_the_cache_key_covers_model_dialect_and_body():
     url = "data:image/png;base64,AAAA"
     body = {"messages": [{"content": [{"image_url": {"url": url}}]}]}
     assert served.body_digest(body, {url: "d1"}) != served.body_digest(body, {url: "d2"})
+
+
+def test_a_cache_of_another_layout_is_named_and_left_alone(tmp_path):
+    """Issue 44: a reply cache whose table has another layout ended the run in a traceback (exit 0)."""
+    path = tmp_path / "replies.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE replies (id INTEGER, body BLOB)")
+    before = path.read_bytes()
+    with pytest.raises(served.ServedError, match=r"replies\.sqlite3: its table 'replies' has the columns \['id', "
+                                                 r"'body'\], not \['key', 'reply', 'saved'\] \(not a spatial-tasks"):
+        served.ReplyCache(tmp_path)
+    assert path.read_bytes() == before
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "replies.sqlite3").write_text("not a database at all")
+    with pytest.raises(served.ServedError, match="cannot use the reply cache .*other/replies.sqlite3: "):
+        served.ReplyCache(tmp_path / "other")
+
+
+@pytest.mark.parametrize("stored", ["{not json", json.dumps({"choices": []})])
+def test_a_stored_reply_that_does_not_read_is_asked_again(stored, answering_qwen_dir, image_question, tmp_path):
+    """Issue 44: a stored reply that is not JSON (or not this dialect's reply) ended the run in a
+    traceback; now the question is asked again, its new reply replaces the old one, and it is said."""
+    from loguru import logger
+
+    said: list[str] = []
+    sink = logger.add(lambda m: said.append(str(m)), level="WARNING")
+    try:
+        with LogprobServer(answering_qwen_dir, kind="vllm") as server:
+            cache = served.ReplyCache(tmp_path)
+            want = _scorer(server, cache=cache).score([image_question])[0]
+            cache.db.execute("UPDATE replies SET reply = ?", (stored,))
+            again = _scorer(server, cache=served.ReplyCache(tmp_path)).score([image_question])[0]
+            assert server.scored() == 2 and again.logits.logit_yes == want.logits.logit_yes
+            third = _scorer(server, cache=served.ReplyCache(tmp_path))
+            third.score([image_question])
+            assert server.scored() == 2 and third.answered_from_cache == 1  # the replaced reply reads again
+    finally:
+        logger.remove(sink)
+    assert sum("1 stored replies did not read" in m for m in said) == 1
