@@ -33,15 +33,37 @@ def modules() -> tuple[str, ...]:
     return MODULES + tuple(m for m in extra if m not in MODULES)
 
 
+def _described(module: str, out: dict[str, Benchmark]) -> Benchmark:
+    """The module's BENCHMARK; an error naming the module when it does not import, defines none, or
+    reuses a registered name."""
+    try:
+        imported = importlib.import_module(module)
+    except Exception as exc:  # noqa: BLE001 -- any failure of a module we are told to load is named
+        raise ValueError(f"{module}: does not import ({type(exc).__name__}: {exc})") from exc
+    description = getattr(imported, "BENCHMARK", None)
+    if not isinstance(description, Benchmark):
+        raise TypeError(f"{module}: defines no BENCHMARK = spatial_tasks.benchmark.Benchmark(...)")
+    if description.name in out:
+        raise ValueError(f"{module}: a benchmark named {description.name!r} is already registered")
+    return description
+
+
 @cache
 def _load(names: tuple[str, ...]) -> dict[str, Benchmark]:
+    """The registry. A benchmark of this package that fails is a bug and stops here; one added by
+    ``$SPATIAL_TASKS_BENCHMARKS`` that fails is left out with one warning naming it and why, so that
+    it cannot break every command and every run of the others."""
     out: dict[str, Benchmark] = {}
     for module in names:
-        description = getattr(importlib.import_module(module), "BENCHMARK", None)
-        if not isinstance(description, Benchmark):
-            raise TypeError(f"{module}: defines no BENCHMARK = spatial_tasks.benchmark.Benchmark(...)")
-        if description.name in out:
-            raise ValueError(f"{module}: a benchmark named {description.name!r} is already registered")
+        try:
+            description = _described(module, out)
+        except (TypeError, ValueError) as exc:
+            if module in MODULES:
+                raise
+            from loguru import logger
+
+            logger.warning(f"${EXTRA_ENV}: {exc}; left out, the other benchmarks are unaffected")
+            continue
         out[description.name] = description
     return out
 

@@ -122,3 +122,25 @@ def test_the_local_server_refuses_bad_settings_in_one_line(tmp_path):
             assert run.returncode == 2, (name, run.stderr[-2000:])
             lines = run.stderr.strip().splitlines()
             assert len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], (name, run.stderr)
+
+
+def test_a_broken_extra_benchmark_is_left_out_and_breaks_nothing_else(tmp_path):
+    """Issue 44: $SPATIAL_TASKS_BENCHMARKS naming a module that does not import, or one that registers a
+    name twice, broke every command and every lmms-eval run (our DORI baseline included)."""
+    import os
+
+    from lmms import run_lmms_eval
+
+    (tmp_path / "twice_dori.py").write_text("from spatial_tasks.dori.benchmark import BENCHMARK  # noqa: F401\n")
+    env = {**os.environ, "SPATIAL_TASKS_BENCHMARKS": "no_such_module_xyz,twice_dori",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    listed = subprocess.run([SPATIAL_TASKS, "benchmarks"], capture_output=True, text=True, env=env, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == [
+        "spatialtunnel", "spatialtunnel_resplit", "o3d", "dori", "vague"]
+    warnings = [line for line in listed.stderr.splitlines() if "$SPATIAL_TASKS_BENCHMARKS" in line]
+    assert len(warnings) == 2
+    assert "no_such_module_xyz: does not import (ModuleNotFoundError" in warnings[0]
+    assert "twice_dori: a benchmark named 'dori' is already registered; left out" in warnings[1]
+    run = run_lmms_eval(tmp_path / "dori", "spatial_baseline", "rule=always_a", "dori_sample", env=env)
+    assert run.results is not None and run.metrics("dori_sample"), run.output[-2000:]
