@@ -86,6 +86,19 @@ def find_task(name: str) -> TaskEntry:
     raise KeyError(f"no spatial-tasks task named {name!r}; see `spatial-tasks list`")
 
 
+def scores_payloads(name: str) -> bool | None:
+    """Whether our task ``name`` scores first-token payloads (its process_results is marked by
+    ``common.yesno.scores_payloads``); None for a task that is not ours (custom or other tasks: not judged)."""
+    from lmms_eval.utils import load_yaml_config
+
+    try:
+        entry = find_task(name)
+    except KeyError:
+        return None
+    process_results = load_yaml_config(str(entry.path), mode="full").get("process_results")
+    return bool(getattr(process_results, "scores_first_token_payload", False))
+
+
 def parse_prompt_options(items: list[str], flag: str = "--prompt") -> dict[str, str]:
     """``["key=value", ...]`` from ``--prompt`` (or ``--metadata``) -> {key: value} (values are
     text, may be empty)."""

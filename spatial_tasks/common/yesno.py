@@ -121,6 +121,17 @@ def payload_label_mass(fields: dict) -> tuple[bool, float | None]:
 
 
 
+# --- which tasks score a first-token payload
+
+
+def scores_payloads(process_results):
+    """Marks a task's ``process_results`` as one that scores a first-token payload (the SpatialTunnel
+    logit tasks). The first-token scorers refuse, before asking anything, the tasks of ours whose
+    process_results is not marked: those score generated text, and a payload there scores 0."""
+    process_results.scores_first_token_payload = True
+    return process_results
+
+
 # --- the label mass over a set of records (rescore, report, verify, and a scorer's closing warning)
 
 

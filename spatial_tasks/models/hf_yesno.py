@@ -51,7 +51,7 @@ from spatial_tasks.models.answer_tokens import (  # noqa: F401  (re-exported: th
     single_token_id,
     yes_no_token_ids,
 )
-from spatial_tasks.models.lmms_requests import as_list, request_item
+from spatial_tasks.models.lmms_requests import as_list, refuse_text_tasks, request_item
 from spatial_tasks.models.packed import PREPARE, Prompt, Stages, packed_choice, stage
 
 Qwen2_5_VL, process_vision_info = lmms_eval_qwen2_5_vl()  # the seam with lmms-eval's internals
@@ -341,6 +341,7 @@ class HFYesNoMixin:
         within the window, and each distinct image of a window is encoded once (``score_grouped``;
         with ``share_prefix`` the prompt up to the image is also run once per image and batch).
         The window bounds memory: only its requests' visuals are held."""
+        refuse_text_tasks(type(self).__name__, requests)  # before anything is scored
         answer_fields = self.answer_tokens().log_fields()  # fails before the loop if a word is not one token
         size = max(1, int(getattr(self, "batch_size", 1) or 1))
         packed = self.packable()

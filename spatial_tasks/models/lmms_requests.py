@@ -36,3 +36,19 @@ def as_list(visuals: Sequence | Image.Image | str | None) -> list:
     if isinstance(visuals, (Image.Image, str)):
         return [visuals]
     return list(visuals)
+
+
+def refuse_text_tasks(model_name: str, requests: Sequence[Any]) -> None:
+    """Stop the run, before anything is scored or sent, when a request belongs to one of our tasks that
+    scores generated text (``catalog.scores_payloads`` False): a first-token scorer's payload would
+    score 0 there on every question."""
+    from spatial_tasks.catalog import scores_payloads
+    from spatial_tasks.common.errors import stop_run
+
+    tasks = sorted({request.args[4] for request in requests if len(request.args) >= 6})
+    text = [task for task in tasks if scores_payloads(task) is False]
+    if text:
+        stop_run(f"spatial-tasks: {model_name} returns first-token Yes/No logits, which only the SpatialTunnel "
+                 f"logit tasks (spatialtunnel_logit*) score; {', '.join(text)} score(s) generated text: run "
+                 "them with a model that generates (for example qwen2_5_vl, or lmms-eval's openai for a served "
+                 "model)")

@@ -16,6 +16,7 @@ from PIL import Image
 from spatial_tasks.common import images, prompts
 from spatial_tasks.common.errors import stop_run
 from spatial_tasks.common.validate import DataError, reads_docs
+from spatial_tasks.common.yesno import scores_payloads
 from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out, pool_subtasks  # noqa: F401
 from spatial_tasks.spatialtunnel import load, metrics
 from spatial_tasks.spatialtunnel.records import (  # noqa: F401
@@ -92,12 +93,14 @@ def _stop_on_text(process_results):
     return checked
 
 
+@scores_payloads
 @_stop_on_text
 @_canonical_doc
 def process_results_logit_phase(doc, results):
     return fan_out(logit_record(doc, results), PHASE_METRICS)
 
 
+@scores_payloads
 @_stop_on_text
 @_canonical_doc
 def process_results_logit_size(doc, results):

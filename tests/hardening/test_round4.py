@@ -144,3 +144,37 @@ def test_a_broken_extra_benchmark_is_left_out_and_breaks_nothing_else(tmp_path):
     assert "twice_dori: a benchmark named 'dori' is already registered; left out" in warnings[1]
     run = run_lmms_eval(tmp_path / "dori", "spatial_baseline", "rule=always_a", "dori_sample", env=env)
     assert run.results is not None and run.metrics("dori_sample"), run.output[-2000:]
+
+
+@pytest.mark.parametrize("task", ["dori_sample", "vague_sample_vlm"])
+def test_a_first_token_scorer_refuses_a_text_task_before_asking_anything(task, tmp_path):
+    """Issue 44: openai_yesno on dori_sample or vague_sample sent every request and reported accuracy 0."""
+    from lmms import run_lmms_eval
+
+    from spatial_tasks.models.logprob_server import LogprobServer
+
+    with LogprobServer(kind="openai") as server:
+        args = f"model_version={server.model_id},base_url={server.base_url},cache=off"
+        run = run_lmms_eval(tmp_path / "out", "openai_yesno", args, task)
+        assert server.scored() == 0  # nothing was sent
+    assert run.returncode == 2 and run.results is None
+    last = run.output.strip().splitlines()[-1]
+    assert last == (f"spatial-tasks: openai_yesno returns first-token Yes/No logits, which only the SpatialTunnel "
+                    f"logit tasks (spatialtunnel_logit*) score; {task} score(s) generated text: run them with a model "
+                    "that generates (for example qwen2_5_vl, or lmms-eval's openai for a served model)"), run.output[-2000:]
+
+
+def test_the_in_process_scorers_refuse_a_text_task_too(tiny_qwen_dir):
+    from lmms_eval.api.instance import Instance
+    from PIL import Image
+
+    from spatial_tasks.common.errors import RunStopped
+    from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
+
+    model = Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), device="cpu", device_map="cpu", dtype="float32")
+    model.task_dict = {"dori_sample": {"test": [{"image": Image.new("RGB", (32, 32))}]}}
+    request = Instance(request_type="generate_until", arguments=("Which way?", {}, lambda d: [d["image"]], 0,
+                                                                  "dori_sample", "test"),
+                       idx=0, metadata={"task": "dori_sample", "doc_id": 0, "repeats": 1})
+    with pytest.raises(RunStopped, match="Qwen2_5_VLYesNo returns first-token Yes/No logits, .*; dori_sample score"):
+        model.generate_until([request])
