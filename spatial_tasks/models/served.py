@@ -565,6 +565,7 @@ class Scorer:
         async with httpx.AsyncClient(timeout=self.timeout_s, limits=limits, headers=headers,
                                      trust_env=self.trust_env) as client:
             tasks: list[asyncio.Task] = []
+            started: list[asyncio.Task] = []  # every task, so that each one's outcome is retrieved
             try:
                 for i in order:
                     question = questions[i]
@@ -592,15 +593,18 @@ class Scorer:
                     await slots.acquire()
                     tasks.append(asyncio.create_task(self._one(client, url, question, body, key, i, results, slots,
                                                                progress)))
+                    started.append(tasks[-1])
                     done = [t for t in tasks if t.done()]
                     tasks = [t for t in tasks if not t.done()]
                     for task in done:
                         task.result()  # a failed question stops the run now
                 await asyncio.gather(*tasks)
             finally:
-                for task in tasks:
+                # A stop leaves questions in flight: cancel them, and retrieve every task's outcome (a
+                # failure not retrieved is printed by asyncio as a traceback, one per question)
+                for task in started:
                     task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+                await asyncio.gather(*started, return_exceptions=True)
         lost = [questions[i].name for i, r in enumerate(results) if r is None]
         if lost:  # cannot happen unless the loop above is wrong; never let a question vanish
             raise _Failed(f"{len(lost)} questions were not scored (first: {lost[0]})")

@@ -168,6 +168,18 @@ def test_a_bad_reply_stops_the_run_in_one_line_naming_the_question(answering_qwe
     assert "is not JSON (text/html)" in last
 
 
+def test_a_stop_with_questions_in_flight_prints_no_asyncio_traceback(answering_qwen_dir, tmp_path):
+    """Issue 44: after the one-line stop on an HTML reply, asyncio printed "Task exception was never
+    retrieved" with a traceback for every other question in flight."""
+    with LogprobServer(answering_qwen_dir, kind="vllm") as server:
+        server.faults.extend([Fault("html")] * 6)
+        run = run_lmms_eval(tmp_path / "out", "openai_yesno", _args(server, tmp_path / "cache", num_concurrent=8),
+                            TASK, verbose=False)
+    assert run.results is None and run.returncode == 2
+    assert "never retrieved" not in run.output and "Traceback" not in run.output, run.output[-3000:]
+    assert "is not JSON (text/html)" in run.output.strip().splitlines()[-1]
+
+
 @pytest.fixture(scope="module")
 def image_question():
     from spatial_tasks.models.hf_yesno import image_key
