@@ -247,11 +247,12 @@ def verify_command(
     paths: Annotated[list[Path], typer.Argument(help="lmms-eval --output_path folders (with --log_samples), or "
                                                      "O3-D's released outputs file (.jsonl/.jsonl.gz).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the cells and the verdict as JSON.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 also when nothing matched a paper model.")] = False,
 ) -> None:
     """Our figures against the papers' published cells (tasks/<benchmark>/paper_results.yaml), graded
     as EASI grades: |Δ| ≤ 2.5 points strong, ≤ 5 acceptable, > 5 a discrepancy; released outputs
-    must reproduce their cells exactly. Exit 0 when every checked cell passes, 1 otherwise (or
-    when nothing matched a paper model)."""
+    must reproduce their cells exactly. Exit 1 when a checked cell fails; a run whose model has no
+    paper row is said so and exits 0 (with --strict, 1 when nothing was verified)."""
     from spatial_tasks.results.verify import verify, verify_lines
 
     for path in paths:
@@ -259,7 +260,8 @@ def verify_command(
             raise FileNotFoundError(f"{path}: no such file or folder")
     result = verify(list(paths))
     typer.echo(json.dumps(result, indent=2) if as_json else "\n".join(verify_lines(result)))
-    if not result["passed"]:
+    failed = result["checked"] and not result["passed"]  # a figure differs from a paper row
+    if failed or (strict and not result["checked"]):
         raise typer.Exit(1)
 
 

@@ -241,7 +241,10 @@ def verify_lines(result: dict) -> list[str]:
     if result.get("software_warning"):
         lines.append(result["software_warning"])
     if not result["checked"]:
-        lines.append("FAILED: nothing was verified -- no run or released file matched a paper model.")
+        lines.append("Nothing verified: no run or released file matched a paper model. A run is compared with a "
+                     "paper row when its model (pretrained=...) is that row's Hub id or one of its names in "
+                     "tasks/<benchmark>/paper_results.yaml (add yours there to map a run to a paper model); "
+                     "--strict makes this exit 1.")
     else:
         lines.append("PASSED: every checked cell is within 5 points (or exact where the paper's own outputs were "
                      "scored)." if result["passed"] else
