@@ -143,6 +143,9 @@ class OpenAIYesNo(lmms):
             payload = encode_payload(reading.logits, **fields, **reading.payload_fields())
             self.cache_hook.add_partial("generate_until", (request.args[0], request.args[1]), payload)
             responses.append(payload)
+        from loguru import logger
+
+        logger.info(f"openai_yesno ({self.dialect.name}, {self.server.base_url}): {self.scorer.summary(readings)}")
         warn_on_label_mass([r.logits for r in readings], f"openai_yesno ({self.dialect.name})")
         return responses
 

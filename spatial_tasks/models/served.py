@@ -516,9 +516,10 @@ def retry_after_seconds(value: str | None) -> float | None:
 
 
 class _Transient(Exception):
-    def __init__(self, what: str, retry_after: float | None = None) -> None:
+    def __init__(self, what: str, retry_after: float | None = None, cause: str = "other") -> None:
         super().__init__(what)
         self.retry_after = retry_after
+        self.cause = cause  # what the closing line counts retries by: "timeout", "connection", "HTTP 429" ...
 
 
 @dataclass
@@ -535,6 +536,16 @@ class Scorer:
     trust_env: bool = False  # httpx: read HTTP(S)_PROXY etc. from the environment
     sent: int = 0  # requests sent this run (retries included)
     answered_from_cache: int = 0
+    retries: Counter = field(default_factory=Counter)  # retried requests, by cause
+
+    def summary(self, readings: Sequence[Reading]) -> str:
+        """The closing line of a run: questions, requests sent, answered from the cache, retries by
+        cause, censored labels."""
+        retried = sum(self.retries.values())
+        causes = ", ".join(f"{cause} {n}" for cause, n in sorted(self.retries.items()))
+        censored = sum(bool(r.censored) for r in readings)
+        return (f"{len(readings)} questions: {self.sent} requests sent, {self.answered_from_cache} answered from the "
+                f"cache, {retried} retried{f' ({causes})' if causes else ''}, {censored} with a censored label")
 
     def score(self, questions: Sequence[Question], progress: Callable[[int], None] | None = None) -> list[Reading]:
         """One Reading per question, in question order; ServerFailed (not yet printed: ``stop``
@@ -647,6 +658,8 @@ class Scorer:
             try:
                 return await self._post(client, url, question, body)
             except _Transient as exc:
+                if attempt <= self.retry.max_retries:
+                    self.retries[exc.cause] += 1
                 if attempt > self.retry.max_retries:
                     raise _Failed(f"{question.name}: no usable reply from {url} after {attempt} tries; last: {exc}. "
                                        "Replies received so far are cached: the same command resumes.") from None
@@ -657,13 +670,14 @@ class Scorer:
         try:
             response = await client.post(url, json=body)
         except httpx.TimeoutException as exc:
-            raise _Transient(f"timed out after {self.timeout_s:g} s ({type(exc).__name__})") from exc
+            raise _Transient(f"timed out after {self.timeout_s:g} s ({type(exc).__name__})", cause="timeout") from exc
         except httpx.TransportError as exc:  # refused, reset, dropped mid-reply
-            raise _Transient(f"{type(exc).__name__}: {exc or 'connection lost'}") from exc
+            raise _Transient(f"{type(exc).__name__}: {exc or 'connection lost'}", cause="connection") from exc
         if response.status_code in RETRIED_STATUS:
             after = retry_after_seconds(response.headers.get("retry-after"))
             said = f", Retry-After {response.headers['retry-after']}" if "retry-after" in response.headers else ""
-            raise _Transient(f"HTTP {response.status_code}{said}: {_short(response.text)}", after)
+            raise _Transient(f"HTTP {response.status_code}{said}: {_short(response.text)}", after,
+                             cause=f"HTTP {response.status_code}")
         if response.status_code != 200:
             raise _Failed(f"{question.name}: {url} refused the request with HTTP {response.status_code}: "
                                f"{_short(response.text)}")
