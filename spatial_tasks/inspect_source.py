@@ -113,6 +113,26 @@ def _show(value: Any) -> str:
     return text if len(text) <= CUT else text[: CUT - 1] + "…"
 
 
+def split_of_file(path: Path) -> str:
+    """The split ``datasets`` gives a data file in its folder by the file's name (``test-00000-of-00001
+    .parquet`` -> test), as a task that loads the folder sees it; "train" where the name says none."""
+    from datasets.data_files import get_data_patterns, resolve_pattern
+
+    try:
+        patterns = get_data_patterns(str(path.parent))
+    except Exception:  # noqa: BLE001 -- no recognisable layout there: one file, one split
+        return "train"
+    for split, split_patterns in patterns.items():
+        for pattern in split_patterns:
+            try:
+                found = resolve_pattern(pattern, str(path.parent))
+            except FileNotFoundError:
+                continue
+            if any(Path(f.removeprefix("file://")).resolve() == path.resolve() for f in found):
+                return str(split)
+    return "train"
+
+
 def _split_report(folder: Path, config: str, split: str, benchmarks: list[str], files: list[str]) -> SplitReport:
     report = SplitReport(config=config, split=split)
     try:
@@ -163,7 +183,7 @@ def inspect_source(source: str, benchmark: str | None = None) -> Report:
         if problem:
             report.error = problem
         else:
-            report.splits.append(_split_report(folder, "(the file)", "train", chosen, [folder.name]))
+            report.splits.append(_split_report(folder, "(the file)", split_of_file(folder), chosen, [folder.name]))
         return report
     files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
                    if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))

@@ -178,3 +178,15 @@ def test_the_in_process_scorers_refuse_a_text_task_too(tiny_qwen_dir):
                        idx=0, metadata={"task": "dori_sample", "doc_id": 0, "repeats": 1})
     with pytest.raises(RunStopped, match="Qwen2_5_VLYesNo returns first-token Yes/No logits, .*; dori_sample score"):
         model.generate_until([request])
+
+
+@pytest.mark.parametrize(("name", "split"), [("test-00000-of-00001.parquet", "test"), ("data.parquet", "train"),
+                                             ("validation.parquet", "validation")])
+def test_inspect_names_a_files_split_as_datasets_does(tmp_path, name, split):
+    """Issue 44, item 8: `inspect FILE` called a test-* parquet's split "train"."""
+    import datasets
+
+    datasets.Dataset.from_dict({"a": [1, 2]}).to_parquet(str(tmp_path / name))
+    shown = subprocess.run([SPATIAL_TASKS, "inspect", str(tmp_path / name)], capture_output=True, text=True,
+                           timeout=120)
+    assert f"config '(the file)', split '{split}':" in shown.stdout, shown.stdout + shown.stderr
