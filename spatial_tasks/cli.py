@@ -80,11 +80,17 @@ def tasks_dir_command() -> None:
 
 @app.command("list")
 def list_command() -> None:
-    """List our lmms-eval tasks and groups with their default data source."""
-    from spatial_tasks.catalog import task_catalog
+    """List our lmms-eval tasks and groups: what a task scores (its protocol) and its default data."""
+    from spatial_tasks.catalog import scores_payloads, task_catalog
 
+    rows = [("name", "kind", "scores", "default data")]
     for entry in task_catalog():
-        typer.echo(f"{entry.name:<34} {entry.kind:<6} {entry.source}")
+        scores = "-" if entry.kind == "group" else ("first-token logits" if scores_payloads(entry.name)
+                                                     else "generated text")
+        rows.append((entry.name, entry.kind, scores, entry.source))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]  # columns as wide as their longest entry
+    for row in rows:
+        typer.echo("  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths)) + "  " + row[3])
 
 
 @app.command("inspect")
@@ -190,11 +196,15 @@ def benchmarks_command() -> None:
     """List the registered benchmarks: name, title, default data, what each one provides."""
     from spatial_tasks.registry import benchmarks
 
+    rows = [("name", "title", "default data", "provides")]
     for spec in benchmarks().values():
         parts = [p for p, present in (("scorecard", spec.scorecard), ("paper tables", spec.paper_figures),
                                       ("report", spec.report), ("evaluate", spec.score), ("inspect", spec.inspect_split),
                                       ("baselines", spec.baselines)) if present]
-        typer.echo(f"{spec.name:<24} {spec.title:<26} {spec.default_source or '-':<28} {', '.join(parts)}")
+        rows.append((spec.name, spec.title, spec.default_source or "-", ", ".join(parts)))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        typer.echo("  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths)) + "  " + row[3])
 
 
 @app.command("report")

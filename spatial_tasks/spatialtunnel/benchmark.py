@@ -148,6 +148,7 @@ DEMO = Demo(
 BENCHMARK = Benchmark(
     name=NAME,
     title="SpatialTunnel",
+    default_source="cubec/spatialtunnel",  # the authors' tables (the task YAMLs' dataset_path)
     record="spatial_tasks.spatialtunnel.records:LoggedRecord",
     records_from_samples=records_from_samples,
     score=score,

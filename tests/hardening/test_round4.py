@@ -137,7 +137,7 @@ def test_a_broken_extra_benchmark_is_left_out_and_breaks_nothing_else(tmp_path):
     listed = subprocess.run([SPATIAL_TASKS, "benchmarks"], capture_output=True, text=True, env=env, timeout=120)
     assert listed.returncode == 0, listed.stderr
     assert [line.split()[0] for line in listed.stdout.splitlines()] == [
-        "spatialtunnel", "spatialtunnel_resplit", "o3d", "dori", "vague"]
+        "name", "spatialtunnel", "spatialtunnel_resplit", "o3d", "dori", "vague"]
     warnings = [line for line in listed.stderr.splitlines() if "$SPATIAL_TASKS_BENCHMARKS" in line]
     assert len(warnings) == 2
     assert "no_such_module_xyz: does not import (ModuleNotFoundError" in warnings[0]
@@ -190,3 +190,20 @@ def test_inspect_names_a_files_split_as_datasets_does(tmp_path, name, split):
     shown = subprocess.run([SPATIAL_TASKS, "inspect", str(tmp_path / name)], capture_output=True, text=True,
                            timeout=120)
     assert f"config '(the file)', split '{split}':" in shown.stdout, shown.stdout + shown.stderr
+
+
+def test_list_and_benchmarks_keep_their_columns_and_agree_on_the_data():
+    """Issue 44, item 8: `list` broke its columns on long names and had no protocol column; `benchmarks`
+    showed "-" as SpatialTunnel's default data where `list` showed cubec/spatialtunnel."""
+    listed = subprocess.run([SPATIAL_TASKS, "list"], capture_output=True, text=True, timeout=300, check=True).stdout
+    lines = listed.splitlines()
+    assert lines[0].split() == ["name", "kind", "scores", "default", "data"]
+    start = lines[0].index("kind")
+    assert all(line[start - 2:start] == "  " and line[start:start + 5] in ("group", "task ", "kind ") for line in lines)
+    scores = {line.split()[0]: line[lines[0].index("scores"):lines[0].index("default")].strip() for line in lines[1:]}
+    assert scores["spatialtunnel_logit_sample_phase"] == "first-token logits"
+    assert scores["spatialtunnel_sample_phase"] == scores["dori_sample"] == "generated text"
+    assert scores["spatialtunnel_logit"] == "-"  # a group
+    table = subprocess.run([SPATIAL_TASKS, "benchmarks"], capture_output=True, text=True, timeout=120, check=True).stdout
+    row = next(line for line in table.splitlines() if line.startswith("spatialtunnel "))
+    assert "cubec/spatialtunnel" in row and "cubec/spatialtunnel" in listed

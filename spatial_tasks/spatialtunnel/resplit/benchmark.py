@@ -61,6 +61,7 @@ DEMO = Demo(
 BENCHMARK = Benchmark(
     name=NAME,
     title="SpatialTunnel re-splits",
+    default_source="FlagEval/EmbSpatial-Bench, nyu-visionx/CV-Bench",  # the two benchmarks it re-splits
     report_title="SpatialTunnel: consistent / counter re-splits of real benchmarks",
     task_folder=PAPER,  # its tasks sit in SpatialTunnel's folder
     record="spatial_tasks.spatialtunnel.resplit.records:LoggedRecord",
