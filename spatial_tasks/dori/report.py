@@ -84,6 +84,10 @@ def _task_table(label: str, records: list[dict]) -> list[str]:
     coarse, granular = (with_interval(metrics.task_average(records, g), ci[AVG][g]) for g in GRANULARITIES)
     lines.append(f"| **Avg** | {coarse} | {granular} | "
                  f"{number(metrics.task_average(records, 'granular', metrics.soft_accuracy))} | | | |")
+    absent = [f"{code} {task.replace('_', ' ')}" for task, code in TASKS.items()
+              if not any((task, g) in groups for g in GRANULARITIES)]
+    if absent:  # a task the data holds no questions of is named, never dropped without a word
+        lines += ["", f"Not in this run's data (no questions, so not in Avg): {', '.join(absent)}."]
     lines += ["", f"unparseable {number(metrics.unparseable_share(records))}, declined "
                   f"{number(metrics.declined_share(records))}, refused {number(metrics.refused_share(records))}", ""]
     for name in metrics.BREAKDOWNS:

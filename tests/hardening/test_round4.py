@@ -207,3 +207,22 @@ def test_list_and_benchmarks_keep_their_columns_and_agree_on_the_data():
     table = subprocess.run([SPATIAL_TASKS, "benchmarks"], capture_output=True, text=True, timeout=120, check=True).stdout
     row = next(line for line in table.splitlines() if line.startswith("spatialtunnel "))
     assert "cubec/spatialtunnel" in row and "cubec/spatialtunnel" in listed
+
+
+def test_the_dori_report_names_the_tasks_its_data_lacks(baseline_run):
+    """Issue 44, item 8: the report omitted DORI tasks the data lacks without a word."""
+    from spatial_tasks.dori.report import _task_table
+    from spatial_tasks.dori.rescore import records_from_samples
+    from spatial_tasks.dori.schema import TASKS
+
+    run = baseline_run("always_a", "dori_sample")
+    records = [r for path in sorted(run.out.rglob("*_samples_*.jsonl")) for r in records_from_samples(path)]
+    held = sorted({r["task"] for r in records})
+
+    def named(rows: list[dict]) -> set[str]:
+        (line,) = [line for line in _task_table("run", rows) if line.startswith("Not in this run's data")]
+        return {task for task, code in TASKS.items() if f"{code} {task.replace('_', ' ')}" in line}
+
+    assert 1 < len(held) < len(TASKS)  # the bundled sample lacks some of the seven tasks: said, not dropped
+    assert named(records) == set(TASKS) - set(held)
+    assert named([r for r in records if r["task"] != held[0]]) == set(TASKS) - set(held[1:])
