@@ -48,7 +48,7 @@ def refuse_text_tasks(model_name: str, requests: Sequence[Any]) -> None:
     tasks = sorted({request.args[4] for request in requests if len(request.args) >= 6})
     text = [task for task in tasks if scores_payloads(task) is False]
     if text:
-        stop_run(f"spatial-tasks: {model_name} returns first-token Yes/No logits, which only the SpatialTunnel "
-                 f"logit tasks (spatialtunnel_logit*) score; {', '.join(text)} score(s) generated text: run "
-                 "them with a model that generates (for example qwen2_5_vl, or lmms-eval's openai for a served "
-                 "model)")
+        stop_run(f"spatial-tasks: {model_name} returns first-token Yes/No logits, which only the tasks that score "
+                 f"them take (`spatial-tasks list`: scores first-token logits); {', '.join(text)} score(s) generated "
+                 "text: run them with a model that generates (for example qwen2_5_vl, or lmms-eval's openai for a "
+                 "served model)")

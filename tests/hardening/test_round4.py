@@ -159,9 +159,10 @@ def test_a_first_token_scorer_refuses_a_text_task_before_asking_anything(task, t
         assert server.scored() == 0  # nothing was sent
     assert run.returncode == 2 and run.results is None
     last = run.output.strip().splitlines()[-1]
-    assert last == (f"spatial-tasks: openai_yesno returns first-token Yes/No logits, which only the SpatialTunnel "
-                    f"logit tasks (spatialtunnel_logit*) score; {task} score(s) generated text: run them with a model "
-                    "that generates (for example qwen2_5_vl, or lmms-eval's openai for a served model)"), run.output[-2000:]
+    assert last == (f"spatial-tasks: openai_yesno returns first-token Yes/No logits, which only the tasks that score "
+                    f"them take (`spatial-tasks list`: scores first-token logits); {task} score(s) generated text: run "
+                    "them with a model that generates (for example qwen2_5_vl, or lmms-eval's openai for a served "
+                    "model)"), run.output[-2000:]
 
 
 def test_the_in_process_scorers_refuse_a_text_task_too(tiny_qwen_dir):
