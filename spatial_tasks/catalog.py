@@ -86,6 +86,7 @@ def find_task(name: str) -> TaskEntry:
     raise KeyError(f"no spatial-tasks task named {name!r}; see `spatial-tasks list`")
 
 
+@cache  # a task's YAML is loaded in full (its utils imported) once per process
 def scores_payloads(name: str) -> bool | None:
     """Whether our task ``name`` scores first-token payloads (its process_results is marked by
     ``common.yesno.scores_payloads``); None for a task that is not ours (custom or other tasks: not judged)."""
