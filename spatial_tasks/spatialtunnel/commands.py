@@ -87,6 +87,9 @@ def probe_command(
                                            "the authors).")] = 42,
     strict: Annotated[bool, typer.Option("--strict", help="Refuse rows that cannot make a pair (default: skip "
                                                           "and count them, as the authors).")] = False,
+    empty_options: Annotated[str, typer.Option(help="Far/close rows with empty options: skip (ours) or as-nan (the "
+                                                    "authors' code: an empty cell is the object 'nan', as pandas "
+                                                    "reads it; to match the paper's Coh_D pair for pair).")] = "skip",
     layer: Annotated[int | None, typer.Option(help="Report metrics and the PCA at this layer (default: the "
                                                   "paper's layer, else App. D.4's choice).")] = None,
     batch_size: Annotated[int, typer.Option(help="Pairs per forward pass (each pair is two prompts).")] = 8,
@@ -101,7 +104,8 @@ def probe_command(
     """Contrastive probing (SpatialTunnel §5): axis coherence and VD-EI per layer, PCA of the deltas."""
     from spatial_tasks.spatialtunnel.probe.run import probe
 
-    summary = probe(out, model=model, data=data, per_category=per_category, seed=seed, strict=strict, layer=layer,
+    summary = probe(out, model=model, data=data, per_category=per_category, seed=seed, strict=strict,
+                    empty_options=empty_options, layer=layer,
                     batch_size=batch_size, device=device, dtype=dtype, family=family, layers=layers,
                     overwrite=overwrite, trust_remote_code=trust_remote_code, echo=typer.echo)
     for line in summary.describe():

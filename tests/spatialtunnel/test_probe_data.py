@@ -216,3 +216,61 @@ def test_official_source_offline_is_a_clear_error(monkeypatch):
     with pytest.raises(ProbeDataError, match=r"cubec/spatialtunnel: could not get contrastive_probing.tsv of the Hub "
                                              r"dataset cubec/spatialtunnel \("):
         load_probe_pairs("cubec/spatialtunnel")
+
+
+def _authors_distance_pairs(path: Path, seed: int = 42) -> list[tuple[str, str, str]]:
+    """The authors' reading of a far/close row, restated from their probing code's behaviour: pandas'
+    read_csv (empty cells and "n/a" become NaN), a filter of empty / "unknown" / "n/a" that lets NaN
+    through as the text "nan", candidates in option order (the target's duplicates kept), one
+    random.Random(seed) stream over the rows in order."""
+    import random
+
+    import pandas as pd
+
+    def valid(value: object) -> bool:
+        return bool(value) and str(value).strip().lower() not in {"unknown", "n/a"}
+
+    rng = random.Random(seed)
+    out = []
+    for row in pd.read_csv(path, sep="\t").to_dict("records"):
+        if str(row["category"]).lower() not in ("far", "close"):
+            continue
+        options = {key: row[key] for key in ("A", "B", "C", "D")}
+        query = str(options[str(row["answer"])])
+        candidates = [str(v) for k, v in options.items() if k != str(row["answer"]) and valid(v)]
+        if not valid(query) or not candidates:
+            continue
+        out.append((str(row["category"]).lower(), query, rng.choice(candidates)))
+    return out
+
+
+def test_the_authors_empty_options_read_as_nan_on_request(tmp_path):
+    """Issue 44: in the released contrastive_probing.tsv layout far/close rows leave C and D empty; the
+    authors' code then asks "Compared to nan, ...". ``empty_options="as-nan"`` gives exactly their pairs
+    (same references, drawn from the same stream); the default never names "nan"."""
+    columns = ["index", "category", "image", "answer", "A", "B", "C", "D"]
+    objects = ["chair", "sofa", "lamp", "table", "bed", "desk"]
+    rows = []
+    for i in range(24):
+        row = {"index": i, "category": ("far", "close")[i % 2], "image": b64(i), "answer": "AB"[i % 3 == 0],
+               "A": objects[i % 6], "B": objects[(i + 1) % 6], "C": "", "D": ""}
+        if i % 4 == 1:
+            row["C"] = objects[(i + 2) % 6]
+        if i % 5 == 2:
+            row["D"] = "n/a" if i % 2 else "unknown"
+        rows.append(row)
+    rows.append({"index": 24, "category": "left", "image": b64(24), "answer": "left", "A": "chair", "B": "sofa"})
+    path = write_tsv(tmp_path / "contrastive_probing.tsv", rows, columns)
+
+    want = _authors_distance_pairs(path)
+    authors = load_probe_pairs(path, empty_options="as-nan")
+    got = [(p.label, p.query, p.reference) for p in authors.pairs if p.axis == "D"]
+    assert got == want and len(got) == 24
+    asked_nan = [p for p in authors.pairs if p.reference == "nan"]
+    assert 5 <= len(asked_nan) < 24  # "Compared to nan, is chair far or close ..."
+    assert asked_nan[0].question().startswith("Compared to nan, is ")
+    ours = load_probe_pairs(path)
+    assert len(ours.pairs) == 25 and not [p for p in ours.pairs if "nan" in (p.query, p.reference)]
+    assert [p.label for p in ours.pairs] == [p.label for p in authors.pairs]  # the same rows, other references
+    with pytest.raises(ValueError, match="--empty-options must be one of skip, as-nan"):
+        load_probe_pairs(path, empty_options="nan")

@@ -28,8 +28,17 @@ names the file, row and field):
    option names them (the authors' code assumes question order; the option text decides here
    when it names both). ``under``/``beneath`` are ``below``.
 
-Rows whose distance target or every candidate reference is empty or "unknown" are skipped, as
-in the authors' code, and counted in ``ProbeData.skipped``. So is a row that cannot make a pair --
+Rows whose distance target or every candidate reference is empty or "unknown" are skipped and
+counted in ``ProbeData.skipped`` (``empty_options="skip"``, the default). The authors' code does
+otherwise: it reads the TSV with pandas, where an empty cell (or "n/a", "NA", "None" ...: pandas'
+missing-value strings) becomes NaN, and its filter (empty, "unknown", "n/a") lets NaN through as
+the text "nan" -- so a far/close row whose options C and D are empty may ask "Compared to nan, is
+chair far or close from you?". ``empty_options="as-nan"`` does exactly that, for matching the
+paper's Coh_D pair for pair: such cells read "nan" and are candidates, "unknown" is not, and a
+candidate equal to the target is kept (the authors do not drop it); the reference is drawn from
+the same ``random.Random(seed)`` stream in the same row order. One difference stays: a pair whose two
+objects are the same text is skipped in both modes (swapping them changes nothing; its delta is
+zero). A row that cannot make a pair --
 a question in none of the templates, an unknown category or answer, the same object twice: the
 authors' code skips such rows with a warning, and one odd row must not stop a 1,200-row run. The
 first of them are named (``ProbeData.skipped_rows``); ``strict`` refuses such a file instead.
@@ -76,6 +85,11 @@ PER_CATEGORY = 200  # the authors' --max-samples-per-category default (0: no lim
 CAP_SEED = 42  # the authors' random.Random(42) for the cap, whatever --seed says
 NAMED_SKIPS = 5  # skipped rows named in messages
 _UNKNOWN = {"", "unknown", "n/a"}  # as the authors filter: "None" may name an object
+EMPTY_OPTIONS = ("skip", "as-nan")
+# pandas.read_csv's default missing-value strings (its documentation, na_values): what the authors'
+# pandas turns into NaN, which their code then formats as "nan".
+PANDAS_NA = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+                       "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
 # "... (the) X and (the) Y in/positioned/..." -- the two objects of an EmbSpatial relation question.
 _OBJECT_PAIR = re.compile(r"\b(?:of|between|are)\s+(?:the\s+)?(?P<a>.+?)\s+and\s+(?:the\s+)?(?P<b>.+?)\s+"
                           r"(?:in\b|positioned|interact|located|placed|relative|arranged)", re.IGNORECASE)
@@ -133,13 +147,16 @@ def question_pair(question: str) -> tuple[str, str, str] | None:
 
 
 def load_probe_pairs(source: str | Path, *, per_category: int = PER_CATEGORY, seed: int = 42,
-                     strict: bool = False) -> ProbeData:
+                     strict: bool = False, empty_options: str = "skip") -> ProbeData:
     """Every pair of ``source`` (a parquet/TSV file, a folder of them, or a Hub dataset id, see
     ``resolve_source``), checked; at most ``per_category`` per answer (0: all), drawn as the
     authors draw them (module docstring). ``seed`` draws the distance references; ``strict``
-    refuses rows that cannot make a pair instead of skipping them."""
+    refuses rows that cannot make a pair instead of skipping them; ``empty_options``: "skip" (ours)
+    or "as-nan" (the authors' code: empty options become the candidate "nan"; module docstring)."""
     if not isinstance(per_category, int) or isinstance(per_category, bool) or per_category < 0:
         raise ValueError(f"--per-category must be an integer >= 0 (0: every pair), got {per_category!r}")
+    if empty_options not in EMPTY_OPTIONS:
+        raise ValueError(f"--empty-options must be one of {', '.join(EMPTY_OPTIONS)}, not {empty_options!r}")
     files = resolve_source(source)
     rng = random.Random(seed)
     pairs: list[ProbePair] = []
@@ -150,7 +167,7 @@ def load_probe_pairs(source: str | Path, *, per_category: int = PER_CATEGORY, se
         dataset, origin = _read(path)
         layout = detect_layout(dataset.column_names, origin)
         layouts.add(layout)
-        pairs += pairs_of_table(dataset, origin, layout, rng, skipped, skipped_rows, strict)
+        pairs += pairs_of_table(dataset, origin, layout, rng, skipped, skipped_rows, strict, empty_options)
     if not pairs:
         named = f"; first: {'; '.join(skipped_rows)}" if skipped_rows else ""
         raise ProbeDataError(f"{source}: no usable probing pair ({dict(skipped) or 'no rows'}){named}")
@@ -258,7 +275,8 @@ class _Skip(ProbeDataError):
 
 
 def pairs_of_table(dataset: datasets.Dataset, origin: Origin, layout: str, rng: random.Random,
-                   skipped: Counter, skipped_rows: list[str], strict: bool) -> list[ProbePair]:
+                   skipped: Counter, skipped_rows: list[str], strict: bool, empty_options: str = "skip"
+                   ) -> list[ProbePair]:
     """The pairs of one table in ``layout``; rows that cannot make a pair are counted in ``skipped``
     and named in ``skipped_rows`` (``strict``: refused)."""
     text_columns = [c for c in dataset.column_names if c != "image"]
@@ -277,7 +295,7 @@ def pairs_of_table(dataset: datasets.Dataset, origin: Origin, layout: str, rng: 
             if layout == "prompts":
                 made = _from_prompt(get, bad)
             else:
-                made = _from_objects(get, options, rng, bad, skipped)
+                made = _from_objects(get, options, rng, bad, skipped, empty_options)
             if made is not None and made[1].strip().lower() == made[2].strip().lower():
                 raise bad("question", f"the two objects are the same ({short(made[1])}): swapping them changes nothing")
         except _Skip as err:
@@ -323,10 +341,29 @@ def _known(value: object) -> bool:
     return value is not None and str(value).strip().lower() not in _UNKNOWN
 
 
+def _as_the_authors_read(value: object) -> str:
+    """A cell as the authors' code sees it: pandas' missing values become NaN, formatted "nan"."""
+    return "nan" if value is None or str(value) in PANDAS_NA else str(value)
+
+
+def _authors_valid(value: str) -> bool:
+    return bool(value) and value.strip().lower() not in {"unknown", "n/a"}
+
+
 def _from_objects(get: Mapping, options: Sequence[str], rng: random.Random, bad,
-                  skipped: Counter) -> tuple[str, str, str] | None:
+                  skipped: Counter, empty_options: str = "skip") -> tuple[str, str, str] | None:
     category = _label(get.get("category"), "category", bad)
     answer = str(get.get("answer") or "").strip()
+    if AXIS_OF[category] == "D" and empty_options == "as-nan":
+        if answer not in options:
+            raise bad("answer", f"{short(answer)} is not an option letter {list(options)} of a {category} row")
+        target = _as_the_authors_read(get.get(answer))
+        others = [_as_the_authors_read(get.get(o)) for o in options if o != answer]
+        others = [o for o in others if _authors_valid(o)]
+        if not _authors_valid(target) or not others:
+            skipped["distance target unknown" if not _authors_valid(target) else "no distance reference"] += 1
+            return None
+        return category, target, rng.choice(others)
     if AXIS_OF[category] == "D":
         if answer not in options:
             raise bad("answer", f"{short(answer)} is not an option letter {list(options)} of a {category} row")

@@ -304,7 +304,7 @@ DTYPES = ("bfloat16", "float16", "float32")
 
 
 def probe(out: Path, *, model: str | None = None, data: str | None = None, per_category: int = 200, seed: int = 42,
-          strict: bool = False, layer: int | None = None, batch_size: int = 8, device: str = "cpu",
+          strict: bool = False, empty_options: str = "skip", layer: int | None = None, batch_size: int = 8, device: str = "cpu",
           dtype: str = "bfloat16", family: str | None = None, layers: str | None = None, overwrite: bool = False,
           trust_remote_code: bool = False, echo: Callable[[str], None] = print) -> ProbeSummary:
     """``spatial-tasks probe``: probe ``model`` on the pairs of ``data`` into ``out`` (resuming a
@@ -321,7 +321,7 @@ def probe(out: Path, *, model: str | None = None, data: str | None = None, per_c
         raise ValueError("--model and --data go together (neither: recompute from --out)")
     if dtype not in DTYPES:
         raise ValueError(f"--dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
-    pairs = load_probe_pairs(data, per_category=per_category, seed=seed, strict=strict)
+    pairs = load_probe_pairs(data, per_category=per_category, seed=seed, strict=strict, empty_options=empty_options)
     skipped = f", skipped {dict(pairs.skipped)}" if pairs.skipped else ""
     capped = f", {pairs.capped} left out by --per-category {per_category}" if pairs.capped else ""
     echo(f"{len(pairs.pairs)} pairs from {data} ({pairs.layout} layout): {pairs.counts()}{skipped}{capped}")
