@@ -283,11 +283,13 @@ def tiny_model_command(
     family: Annotated[str, typer.Option(help="transformers model_type: qwen2_5_vl, qwen3_vl, qwen3_vl_moe, "
                                              "llava_onevision, internvl, gemma3, molmo2.")] = "qwen2_5_vl",
     seed: Annotated[int, typer.Option(help="Weights seed (same seed, same weights).")] = 0,
+    shape: Annotated[str, typer.Option(help="tiny (the tests'), served (head sizes a real serving engine takes: "
+                                            "vLLM's CPU attention), or mid (CPU throughput figures).")] = "tiny",
 ) -> None:
     """Build a tiny randomly initialised VLM of one family (offline; exercises the real model code)."""
     from spatial_tasks.models.tiny_models import build_tiny_model
 
-    typer.echo(str(build_tiny_model(family, out, seed=seed)))
+    typer.echo(str(build_tiny_model(family, out, seed=seed, shape=shape)))
 
 
 @app.command("demo")

@@ -312,7 +312,8 @@ class Dialect:
             missing = [i for i in self.labels.ids if i not in by_id]
             if missing:
                 raise MalformedReply(f"the label token ids {missing} are not in its logprobs: the server ignores "
-                                     "logprob_token_ids (a vLLM before 0.33?); use dialect=top_logprobs")
+                                     "logprob_token_ids (vLLM 0.32 honours it; an older or another server may "
+                                     "not); use dialect=top_logprobs")
             return Reading.exact(self.labels, by_id, text)
         return Reading.from_top(self.labels, values, text)
 

@@ -29,13 +29,19 @@ from typing import Any
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.paths import output_folder
 
-# "tiny": what tests use. "mid": a CPU-sized stand-in for throughput figures (benchmarks/), with the
-# vision tower keeping a realistic share of the cost (224 px tiles for fixed-size towers).
+# "tiny": what tests use. "served": "tiny" with head sizes a real engine's attention takes (vLLM's CPU
+# kernels take 32 to 512; the .ci/vllm lane). "mid": a CPU-sized stand-in for throughput figures
+# (benchmarks/), with the vision tower keeping a realistic share of the cost (224 px tiles for
+# fixed-size towers).
 SHAPES: dict[str, dict[str, Any]] = {
     "tiny": {"text": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
                       "num_key_value_heads": 2, "head_dim": 16},
              "vision": {"hidden_size": 32, "intermediate_size": 64, "layers": 2, "heads": 2}, "side": 56,
              "mrope": [2, 3, 3]},
+    "served": {"text": {"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+                        "num_key_value_heads": 2, "head_dim": 32},
+               "vision": {"hidden_size": 64, "intermediate_size": 128, "layers": 2, "heads": 2}, "side": 56,
+               "mrope": [4, 6, 6]},
     "mid": {"text": {"hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 6, "num_attention_heads": 8,
                      "num_key_value_heads": 2, "head_dim": 64},
             "vision": {"hidden_size": 320, "intermediate_size": 864, "layers": 8, "heads": 5}, "side": 224,
@@ -93,6 +99,9 @@ def _qwen_style_tokenizer(specials: list[str], named: dict[str, str], eos: str, 
     return tokenizer
 
 
+NEWLINE_RUNS = ("\n", "\n\n", "\n\n\n", "\n\n\n\n")
+
+
 def _gemma_style_tokenizer(specials: list[str], named: dict[str, str]):
     """A GemmaTokenizer (BPE over "▁"-joined pieces with byte fallback, <bos> added) trained here."""
     from transformers import AddedToken
@@ -104,9 +113,14 @@ def _gemma_style_tokenizer(specials: list[str], named: dict[str, str]):
         vocab[f"<0x{byte:02X}>"] = len(vocab)
     for piece in pieces:
         vocab.setdefault(piece, len(vocab))
+    # Runs of newlines are single tokens in Gemma's vocabulary, and serving engines look them up (vLLM's
+    # Gemma 3 finds "\n\n" to "\n\n\n\n" around each image's tokens).
+    for run in NEWLINE_RUNS:
+        vocab.setdefault(run, len(vocab))
     for token in specials:
         vocab.setdefault(token, len(vocab))
     merges = [m for m in merges if m[0] in vocab and m[1] in vocab and m[0] + m[1] in vocab]
+    merges += [("\n", "\n"), ("\n\n", "\n"), ("\n\n", "\n\n")]
     tokenizer = GemmaTokenizer(vocab=vocab, merges=merges, extra_special_tokens=named or None)
     tokenizer.add_special_tokens({"additional_special_tokens": [AddedToken(t, special=True, normalized=False)
                                                                 for t in specials]},
@@ -188,6 +202,17 @@ def _save_model(config, model_class, out_dir: Path, seed: int, generation: dict[
         model = model_class(config).eval().to(torch.float32)
     model.generation_config = GenerationConfig(do_sample=False, **generation)
     model.save_pretrained(out_dir)
+
+
+def _rename_weights(out_dir: Path, prefix: str, to: str) -> None:
+    """Rename the saved weights under ``prefix`` to start with ``to`` (a single-file checkpoint)."""
+    from safetensors.torch import load_file, save_file
+
+    path = out_dir / "model.safetensors"
+    weights = load_file(path)
+    renamed = {(to + name[len(prefix):] if name.startswith(prefix) and not name.startswith(to) else name): tensor
+               for name, tensor in weights.items()}
+    save_file(renamed, path, metadata={"format": "pt"})
 
 
 def _ids(tokenizer, tokens: list[str]) -> dict[str, int]:
@@ -330,6 +355,10 @@ def _build_gemma3(out_dir: Path, seed: int, shape: dict) -> None:
     _save_model(config, Gemma3ForConditionalGeneration, out_dir, seed,
                 {"bos_token_id": tokenizer.bos_token_id, "eos_token_id": [tokenizer.eos_token_id, ids["<end_of_turn>"]],
                  "pad_token_id": tokenizer.pad_token_id})
+    # transformers saves the SigLIP tower's weights as vision_tower.*; released Gemma 3 checkpoints (and
+    # the engines that load them, vLLM among them) name them vision_tower.vision_model.*. transformers
+    # reads either.
+    _rename_weights(out_dir, "vision_tower.", "vision_tower.vision_model.")
     template = chat_template(turn_start="<start_of_turn>{role}\n", turn_end="<end_of_turn>\n", assistant="model",
                              image="<start_of_image>", bos="<bos>", system_into_user=True)
     Gemma3Processor(image_processor=Gemma3ImageProcessor(size={"height": side, "width": side}), tokenizer=tokenizer,

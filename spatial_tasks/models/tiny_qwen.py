@@ -217,13 +217,19 @@ def _check_tokenizer(tokenizer) -> None:
 
 # Model shapes. "tiny" is what tests use; "mid" scales the real 3B down so that a CPU run of the
 # throughput benchmark takes minutes while the vision tower keeps a realistic share of the cost;
-# "3b" is Qwen2.5-VL-3B-Instruct's architecture (random weights), for GPU benchmarks. M-RoPE
+# "served" is "tiny" with the head size a real engine's attention takes (vLLM's CPU kernels: 32 to
+# 512; the .ci/vllm lane); "3b" is Qwen2.5-VL-3B-Instruct's architecture (random weights), for GPU benchmarks. M-RoPE
 # sections sum to head_dim / 2.
 SHAPES: dict[str, dict[str, dict]] = {
     "tiny": {
         "text": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "mrope_section": [2, 3, 3]},
         "vision": {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "fullatt_block_indexes": [1]},
+    },
+    "served": {
+        "text": {"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "mrope_section": [4, 6, 6]},
+        "vision": {"depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 2, "fullatt_block_indexes": [1]},
     },
     "mid": {
         "text": {"hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 6, "num_attention_heads": 8,

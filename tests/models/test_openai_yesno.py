@@ -32,34 +32,13 @@ SPATIAL_TASKS = str(Path(LMMS_EVAL).with_name("spatial-tasks"))
 
 @pytest.fixture(scope="session")
 def answering_qwen_dir(tiny_qwen_dir, tmp_path_factory) -> Path:
-    """The tiny Qwen2.5-VL with its "Yes" and "No" output rows made the two likeliest first tokens
-    (its likeliest token's row, scaled, plus noise of its own for each): a random model's Yes/No sit
-    far down its ranking, where a top-20 reply does not list them."""
+    """The tiny Qwen2.5-VL with "Yes" and "No" made its two likeliest first tokens (tests/answering.py):
+    a random model's Yes/No sit far down its ranking, where a top-20 reply does not list them."""
+    from answering import make_answering
     from conftest import shared_across_workers
 
-    def build(root: Path) -> None:
-        import torch
-        from transformers import AutoModelForImageTextToText, AutoProcessor
-
-        from spatial_tasks.models import families
-
-        processor = AutoProcessor.from_pretrained(tiny_qwen_dir)
-        model = AutoModelForImageTextToText.from_pretrained(tiny_qwen_dir, dtype=torch.float32)
-        tokenizer = processor.tokenizer
-        yes, no = (tokenizer.encode(w, add_special_tokens=False)[0] for w in ("Yes", "No"))
-        head = model.get_output_embeddings().weight
-        with torch.no_grad():
-            inputs = families.chat_inputs(processor, [("Is the red object closer to the camera than the blue one?",
-                                                        [Image.new("RGB", (128, 128), (90, 90, 90))])])
-            top = model(**inputs).logits[0, -1].topk(2).indices.tolist()
-            lead = head[top[0]].clone() * 4  # both labels well above every other token, apart by noise
-            gen = torch.Generator().manual_seed(0)
-            for token in (yes, no):
-                head[token] = lead + 0.5 * lead.abs().mean() * torch.randn(lead.shape, generator=gen)
-        model.save_pretrained(root / "model")
-        processor.save_pretrained(root / "model")
-
-    return shared_across_workers(tmp_path_factory, "answering_qwen", build) / "model"
+    return shared_across_workers(tmp_path_factory, "answering_qwen",
+                                 lambda root: make_answering(tiny_qwen_dir, root / "model")) / "model"
 
 
 @pytest.fixture(scope="session")
