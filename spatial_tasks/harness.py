@@ -59,6 +59,7 @@ What lives here, and why:
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import os
 import re
@@ -69,7 +70,7 @@ from importlib import metadata as _metadata
 from pathlib import Path
 from typing import Any
 
-from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.errors import UserError, stop_run
 from spatial_tasks.common.origin import LOCAL_BUILDERS
 from spatial_tasks.common.validate import DataError
 from spatial_tasks.paths import tasks_dir
@@ -359,7 +360,7 @@ def check_hub_reachable(data: TaskData) -> None:
         raise HubUnreachable(f"Couldn't reach {data.path!r} on the Hub: {why}")
 
 
-from spatial_tasks.common.hub import hub_unreachable  # noqa: E402,F401 (a check every layer may make)
+from spatial_tasks.common.hub import hub_unreachable
 
 # ------------------------------------------------------------------------------------------
 # 1 + 3. Installing into lmms-eval
@@ -396,12 +397,76 @@ def _install_task_discovery() -> None:
 
     @functools.wraps(original)
     def initialize_tasks(self, include_path=None, *args, **kwargs):
+        _install_preflight()
         if os.environ.get(AUTO_INCLUDE_ENV, "1") == "0":  # read when the index is built, not at import
             return original(self, include_path, *args, **kwargs)
         return original(self, _with_our_tasks(include_path), *args, **kwargs)
 
     initialize_tasks._spatial_tasks = True
     TaskManager.initialize_tasks = initialize_tasks
+
+
+def _install_preflight() -> None:
+    """Wrap ``simple_evaluate`` with ``spatial_tasks.preflight``'s checks (idempotent): a run that
+    holds our tasks and whose checkpoint or Hub data cannot be had stops in one line before its model
+    loads. ``lmms_eval.__main__`` calls ``evaluator.simple_evaluate``, so the module attribute is the
+    one replaced; while that module is still being imported (our entry point runs then) there is
+    nothing to wrap yet, so this runs when the task index is built."""
+    from spatial_tasks import preflight
+
+    evaluator = sys.modules.get("lmms_eval.evaluator")
+    original = getattr(evaluator, "simple_evaluate", None)
+    if original is None or getattr(original, "_spatial_tasks", False):
+        return
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def simple_evaluate(*args, **kwargs):
+        bound = signature.bind_partial(*args, **kwargs).arguments
+        model, model_args, tasks = bound.get("model"), bound.get("model_args"), bound.get("tasks") or []
+        ours = preflight.our_tasks(tasks if isinstance(tasks, list | tuple) else str(tasks).split(","))
+        if not ours or not isinstance(model, str):
+            return original(*args, **kwargs)
+        checkpoint = preflight.given_checkpoint(model_args) or _default_checkpoint(model)
+        why = hub_unreachable()
+        if why:
+            line = preflight.missing_checkpoint(model, checkpoint, why)
+            for task in ours if line is None else ():
+                data, hook = TaskData.from_yaml(_task_yaml(task))
+                if not (data.is_local_builder or data.local_folder is not None):
+                    line = preflight.missing_dataset(task, data.path, hook.source_env, why)
+                if line:
+                    break
+            if line:
+                stop_run(line)
+        try:
+            return original(*args, **kwargs)
+        except OSError as err:
+            line = preflight.hub_failure_line(model, checkpoint, err)
+            if line is None:
+                raise
+            stop_run(line)
+
+    simple_evaluate._spatial_tasks = True
+    evaluator.simple_evaluate = simple_evaluate
+
+
+def _default_checkpoint(model: str) -> str | None:
+    """The default of a model class's ``pretrained`` parameter (lmms-eval's qwen2_5_vl: Qwen2.5-VL-3B)."""
+    from lmms_eval.models import get_model
+
+    try:
+        parameter = inspect.signature(get_model(model).__init__).parameters.get("pretrained")
+    except Exception:  # noqa: BLE001 - an unknown model: lmms-eval says so itself
+        return None
+    default = getattr(parameter, "default", None)
+    return default if isinstance(default, str) and default else None
+
+
+def _task_yaml(task: str) -> Path:
+    from spatial_tasks.catalog import find_task
+
+    return find_task(task).path
 
 
 def _install_download() -> None:
@@ -486,7 +551,10 @@ def _install_fast_yaml() -> None:
 
 
 def install() -> None:
-    """Install the patches (idempotent): task discovery, our tasks' data loading, fast YAML."""
+    """Install the patches (idempotent): task discovery, our tasks' data loading, fast YAML; the
+    check that a run with our tasks can have its checkpoint and data (``preflight``) is installed
+    when the task index is built, once lmms-eval's evaluator module has finished importing (this
+    entry point runs while it is still being imported)."""
     _install_task_discovery()
     _install_download()
     _install_fast_yaml()
@@ -557,7 +625,7 @@ class RecordRef:
 
 
 # Reading the pointer back is the samples reader's job: common/samples.py, is_record_ref.
-from spatial_tasks.common.samples import is_record_ref  # noqa: E402,F401
+from spatial_tasks.common.samples import is_record_ref  # noqa: F401
 
 
 def fan_out(record: dict, names: Sequence[str]) -> dict:
@@ -623,11 +691,11 @@ def pool_subtasks(values: list, sizes: list, weight_by_size: bool = True) -> flo
 
 # The format itself is ours, not lmms-eval's: common/yesno.py (the task and model code read it
 # there too); the seam's part is that a generate_until response reaches process_results untouched.
-from spatial_tasks.common.yesno import (  # noqa: E402,F401
+from spatial_tasks.common.yesno import (  # noqa: F401
     PAYLOAD_KEY,
-    is_payload,  # noqa: E402,F401
+    is_payload,
 )
-from spatial_tasks.common.yesno import encode_payload_fields as encode_payload  # noqa: E402,F401
+from spatial_tasks.common.yesno import encode_payload_fields as encode_payload  # noqa: F401
 
 # ------------------------------------------------------------------------------------------
 # 7. lmms-eval's own answer readers
