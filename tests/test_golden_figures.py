@@ -72,3 +72,48 @@ def test_a_bertscore_figure_is_compared_to_its_stated_tolerance():
     assert not _differences({"bertscore_f1": 1.0000000745}, {"bertscore_f1": 1.0000000075})
     assert _differences({"bertscore_f1": 1.00001}, {"bertscore_f1": 1.0000000075})
     assert _differences({"acc": 1.0000000745}, {"acc": 1.0000000075})
+
+
+# Issue 44, item 2: each scorecard column is a paper's quantity over the paper's subset, and each
+# paper figure printed beside a run is computed over the same subset. (benchmark, metric) -> the task
+# or group the golden runs' scorecard takes it from, and why that is the paper's subset.
+SCORECARD_SOURCES = {
+    ("spatialtunnel", "v"): {"spatialtunnel_sample_phase", "spatialtunnel_logit_sample_phase"},  # Tables 8, 3
+    ("spatialtunnel", "delta"): {"spatialtunnel_sample_phase", "spatialtunnel_logit_sample_phase"},
+    ("spatialtunnel", "v_size"): {"spatialtunnel_sample_size", "spatialtunnel_logit_sample_size"},  # Table 9
+    ("spatialtunnel", "delta_s"): {"spatialtunnel_sample_size", "spatialtunnel_logit_sample_size"},
+    ("o3d", "acc"): {"o3d_sample_markers"},  # Table 12: marked images only
+    ("o3d", "bias_nf"): {"o3d_sample_markers"},  # Eq. 1 on the marked images
+    ("o3d", "sdgm_vision"): {"o3d_sample_markers"},  # Eq. 2, Omega_V on the marked images
+    ("o3d", "sdgm_language"): {"o3d_sample"},  # Eq. 2, Omega_L: 42 groups over clarity 3, 3.5 and 4
+    ("dori", "avg_coarse"): {"dori_sample"},  # Table 2: every task
+    ("dori", "avg_granular"): {"dori_sample"},
+    ("vague", "acc"): {"vague_sample_vlm"},  # the VLM setting
+}
+# "Beside the papers": (benchmark, table) -> where its cells come from in the golden runs.
+PAPER_SOURCES = {
+    ("spatialtunnel", "table3"): {"spatialtunnel_logit_sample_phase"},  # logit, phase
+    ("spatialtunnel", "table8"): {"spatialtunnel_sample_phase"},  # exact match, phase
+    ("spatialtunnel", "table9"): {"spatialtunnel_logit_sample_size"},  # logit, size
+    ("spatialtunnel", "table2"): {"spatialtunnel_cv_bench_3d_split_sample", "spatialtunnel_embspatial_depth_split_sample"},
+    ("o3d", "table12"): {"run (all O3-D tasks)"},  # each cell filters its own rows (clarity 4, cues)
+    ("dori", "table2"): {"run (all DORI tasks)"},
+}
+
+
+def test_each_headline_and_paper_cell_is_the_papers_quantity_over_its_subset():
+    golden = json.loads(GOLDEN.read_text())
+    sources: dict[tuple, set] = {}
+    for record in golden["leaderboard"]:
+        sources.setdefault((record["benchmark"], record["metric"]), set()).add(record["task"])
+    assert sources == SCORECARD_SOURCES
+    beside: dict[tuple, set] = {}
+    for line in golden["report_tables"]["Beside the papers"][2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        benchmark, table = cells[2].split()
+        beside.setdefault((benchmark, table), set()).add(cells[4])
+    assert beside == PAPER_SOURCES
+    header = golden["report_tables"]["Scorecard"][0]
+    assert "SpatialTunnel v (phase) | SpatialTunnel Δ (phase) | SpatialTunnel v (size) | SpatialTunnel Δ_s (size)" in header
+    row = next(line for line in golden["report_tables"]["Scorecard"] if "rule=vertical" in line)
+    assert "(exact); " in row and "(logit)" in row  # a run with both protocols: each figure, labelled

@@ -308,8 +308,16 @@ def _marked(rows) -> bool:
     return all(r.get("is_marked") for r in rows)
 
 
+# Eq. 2's Omega_L: 7 question bodies x 2 option orders x the 3 clarity levels >= 3 (3, 3.5 and 4, the
+# marked images' level) = the paper's 42 question groups.
+SDGM_L_CLARITIES = frozenset({3.0, 3.5, 4.0})
+
+
 def _language(rows) -> bool:
-    return not any(r.get("is_marked") or r.get("is_real") for r in rows)
+    """SDGM L's scope: synthetic rows spanning every clarity level of Omega_L (a single clarity task
+    holds 14 of the 42 groups, another quantity than the paper's)."""
+    levels = {float(r["ques_clarity"]) for r in rows if isinstance(r.get("ques_clarity"), (int, float))}
+    return bool(rows) and not any(r.get("is_real") for r in rows) and SDGM_L_CLARITIES <= levels
 
 
 def _accuracy(rows) -> float:

@@ -23,26 +23,42 @@ LEADERBOARD_JSON, LEADERBOARD_CSV = "leaderboard.json", "leaderboard.csv"
 
 
 def headline_records(records: Sequence[ResultRecord]) -> list[ResultRecord]:
-    """Per (model, model_args, benchmark, metric): the record the scorecard shows -- among the
-    records of a headline scope (``ResultRecord.headline``), the one over the most questions (the
-    whole benchmark when a group pools its subtasks), of the latest run; ties: the shorter task name."""
+    """Per (model, model_args, benchmark, metric, scoring settings): the record the scorecard shows --
+    among the records of a headline scope (``ResultRecord.headline``), the one over the most questions
+    (the whole benchmark when a group pools its subtasks), of the latest run; ties: the shorter task
+    name. Figures scored under other settings (SpatialTunnel's two protocols) are other figures: each
+    is kept."""
     def rank(r: ResultRecord) -> tuple:
         return r.n, r.run_id, -len(r.task), r.task
 
     best: dict[tuple, ResultRecord] = {}
     for r in records:
-        key = (r.model, r.model_args, r.benchmark, r.metric)
+        key = (r.model, r.model_args, r.benchmark, r.metric, tuple(sorted(r.settings.items())))
         if r.headline and (key not in best or rank(r) > rank(best[key])):
             best[key] = r
     return list(best.values())
 
 
-def _cell(record: ResultRecord | None) -> str:
-    if record is None:
-        return "–"
+def _value(record: ResultRecord) -> str:
     if record.ci_low is None or record.ci_high is None:
         return number(record.value)
     return f"{number(record.value)} [{number(record.ci_low)}, {number(record.ci_high)}]"
+
+
+def _cell(records: Sequence[ResultRecord], options: Sequence[str]) -> str:
+    """One model's figure(s) in one column. Each is labelled by its scoring options (the benchmark's
+    ``options`` among its settings: SpatialTunnel's protocol) and by any setting in which the
+    figures of this cell differ (two DORI option-order seeds); several are joined by "; "."""
+    if not records:
+        return "–"
+    differing = {k for r in records for k in r.settings if len({str(o.settings.get(k)) for o in records}) > 1}
+    shown = sorted({k for r in records for k in r.settings if k in options} | differing)
+
+    def label(r: ResultRecord) -> str:
+        parts = [r.settings[k] if k in options else f"{k} {r.settings[k]}" for k in shown if k in r.settings]
+        return f" ({', '.join(parts)})" if parts else ""
+
+    return "; ".join(_value(r) + label(r) for r in sorted(records, key=lambda r: sorted(r.settings.items())))
 
 
 def scorecard_lines(records: Sequence[ResultRecord]) -> list[str]:
@@ -54,20 +70,24 @@ def scorecard_lines(records: Sequence[ResultRecord]) -> list[str]:
     present = [b for b in specs if any(r.benchmark == b for r in chosen)]
     columns = [(b, h) for b in present for h in specs[b].scorecard.headlines]
     models = sorted({(r.model, r.model_args) for r in chosen})
-    by_key = {(r.model, r.model_args, r.benchmark, r.metric): r for r in chosen}
+    by_key: dict[tuple, list[ResultRecord]] = {}
+    for r in chosen:
+        by_key.setdefault((r.model, r.model_args, r.benchmark, r.metric), []).append(r)
     head = ["model", *(f"{specs[b].title} {h.label}" for b, h in columns)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for model, args in models:
         name = f"`{model}({args})`" if args else f"`{model}`"
-        lines.append("| " + " | ".join([name, *(_cell(by_key.get((model, args, b, h.metric))) for b, h in columns)])
-                     + " |")
+        cells = [_cell(by_key.get((model, args, b, h.metric), []), specs[b].options) for b, h in columns]
+        lines.append("| " + " | ".join([name, *cells]) + " |")
     scopes = sorted({(r.benchmark, r.task, r.n) for r in chosen})
     warning = mixed_warning([record_software(r) for r in chosen], "rows of this scorecard")
     lines += [*(["", f"**{warning}**"] if warning else []), "", "Value [95 % interval]: Wilson for plain accuracies, a seeded cluster bootstrap over images / "
               "scenes / items otherwise (paired items resampled together; `spatial_tasks/results/intervals.py`). "
-              "Each figure comes from the largest task or group that defines it (O3-D: accuracy, bias and SDGM "
-              "vision over the marked images, SDGM language over the language-variation tasks; VAGUE: the VLM "
-              "setting): "
+              "Each figure comes from the largest task or group that defines it (SpatialTunnel: v and Δ over the "
+              "phase variant, as the papers' Tables 3 and 8, v and Δ_s over the size variant, as Table 9, each "
+              "protocol its own figure; O3-D: accuracy, bias and SDGM vision over the marked images, as Table 12, "
+              "SDGM language over the question variations at the three clarity levels >= 3 (Eq. 2's 42 "
+              "groups); VAGUE: the VLM setting): "
               + "; ".join(f"{specs[b].title} `{t}` (n = {n})" for b, t, n in scopes) + "."]
     return lines
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from spatial_tasks.benchmark import Headline, Scorecard, binary
 from spatial_tasks.common.stats import mean, share
@@ -179,15 +179,37 @@ def _relation(relation: str) -> Headline:
                     lambda rows: binary([_score_value(r) for r in rows if r.get("relation_two_way") == relation]))
 
 
+def _of_variant(variant: str) -> Callable[[Sequence[dict]], bool]:
+    """A scope: every row of the task or group is of this variant. The papers' v and Δ (Tables 3 and
+    8) are the phase variant's; the size variant's figures are Table 9's. A group pooling both is
+    neither, so the scorecard never shows a pooled figure beside a paper's."""
+    return lambda rows: bool(rows) and all(r.get("variant") == variant for r in rows)
+
+
+def _size_group(row: dict) -> float | None:
+    """The row's s1 as size_curve keys it (size-variant rows only)."""
+    size = row.get("size1_nominal")
+    return None if row.get("variant") != "size" or size is None else round(float(size), 2)
+
+
 SCORECARD = Scorecard(
     unit=lambda r: r.get("image_id") or r["question_id"],  # an image's four questions are paired
     headlines=(
-        Headline("v", "v", GroupedMeans(lambda r: "all", _score_value, lambda means: means["all"]),
-                 lambda rows: binary([_score_value(r) for r in rows])),
-        Headline("delta", "Δ", GroupedMeans(
+        Headline("v", "v (phase)", GroupedMeans(lambda r: "all", _score_value, lambda means: means["all"]),
+                 lambda rows: binary([_score_value(r) for r in rows]), scope=_of_variant("phase")),
+        Headline("delta", "Δ (phase)", GroupedMeans(
             lambda r: r["relation_two_way"], _score_value,
             lambda means: means.get("consistent", math.nan) - means.get("counter", math.nan),
-            readable=lambda r: r.get("parsed") != "unparseable")),
+            readable=lambda r: r.get("parsed") != "unparseable"), scope=_of_variant("phase")),
+        # Table 9: v over the size sweep, and Δ_s = v(s1 = 0.1) - v(s1 = 0.3) (size_gap)
+        Headline("v_size", "v (size)", GroupedMeans(lambda r: "all" if r.get("variant") == "size" else None,
+                                                    _score_value, lambda means: means.get("all", math.nan)),
+                 lambda rows: binary([_score_value(r) for r in rows if r.get("variant") == "size"]),
+                 scope=_of_variant("size")),
+        Headline("delta_s", "Δ_s (size)", GroupedMeans(
+            _size_group, _score_value,
+            lambda means: means.get(SIZE_SMALL_FAR, math.nan) - means.get(SIZE_LARGE_FAR, math.nan),
+            readable=lambda r: r.get("parsed") != "unparseable"), scope=_of_variant("size")),
     ),
     details=(_relation("consistent"), _relation("counter")),
 )

@@ -109,8 +109,11 @@ def test_tidy_records_of_a_real_run(baseline_runs, tmp_path):
     assert by[("spatialtunnel_logit_sample", "v")].settings == {"protocol": "logit"}
     group = by[("spatialtunnel_sample", "delta")]
     assert group.value == 1.0 and (group.ci_low, group.ci_high) == (1.0, 1.0) and group.ci_method == "cluster_bootstrap"
-    v = by[("spatialtunnel_sample", "v")]
-    assert v.ci_method == "wilson" and v.ci_low < v.value < v.ci_high and v.n == 344
+    pooled = by[("spatialtunnel_sample", "v")]  # phase and size pooled: a record, never a headline (issue 44)
+    assert pooled.n == 344 and not pooled.headline
+    assert by[("spatialtunnel_sample_size", "v_size")].headline and not by[("spatialtunnel_sample_size", "v")].headline
+    v = by[("spatialtunnel_sample_phase", "v")]
+    assert v.ci_method == "wilson" and v.ci_low < v.value < v.ci_high and v.n == 256
     assert v.model == "spatial_baseline" and v.model_args == "rule=vertical" and v.headline
     assert v.task_version and v.data_source.startswith("parquet:")
     assert v.settings == {"protocol": "exact"}  # the scoring setting the figure depends on
@@ -132,18 +135,27 @@ def test_report_opens_with_the_scorecard_and_keeps_its_leaderboard(baseline_runs
     out = tmp_path / "report"
     write_report(baseline_runs / "vertical", out)
     first = json.loads((out / "leaderboard.json").read_text())["records"]
-    assert {(r["model_args"], r["metric"]) for r in first} == {("rule=vertical", "v"), ("rule=vertical", "delta")}
+    # v and Δ of the phase variant, v and Δ_s of the size variant, each protocol its own record
+    assert {(r["model_args"], r["metric"], r["task"]) for r in first} == {
+        ("rule=vertical", metric, f"spatialtunnel_{protocol}sample_{variant}")
+        for metric, variant in (("v", "phase"), ("delta", "phase"), ("v_size", "size"), ("delta_s", "size"))
+        for protocol in ("", "logit_")}
     write_report(baseline_runs, out)  # both runs: the vertical rows again (same key) plus the oracle's
     rows = json.loads((out / "leaderboard.json").read_text())["records"]
-    assert len(rows) == 4 and len({(r["model_args"], r["metric"], r["run_id"]) for r in rows}) == 4
-    assert all(ResultRecord.model_validate(r).task == "spatialtunnel_sample" for r in rows)
+    assert len(rows) == 16 and len({(r["model_args"], r["metric"], r["task"], r["run_id"]) for r in rows}) == 16
+    assert {ResultRecord.model_validate(r).settings["protocol"] for r in rows} == {"exact", "logit"}
     csv_lines = (out / "leaderboard.csv").read_text().splitlines()
-    assert csv_lines[0].split(",") == list(FIELDS) and len(csv_lines) == 5
+    assert csv_lines[0].split(",") == list(FIELDS) and len(csv_lines) == 17
     text = (out / "report.md").read_text()
     assert text.index("## Scorecard") < text.index("## SpatialTunnel")
     card = text[text.index("## Scorecard"):text.index("## SpatialTunnel")]
-    assert "| `spatial_baseline(rule=oracle)` | 1.000 [0.989, 1.000] | 0.000 [0.000, 0.000] |" in card
-    assert "| `spatial_baseline(rule=vertical)` | 0.535 [0.482, 0.587] | 1.000 [1.000, 1.000] |" in card
+    # the phase variant's v and Δ (the papers' Tables 3 and 8), each protocol's figure labelled; the pooled
+    # phase + size figure (0.535 for the vertical rule) is no headline
+    assert ("| `spatial_baseline(rule=oracle)` | 1.000 [0.985, 1.000] (exact); 1.000 [1.000, 1.000] (logit) | "
+            "0.000 [0.000, 0.000] (exact); 0.000 [0.000, 0.000] (logit) |") in card
+    assert ("| `spatial_baseline(rule=vertical)` | 0.469 [0.409, 0.530] (exact); 0.469 [0.344, 0.578] (logit) | "
+            "1.000 [1.000, 1.000] (exact); 1.000 [1.000, 1.000] (logit) | 0.727 [0.626, 0.809] (exact); ") in card
+    assert "0.535" not in card
 
 
 def test_scorecard_prefers_the_largest_headline_scope():
@@ -286,7 +298,9 @@ def test_headline_figures_equal_the_live_metric_functions_on_real_records(baseli
                 checked.add(headline.metric)
     live = {"v": st_metrics.mean_score, "delta": st_metrics.consistency_gap,
             "v_cons": lambda rows: st_metrics.mean_by_relation(rows, "consistent"),
-            "v_ctr": lambda rows: st_metrics.mean_by_relation(rows, "counter")}
+            "v_ctr": lambda rows: st_metrics.mean_by_relation(rows, "counter"),
+            "v_size": lambda rows: st_metrics.mean_score([r for r in rows if r.get("variant") == "size"]),
+            "delta_s": st_metrics.size_gap}
     for run in find_runs(baseline_runs):
         for path in run.samples.values():
             rows = records_from_samples(path)
@@ -301,8 +315,8 @@ def test_headline_figures_equal_the_live_metric_functions_on_real_records(baseli
         granularity = headline.metric.removeprefix("avg_")
         assert headline.value(dori) == pytest.approx(dori_metrics.task_average(dori, granularity), abs=1e-12)
         checked.add(headline.metric)
-    assert checked == {"acc", "bias_nf", "sdgm_vision", "sdgm_language", "v", "delta", "v_cons", "v_ctr",
-                       "avg_coarse", "avg_granular"}
+    assert checked == {"acc", "bias_nf", "sdgm_vision", "sdgm_language", "v", "delta", "v_cons", "v_ctr", "v_size",
+                       "delta_s", "avg_coarse", "avg_granular"}
 
 
 def test_grouped_bootstrap_agrees_with_the_row_list_bootstrap():
