@@ -371,6 +371,9 @@ class Reading:
 
     logits: YesNoLogits
     censored: tuple[str, ...] = ()
+    # under answer_rule=exact, spellings the rule does not read that the top list holds for a censored
+    # label ("yes", " No"): the model answers, in a spelling answer_rule=variants would count
+    other_spellings: tuple[str, ...] = ()
 
     @classmethod
     def exact(cls, labels: Labels, by_id: dict[int, float], text: str) -> Reading:
@@ -395,7 +398,14 @@ class Reading:
                 censored.append(name)
         # the label mass counts the listed labels only: a lower bound where a label is censored
         mass = label_mass(*(listed_mass + [-math.inf] * (2 - len(listed_mass))))
-        return cls(YesNoLogits(out[0], out[1], text, mass), tuple(censored))
+        other: list[str] = []
+        if labels.rule == "exact":
+            from spatial_tasks.models.answer_tokens import spellings
+
+            for name, texts in (("Yes", labels.yes_texts), ("No", labels.no_texts)):
+                if name in censored:
+                    other += [t for t in spellings(texts[0].strip() or texts[0]) if t in values and t not in texts]
+        return cls(YesNoLogits(out[0], out[1], text, mass), tuple(censored), tuple(other))
 
     def payload_fields(self) -> dict[str, Any]:
         return {"censored": list(self.censored)}
@@ -545,8 +555,14 @@ class Scorer:
         retried = sum(self.retries.values())
         causes = ", ".join(f"{cause} {n}" for cause, n in sorted(self.retries.items()))
         censored = sum(bool(r.censored) for r in readings)
-        return (f"{len(readings)} questions: {self.sent} requests sent, {self.answered_from_cache} answered from the "
+        line = (f"{len(readings)} questions: {self.sent} requests sent, {self.answered_from_cache} answered from the "
                 f"cache, {retried} retried{f' ({causes})' if causes else ''}, {censored} with a censored label")
+        spelt = [r for r in readings if r.other_spellings]
+        if spelt:  # a censored label the model did give, in a spelling answer_rule=exact does not read
+            seen = sorted({t for r in spelt for t in r.other_spellings})
+            line += (f"; {len(spelt)} of them list a label only as {', '.join(map(repr, seen[:4]))}: the model answers "
+                     "in a spelling answer_rule=exact does not read (answer_rule=variants reads it)")
+        return line
 
     def score(self, questions: Sequence[Question], progress: Callable[[int], None] | None = None) -> list[Reading]:
         """One Reading per question, in question order; ServerFailed (not yet printed: ``stop``

@@ -322,6 +322,23 @@ def test_a_label_outside_the_top_list_takes_its_last_value():
     assert summed.logits.logit_yes == pytest.approx(math.log(0.5)) and summed.censored == ()
 
 
+def test_a_model_answering_in_lower_case_under_exact_is_said_in_the_closing_line():
+    """Issue 44's kit: "yes"/"no" in lower case under answer_rule=exact gave p = 0.5 and no word. The
+    reading names the spellings it saw, and the run's closing line says what reads them."""
+    lower = served.Reading.from_top(LABELS, {"yes": -0.2, "no": -1.9, "The": -4.0}, "yes")
+    assert lower.censored == ("Yes", "No") and lower.logits.p_yes == 0.5 and lower.other_spellings == ("yes", "no")
+    plain = served.Reading.from_top(LABELS, {"The": -0.1, "A": -3.0}, "The")
+    assert plain.other_spellings == ()
+    variants = served.labels_by_text("Yes", "No", "variants")
+    read = served.Reading.from_top(variants, {"yes": -0.2, "no": -1.9, "The": -4.0}, "yes")
+    assert read.censored == () and read.other_spellings == () and read.logits.p_yes > 0.8
+    scorer = served.Scorer(served.Server("http://127.0.0.1:9/v1", "m", {"id": "m"}, "other"),
+                           served.Dialect("top_logprobs", "m", LABELS), cache=None)
+    line = scorer.summary([lower, plain, lower])
+    assert line.endswith("3 with a censored label; 2 of them list a label only as 'no', 'yes': the model answers in a "
+                         "spelling answer_rule=exact does not read (answer_rule=variants reads it)"), line
+
+
 @pytest.mark.parametrize("reply, said", [
     ({}, "no choices"),
     ({"choices": [{"message": {"content": "Yes"}}]}, "no logprobs"),
