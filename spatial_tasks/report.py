@@ -85,7 +85,7 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
         raise
     remove_previous_report(out)
     written = []
-    for path in staged:
+    for path in dict.fromkeys(staged):  # a file drawn twice (a run and its copy: one label) is moved once
         os.replace(path, out / path.name)
         written.append(out / path.name)
     shutil.rmtree(staging, ignore_errors=True)

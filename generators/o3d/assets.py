@@ -159,7 +159,7 @@ def fetch_pybullet(root: Path | None = None, *, archive: Path | None = None) -> 
             done = subprocess.run(cmd, capture_output=True, text=True, check=False)
             found = sorted(Path(tmp).glob("pybullet-*.tar.gz"))
             if done.returncode != 0 or not found:
-                raise RuntimeError(f"could not download pybullet {PYBULLET_VERSION}'s source archive from the package "
+                raise DataError(f"could not download pybullet {PYBULLET_VERSION}'s source archive from the package "
                                    f"registry ({done.stderr.strip().splitlines()[-1] if done.stderr.strip() else 'no file'})")
             archive = found[0]
         target.parent.mkdir(parents=True, exist_ok=True)  # staging beside the target: one atomic rename
@@ -176,7 +176,10 @@ def fetch_pybullet(root: Path | None = None, *, archive: Path | None = None) -> 
                             shutil.copyfileobj(src, out)
             missing = [rel for _, rel, *_ in _PYBULLET if not (staging / rel).is_file()]
             if missing:
-                raise RuntimeError(f"{archive}: pybullet_data lacks {missing}")
+                raise DataError(f"{archive}: not pybullet {PYBULLET_VERSION}'s source archive: its pybullet_data lacks "
+                                f"{missing[:3]}{' ...' if len(missing) > 3 else ''} (pass the pybullet-{PYBULLET_VERSION}"
+                                ".tar.gz that `pip download --no-deps --no-binary :all: pybullet==" + PYBULLET_VERSION
+                                + "` fetches)")
             if target.exists():
                 shutil.rmtree(target)
             staging.replace(target)  # whole folder at once: never half a cache

@@ -214,6 +214,11 @@ def _answer_index(answer: object, options: Sequence[str], bad) -> int:
                         f"{n} options {short(list(options), 160)}")
 
 
+def _is_number(value: object) -> bool:
+    """A number, finite or not (a box of four numbers with a NaN is still a box, refused as such)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _check_boxes(boxes: object, task: str, bad) -> list[dict]:
     """[{"label": "A", "box": [x0, y0, x1, y1]}] from our list, a {label: box} dict, one box or a
     list of boxes (labelled A, B, ... in order)."""
@@ -231,14 +236,16 @@ def _check_boxes(boxes: object, task: str, bad) -> list[dict]:
             raise bad("boxes", f"{short(boxes)} is not a list of boxes") from None
     if isinstance(boxes, Mapping) and "label" not in boxes:
         boxes = [{"label": str(k), "box": v} for k, v in boxes.items()]
-    elif isinstance(boxes, (list, tuple)) and len(boxes) == 4 and all(is_finite_number(v) for v in boxes):
-        boxes = [{"label": "A", "box": list(boxes)}]
+    elif isinstance(boxes, (list, tuple)) and len(boxes) == 4 and all(_is_number(v) for v in boxes):
+        boxes = [{"label": "A", "box": list(boxes)}]  # one box (a NaN in it is the box's fault, below)
     elif isinstance(boxes, (list, tuple)) and all(isinstance(b, (list, tuple)) for b in boxes):
         boxes = [{"label": LETTERS[k], "box": list(b)} for k, b in enumerate(boxes)]
     if not isinstance(boxes, (list, tuple)):
         raise bad("boxes", f"{short(boxes)} is not a list of boxes")
     out = []
     for k, item in enumerate(boxes):
+        if not isinstance(item, Mapping):
+            raise bad(f"boxes[{k}]", f"{short(item)} is neither a box [x0, y0, x1, y1] nor {{label, box}}")
         box = item.get("box") if isinstance(item, Mapping) else None
         label = item.get("label") if isinstance(item, Mapping) else None
         if not isinstance(label, str) or not label.strip():

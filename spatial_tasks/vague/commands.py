@@ -57,10 +57,15 @@ def rescore_vague(
     if as_json:
         print_json(result)
         return
+    backbone_keys = ("bertscore_model", "bertscore_revision", "bertscore_layers")
     for label, tasks in result["runs"].items():
         typer.echo(label)
         for task, figures in tasks.items():
-            typer.echo(f"  {task}: {figures_line(figures)}")
+            # the same figure columns whatever the backbone; the backbone is named apart
+            shown = figures_line({k: v for k, v in figures.items() if k not in backbone_keys})
+            backbone = (f"  [BERTScore {figures['bertscore_model']} @ {figures.get('bertscore_revision') or '?'}, "
+                        f"layer {figures.get('bertscore_layers')}]" if figures.get("bertscore_model") else "")
+            typer.echo(f"  {task}: {shown}{backbone}")
 
 
 def vague_tag_persons(

@@ -66,14 +66,27 @@ def draw_person_tags(image: Image.Image, boxes: Sequence[Sequence[float]],
     return out, tags
 
 
-def read_boxes(boxes: str) -> list:
+def _item_image(item: dict) -> str | None:
+    name = item.get("image_name") or (item.get("meta") or {}).get("image_name") or item.get("image")
+    return Path(name).name if isinstance(name, str) else None
+
+
+def read_boxes(boxes: str, image_name: str | None = None) -> list:
     """Person boxes from ``--boxes``: JSON ``[[x1, y1, x2, y2], ...]``, or a JSON file holding such
-    a list or a VAGUE item (its ``meta.person_bbox``)."""
+    a list, a VAGUE item (its ``meta.person_bbox``), or a list of items (the one whose image_name is
+    ``image_name``)."""
     text = Path(boxes).read_text(encoding="utf-8") if Path(boxes).is_file() else boxes
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
         raise ValueError(f"--boxes: neither JSON nor a JSON file: {boxes[:80]!r}") from None
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):  # VAGUE items
+        mine = [v for v in value if image_name is not None and _item_image(v) == image_name]
+        if len(mine) != 1:
+            raise ValueError(f"--boxes: {boxes[:80]} holds a list of {len(value)} VAGUE items, "
+                             f"{'none' if not mine else len(mine)} of them for image {image_name!r}; pass the item "
+                             "of this image (its meta.person_bbox) or a box list [[x1, y1, x2, y2], ...]")
+        value = mine[0]
     if isinstance(value, dict):
         value = (value.get("meta") or {}).get("person_bbox", value.get("person_bbox"))
     if not isinstance(value, list):
@@ -99,7 +112,7 @@ def tag_image_file(image: Path, boxes: str, out: Path, size: int | None = None) 
     if size is not None and size > max(picture.size):
         raise ValueError(f"--size {size}: larger than the {picture.size[0]} x {picture.size[1]} image; "
                          f"at most {max(picture.size)} (default here: {tag_size(picture)})")
-    tagged, tags = draw_person_tags(picture, read_boxes(boxes), size)
+    tagged, tags = draw_person_tags(picture, read_boxes(boxes, Path(image).name), size)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial{out.suffix}")  # never half an image under the final name
     tagged.save(partial)

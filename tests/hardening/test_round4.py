@@ -227,3 +227,83 @@ def test_the_dori_report_names_the_tasks_its_data_lacks(baseline_run):
     assert 1 < len(held) < len(TASKS)  # the bundled sample lacks some of the seven tasks: said, not dropped
     assert named(records) == set(TASKS) - set(held)
     assert named([r for r in records if r["task"] != held[0]]) == set(TASKS) - set(held[1:])
+
+
+# ---- the held-out kit's last cases (issue 44, item 9) ----------------------------------------------
+
+
+def test_a_dori_box_with_a_nan_is_blamed_on_the_box_not_its_label():
+    from spatial_tasks.dori import load as dori_load
+
+    def bad(field, problem):
+        return dori_load.SourceError(f"row 0, field {field!r}: {problem}")
+
+    for boxes in ([0, 0, float("nan"), 10], [[0, 0, 5, 5], [1, 1, float("inf"), 9]], [{"label": "A", "box": [0, 0, None, 4]}]):
+        with pytest.raises(dori_load.SourceError, match=r"field 'boxes\[\d\]\.box': .* is not four finite numbers"):
+            dori_load._check_boxes(boxes, "view_parallelism", bad)
+    with pytest.raises(dori_load.SourceError, match=r"field 'boxes\[1\]': 7 is neither a box"):
+        dori_load._check_boxes([{"label": "A", "box": [0, 0, 5, 5]}, 7], "view_parallelism", bad)
+    assert dori_load._check_boxes([0, 0, 5, 5], "view_parallelism", bad) == [{"label": "A", "box": [0.0, 0.0, 5.0, 5.0]}]
+
+
+def test_a_vague_item_list_given_as_boxes_is_read_as_items(tmp_path):
+    from spatial_tasks.vague.person_tags import read_boxes
+
+    items = [{"image_name": "a.jpg", "meta": {"person_bbox": [[1, 1, 9, 9]]}},
+             {"image_name": "b.jpg", "meta": {"person_bbox": [[2, 2, 8, 8], [3, 3, 7, 7]]}}]
+    path = tmp_path / "items.json"
+    path.write_text(__import__("json").dumps(items))
+    assert read_boxes(str(path), "b.jpg") == [[2, 2, 8, 8], [3, 3, 7, 7]]
+    with pytest.raises(ValueError, match=r"holds a list of 2 VAGUE items, none of them for image 'c.jpg'; pass the item"):
+        read_boxes(str(path), "c.jpg")
+    assert read_boxes("[[1, 2, 3, 4]]", "c.jpg") == [[1, 2, 3, 4]]  # a box list stays a box list
+
+
+def test_a_pybullet_archive_of_other_content_is_the_users_error(tmp_path):
+    import io
+    import tarfile
+
+    with tarfile.open(tmp_path / "pybullet-3.2.7.tar.gz", "w:gz") as tar:
+        data = b"not pybullet"
+        info = tarfile.TarInfo("something/else.txt")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    run = subprocess.run([SPATIAL_TASKS, "assets", "pybullet", "--archive", str(tmp_path / "pybullet-3.2.7.tar.gz")],
+                         capture_output=True, text=True, timeout=120,
+                         env={**__import__("os").environ, "SPATIAL_TASKS_ASSETS": str(tmp_path / "assets")})
+    assert run.returncode == 2 and "internal error" not in run.stderr, run.stderr
+    assert "not pybullet 3.2.7's source archive: its pybullet_data lacks" in run.stderr, run.stderr
+
+
+def test_vague_rescore_prints_the_same_columns_whatever_the_backbone(monkeypatch):
+    from typer.testing import CliRunner
+
+    from spatial_tasks import cli
+    from spatial_tasks.results import tidy
+    from spatial_tasks.vague import rescore
+
+    runs = {"runs": {"run": {"vague_sample_freeform": {"n": 8, "setting": "freeform", "bleu1": 0.5,
+                                                      "bertscore_f1": 0.9, "bertscore_model": "minilm",
+                                                      "bertscore_revision": "abc", "bertscore_layers": 6}}}}
+    monkeypatch.setattr(rescore, "rescore", lambda path: runs)
+    monkeypatch.setattr(tidy, "benchmark_records", lambda paths, name: [])
+    out = CliRunner().invoke(cli.app, ["rescore", "vague", "anything"]).output
+    assert "bertscore_layers=" not in out and "[BERTScore minilm @ abc, layer 6]" in out, out
+    assert "n=8  bleu1=0.5000  bertscore_f1=0.9000" in out, out
+
+
+def test_a_report_over_a_run_and_its_backup_copy_moves_each_file_once(baseline_run, tmp_path):
+    """The kit: a run and its copy in one folder made report stop naming a temporary PNG and leave a PNG
+    and a .report-* folder in --out."""
+    import shutil
+
+    run = baseline_run("vertical", "spatialtunnel_sample")
+    assert run.results is not None, run.output[-3000:]
+    shutil.copytree(run.out, tmp_path / "runs" / "run")
+    shutil.copytree(run.out, tmp_path / "runs" / "run-backup")
+    done = subprocess.run([SPATIAL_TASKS, "report", str(tmp_path / "runs"), "--out", str(tmp_path / "report")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    left = sorted(p.name for p in (tmp_path / "report").iterdir())
+    assert not [name for name in left if name.startswith(".report-")], left
+    assert "report.md" in left and all((tmp_path / "report" / name).stat().st_size > 0 for name in left)

@@ -171,9 +171,11 @@ def test_custom_task_refuses_a_folder_without_vague_items(tmp_path):
 
 def test_a_missing_release_ends_in_one_line_and_a_failure_status(tmp_path):
     """Offline, the default data (the Hub release) cannot be loaded: lmms-eval's 60 s of retries and
-    its exit status 0 are replaced by our line, the last of the output, and status 2."""
+    its exit status 0 are replaced by our line, the last of the output, and status 2 -- since issue 44
+    before anything loads (spatial_tasks/preflight.py: the release is not in the local cache)."""
     run = run_lmms_eval(tmp_path / "out", "spatial_baseline", "rule=oracle", "vague_vcr_vlm", verbose=False)
     assert run.returncode == 2 and run.results is None
     last = run.output.strip().splitlines()[-1]
-    assert last.startswith("spatial-tasks: task vague_vcr_vlm cannot load HazelNam/vague-bench split train")
-    assert "HF_HUB_OFFLINE" in last and "custom-task" in last
+    assert last.startswith("spatial-tasks: task vague_vcr_vlm: dataset 'HazelNam/vague-bench' is not in the local "
+                           "Hugging Face cache and the Hub cannot be reached (HF_HUB_OFFLINE is set): "), last
+    assert "$SPATIAL_TASKS_VAGUE_SOURCE=DIR" in last and "custom-task" in last
