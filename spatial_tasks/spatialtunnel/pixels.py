@@ -100,6 +100,15 @@ LEVEL_PX = 1.4  # at 128 px; scales with the image height (level_tolerance): the
 # on a 768-image table, 6.4 px (a cube no darker than the tunnel there; tasks/spatialtunnel/README.md).
 BLACK_UNCERTAINTY = 1.5
 BLACK_EDGE_PX = 2.0
+# Lossy and grey images (the bundled phase sample re-encoded, 64 images, rows against the recorded
+# projections): a JPEG of quality 90 / 75 / 50 / 30 moved rows by up to 1.92 / 2.08 / 3.02 / 3.27 px at
+# 128 px, past LEVEL_PX, so a JPEG's rows are taken to JPEG_LEVEL_PX; at quality 10 objects moved by up
+# to 34 px (9 of 46 placed rows by more than 5 px), so below JPEG_MIN_QUALITY a JPEG is not read. A grey
+# image has no colour to tell its objects by (one of 64 was still placed, 39 px off): not read either.
+JPEG_LEVEL_PX = 3.3
+JPEG_MIN_QUALITY = 30
+# JPEG Annex K's luminance table (mean 57.625): libjpeg scales it by the quality setting.
+_ANNEX_K_MEAN = 57.625
 
 
 @dataclass(frozen=True)
@@ -124,22 +133,54 @@ class Located:
     height: int = 0
     problem: str | None = None
     regions: list[Found] = field(default_factory=list, repr=False)
+    level_px: float = LEVEL_PX  # this image's row accuracy at 128 px (wider for a lossy JPEG)
 
     @property
     def ok(self) -> bool:
         return self.problem is None and self.far is not None and self.near is not None
 
 
-def level_tolerance(height: int, black: bool = False) -> float:
+def level_tolerance(height: int, black: bool = False, level_px: float = LEVEL_PX) -> float:
     """How far a measured row may be from the true one, in pixels (see the module docstring): a
     share of the height, and for a black object ``BLACK_UNCERTAINTY`` times that plus
-    ``BLACK_EDGE_PX`` (its outline is a faint step, blurred over a pixel or two at any size)."""
-    tolerance = LEVEL_PX * height / 128.0
+    ``BLACK_EDGE_PX`` (its outline is a faint step, blurred over a pixel or two at any size);
+    ``level_px``: the image's accuracy at 128 px (``encoding``)."""
+    tolerance = level_px * height / 128.0
     return tolerance * BLACK_UNCERTAINTY + BLACK_EDGE_PX if black else tolerance
 
 
 # ------------------------------------------------------------------------------------------
 # Pixels
+
+
+def encoding(data: bytes) -> tuple[float, str | None]:
+    """(the row accuracy at 128 px this image's encoding allows, or why it cannot be read): lossless
+    colour -> LEVEL_PX; a JPEG -> JPEG_LEVEL_PX, or a problem below JPEG_MIN_QUALITY; a grey image ->
+    a problem (the measurements above JPEG_LEVEL_PX)."""
+    with Image.open(io.BytesIO(data)) as image:
+        grey = image.mode in ("1", "L", "LA", "I", "I;16", "F")
+        if not grey and image.mode in ("RGB", "RGBA", "P"):
+            rgb = np.asarray(image.convert("RGB"), dtype=np.int16)
+            grey = int(np.abs(rgb - rgb[..., :1]).max()) <= 1
+        if grey:
+            return LEVEL_PX, "a grey image: its objects are told apart by colour"
+        if image.format == "JPEG":
+            quality = jpeg_quality(getattr(image, "quantization", None) or {})
+            if quality is not None and quality < JPEG_MIN_QUALITY:
+                return JPEG_LEVEL_PX, (f"a JPEG of quality about {quality}: below {JPEG_MIN_QUALITY} its objects move by "
+                                       "tens of pixels (pixels.JPEG_MIN_QUALITY)")
+            return JPEG_LEVEL_PX, None
+    return LEVEL_PX, None
+
+
+def jpeg_quality(tables: dict) -> int | None:
+    """libjpeg's quality setting, estimated from the luminance quantisation table (None without one)."""
+    table = tables.get(0)
+    if not table:
+        return None
+    scale = 100.0 * float(np.mean(table)) / _ANNEX_K_MEAN
+    quality = (200.0 - scale) / 2.0 if scale <= 100.0 else 5000.0 / scale
+    return max(1, min(100, round(quality)))
 
 
 def decode(data: bytes) -> np.ndarray:
@@ -664,12 +705,17 @@ def locate_all(image_bytes: Callable[[int], bytes], names: Sequence[tuple[str, s
     located: list[Located | None] = [None] * count
     thumbnails, sizes = [], []
     later = []
+    levels = [LEVEL_PX] * count
     for k in progress(range(count)):
-        rgb = decode(image_bytes(k))
+        data = image_bytes(k)
+        rgb = decode(data)
         thumbnails.append(thumbnail(hsv(rgb)[2]))
         sizes.append(rgb.shape[:2])
         far, near = names[k]
-        if "black" in (colour_of(far), colour_of(near)):
+        levels[k], problem = encoding(data)
+        if problem is not None:  # never guessed: outside what the reader was measured on
+            located[k] = Located(width=rgb.shape[1], height=rgb.shape[0], problem=problem)
+        elif "black" in (colour_of(far), colour_of(near)):
             later.append(k)
         else:
             located[k] = locate(rgb, far, near)
@@ -682,7 +728,8 @@ def locate_all(image_bytes: Callable[[int], bytes], names: Sequence[tuple[str, s
         rgb = decode(image_bytes(k))
         located[k] = locate(rgb, *names[k], background.estimate(k, rgb.shape[:2]), rings, WALL_SIZES.get(variant),
                             walls)
-    return [loc if loc is not None else Located(problem="not analysed") for loc in located]
+    return [replace(loc, level_px=levels[k]) if loc is not None else Located(problem="not analysed")
+            for k, loc in enumerate(located)]
 
 
 @dataclass(frozen=True)
@@ -697,8 +744,8 @@ class Split:
 
 
 def row_tolerance(loc: Located) -> float:
-    """``level_tolerance`` of a located pair's rows' difference (wider with a black object)."""
-    return level_tolerance(loc.height, "black" in (loc.far.colour, loc.near.colour))
+    """``level_tolerance`` of a located pair's rows' difference (wider with a black object, or a JPEG)."""
+    return level_tolerance(loc.height, "black" in (loc.far.colour, loc.near.colour), loc.level_px)
 
 
 def split_of(loc: Located) -> Split:
