@@ -100,11 +100,12 @@ LEVEL_PX = 1.4  # at 128 px; scales with the image height (level_tolerance): the
 # on a 768-image table, 6.4 px (a cube no darker than the tunnel there; tasks/spatialtunnel/README.md).
 BLACK_UNCERTAINTY = 1.5
 BLACK_EDGE_PX = 2.0
-# Lossy and grey images (benchmarks/pixel_encodings.py: the bundled phase sample re-encoded, 64 images, rows against the recorded
-# projections): a JPEG of quality 90 / 75 / 50 / 30 moved rows by up to 1.92 / 2.08 / 3.02 / 3.27 px at
-# 128 px, past LEVEL_PX, so a JPEG's rows are taken to JPEG_LEVEL_PX; at quality 10 objects moved by up
-# to 34 px (9 of 46 placed rows by more than 5 px), so below JPEG_MIN_QUALITY a JPEG is not read. A grey
-# image has no colour to tell its objects by (one of 64 was still placed, 39 px off): not read either.
+# Lossy and grey images (benchmarks/pixel_encodings.py: the bundled phase sample re-encoded, 64
+# images, rows against the recorded projections): a JPEG of quality 90 / 75 / 50 / 30 moved rows by up
+# to 1.92 / 2.08 / 3.02 / 3.27 px at 128 px, past LEVEL_PX, so a JPEG's rows are taken to JPEG_LEVEL_PX;
+# at quality 10 objects moved by up to 34 px (9 of 46 placed rows by more than 5 px), so below
+# JPEG_MIN_QUALITY a JPEG is not read. A grey image has no colour to tell its objects by (one of 64
+# was still placed, 39 px off): not read either.
 JPEG_LEVEL_PX = 3.3
 JPEG_MIN_QUALITY = 30
 # JPEG Annex K's luminance table (mean 57.625): libjpeg scales it by the quality setting.
