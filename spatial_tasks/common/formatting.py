@@ -7,10 +7,16 @@ A metric that cannot be computed (no rows, one group, no parseable answer) is Na
 from __future__ import annotations
 
 import math
+import re
 
 from spatial_tasks.common.stats import is_defined  # noqa: F401 - re-exported for the reports
 
 UNDEFINED = "n/a"
+
+
+def slug(text: str) -> str:
+    """``text`` as a file-name part: letters, digits, ``._-``; other runs become "_"; at most 80 characters."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80]
 
 
 def number(value: object, digits: int = 3, signed: bool = False) -> str:

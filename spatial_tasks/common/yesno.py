@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-UNPARSEABLE = "unparseable"
+from spatial_tasks.common.choice import UNPARSEABLE  # the one definition of an unread answer
 
 # --- the response-string format
 

@@ -5,13 +5,12 @@ by number of options."""
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from spatial_tasks.common.formatting import is_defined, number, with_interval
+from spatial_tasks.common.formatting import is_defined, number, slug, with_interval
 from spatial_tasks.common.plots import PALETTE, grouped_hbars, save, wrap_label
 from spatial_tasks.dori import metrics
 from spatial_tasks.dori.metrics import SCORECARD
@@ -34,10 +33,6 @@ LEGEND = [
     "resamples) for Avg.",
     "- **n/a**: no questions of that kind in the run.",
 ]
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80]
 
 
 def _runs(entries) -> dict[str, list[dict]]:
@@ -135,7 +130,7 @@ def dori_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
         ci = _intervals(records)
         errors = {f"{code} {task.replace('_', ' ')}": {g: ci.get((task, g)) for g in GRANULARITIES}
                   for task, code in TASKS.items()} | {AVG: ci[AVG]}
-        files.append(grouped_hbars(rows, list(GRANULARITIES), out / f"dori_coarse_granular_{_slug(label)}.png",
+        files.append(grouped_hbars(rows, list(GRANULARITIES), out / f"dori_coarse_granular_{slug(label)}.png",
                                    title=f"DORI coarse vs granular accuracy per task: {label}", xlabel="accuracy",
                                    errors={k: {g: v for g, v in e.items() if v} for k, e in errors.items()},
                                    notes=["Coarse: categorical questions; granular: metric ones (Table 2).",

@@ -45,9 +45,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from spatial_tasks.common.choice import UNPARSEABLE  # the one definition of an unread answer
+
 CLOSER = "closer"
 FARTHER = "farther"
-UNPARSEABLE = "unparseable"
 LABELS = (CLOSER, FARTHER, UNPARSEABLE)
 
 COT_MARKERS = ("(Let me think step by step", "(Let's think step by step")

@@ -14,20 +14,15 @@ figures agree with the results table) and pooled over the run's O3-D tasks:
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from pathlib import Path
 
-from spatial_tasks.common.formatting import number, with_interval
+from spatial_tasks.common.formatting import number, slug, with_interval
 from spatial_tasks.o3d import metrics, plots
 from spatial_tasks.o3d.metrics import SCORECARD
 from spatial_tasks.o3d.rescore import SDGM_FAMILIES, records_and_metric_names, summary, task_metrics
 
 BASELINE_PREFERENCE = ("rule=depth_model", "rule=depth_oracle")
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80]
 
 
 def _baseline_label(labels: list[str], exclude: str | None = None) -> str | None:
@@ -73,7 +68,7 @@ def o3d_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
         base = _baseline_label(labels, exclude=label)
         upper = summaries[base].get("cue_group_accuracy") if base else None
         files.append(plots.plot_cue_heatmap(
-            cells, upper, out / f"o3d_cue_heatmap_{_slug(label)}.png", lower_name=label,
+            cells, upper, out / f"o3d_cue_heatmap_{slug(label)}.png", lower_name=label,
             upper_name=base or "(no depth baseline run)",
             title="O3-D accuracy per cue and cue pair (Fig. 5; regular strength, clarity ≥ 3)"))
     shown = {label: label for label in labels}

@@ -3,11 +3,10 @@ heatmaps (paper Fig. 3), the size-sweep curves (Table 9) and the v / v_cons / v_
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from pathlib import Path
 
-from spatial_tasks.common.formatting import number, with_interval
+from spatial_tasks.common.formatting import number, slug, with_interval
 from spatial_tasks.common.plots import grouped_hbars
 from spatial_tasks.spatialtunnel import metrics, plots
 from spatial_tasks.spatialtunnel.metrics import SCORECARD
@@ -48,10 +47,6 @@ CENSORED_NOTE = (
     "not among the server's top log-probabilities; that label's value is bounded by the last one listed, so p is "
     "an upper bound for a censored Yes (lower for No), and 1/2 when both are censored. Rerun with the vllm or "
     "sglang dialect for exact values.")
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80]
 
 
 def _short(task: str) -> str:
@@ -95,7 +90,7 @@ def spatialtunnel_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
             metrics.cell_grid(records), metrics.cell_relations(records), metrics.cell_relations(records, two_way=False),
             f"SpatialTunnel per-cell v: {run.label}, {task}\nv={number(s['v'])}  v_cons={number(s['v_cons'])}  "
             f"v_ctr={number(s['v_ctr'])}  delta={number(s['delta'], signed=True)}",
-            out / f"spatialtunnel_heatmap_{_slug(run.label)}_{_slug(task)}.png"))
+            out / f"spatialtunnel_heatmap_{slug(run.label)}_{slug(task)}.png"))
     if curves:
         files.append(plots.size_curves(curves, "SpatialTunnel size sweep: v against the farther object's size (Table 9)",
                                        out / "spatialtunnel_size_curve.png"))
