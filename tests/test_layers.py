@@ -15,7 +15,7 @@ import spatial_tasks
 from spatial_tasks.registry import benchmarks
 
 PACKAGE = Path(spatial_tasks.__file__).parent
-BENCHMARK_FOLDERS = ("spatialtunnel", "o3d", "dori", "vague")
+BENCHMARK_FOLDERS = tuple(benchmarks())  # the registry: a benchmark added there is checked here too
 # Every module of these kinds, in every benchmark folder, must import neither lmms-eval nor the seam.
 PURE = ("benchmark", "metrics", "records", "rescore", "schema", "report")
 SHARED_PURE = ("registry", "benchmark", "report", "results.tidy", "results.verify", "results.scorecard",

@@ -11,8 +11,20 @@ from pathlib import Path
 
 import pytest
 
+from spatial_tasks.registry import benchmarks
+
 SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
-BENCHMARKS = ("spatialtunnel", "o3d", "dori", "vague")
+BENCHMARKS = tuple(benchmarks())  # the registry: a benchmark added there is checked here too
+
+
+def _golden_run_of(golden_runs: Path, benchmark: str) -> Path:
+    """The golden run (tests/golden_figures.py) whose samples are ``benchmark``'s records."""
+    from spatial_tasks.common.samples import samples_benchmark
+
+    for folder in sorted(p for p in golden_runs.iterdir() if p.is_dir()):
+        if any(samples_benchmark(path) == benchmark for path in folder.rglob("*_samples_*.jsonl")):
+            return folder
+    raise AssertionError(f"no golden run holds {benchmark}'s samples: add one to tests/golden_figures.py RUNS")
 
 
 def _first_samples_file(run: Path) -> Path:
@@ -40,10 +52,13 @@ def test_a_first_line_without_its_record_is_named_not_dropped(benchmark, golden_
     line that lost its record (or holds a string in its place) made the whole task vanish with exit
     0. Every line is now scored or named: rescore and results stop, naming the file and line 1."""
     run = tmp_path / benchmark
-    shutil.copytree(golden_runs / benchmark, run)
+    shutil.copytree(_golden_run_of(golden_runs, benchmark), run)
     spoiled = _first_samples_file(run)
     original = spoiled.read_text(encoding="utf-8")
-    for how, argv in (("a string", ["rescore", benchmark, str(run), "--json"]), ("missing", ["results", str(run), "--out", str(tmp_path / "results")])):
+    commands = [("a string", ["rescore", benchmark, str(run), "--json"])]
+    if benchmarks()[benchmark].scorecard is not None:  # `results` holds the headline records of scorecard benchmarks
+        commands.append(("missing", ["results", str(run), "--out", str(tmp_path / "results")]))
+    for how, argv in commands:
         spoiled.write_text(original, encoding="utf-8")
         _spoil_first_line(spoiled, how)
         out = subprocess.run([SPATIAL_TASKS, *argv], capture_output=True, text=True, check=False)
