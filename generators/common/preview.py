@@ -15,36 +15,9 @@ from pathlib import Path
 
 from spatial_tasks.common.errors import UserError
 
-
-def _spatialtunnel_docs(folder: Path) -> list[tuple[dict, Callable]]:
-    import datasets
-
-    from spatial_tasks.spatialtunnel import load, tasks
-    from spatial_tasks.spatialtunnel.schema import CONFIG_FOR_VARIANT
-
-    out = []
-    for variant in ("phase", "size"):
-        config = folder / CONFIG_FOR_VARIANT[variant]
-        files = sorted(config.glob("test-*.parquet"))
-        if files:
-            split = datasets.load_dataset("parquet", data_files={"test": [str(f) for f in files]}, split="test")
-            out += [(d, tasks.doc_to_visual) for d in load.to_docs(split, variant=variant, check_images=False)]
-    return out
-
-
-def _dori_docs(folder: Path) -> list[tuple[dict, Callable]]:
-    from spatial_tasks.dori import load, tasks
-
-    return [(d, tasks.doc_to_visual) for d in load.load_source(str(folder), check_images=False)]
-
-
-def _vague_docs(folder: Path) -> list[tuple[dict, Callable]]:
-    from spatial_tasks.vague import load, tasks
-
-    return [(d, tasks.doc_to_visual) for d in load.docs_from_folder(folder, check_images=False)]
-
-
-READERS = {"spatialtunnel": _spatialtunnel_docs, "dori": _dori_docs, "vague": _vague_docs}
+# A benchmark's reader: a dataset folder -> [(doc, the task's doc_to_visual)], first questions first.
+# Each benchmark hands its own to ``doc_sheet`` (its commands module: ``common.cli.doc_preview``).
+DocReader = Callable[[Path], list[tuple[dict, Callable]]]
 
 
 def unfinished_note(folder: Path, work_dir: str = "_work") -> str | None:
@@ -78,9 +51,10 @@ def check_sheet(out: Path, size: int) -> None:
         raise UserError(f"--size {size}: a panel side from 32 to 4096 pixels")
 
 
-def doc_sheet(benchmark: str, folder: Path, out: Path, *, count: int = 9, size: int = 200,
+def doc_sheet(benchmark: str, folder: Path, out: Path, *, read: DocReader, count: int = 9, size: int = 200,
               warn: Callable[[str], None] = print) -> Path:
-    """Write the sheet (PNG) of the first ``count`` questions of ``folder`` to ``out``."""
+    """Write the sheet (PNG) of the first ``count`` questions of ``folder`` (read by the benchmark's
+    ``read``) to ``out``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -95,7 +69,7 @@ def doc_sheet(benchmark: str, folder: Path, out: Path, *, count: int = 9, size: 
     note = unfinished_note(folder)
     if note:
         warn(f"warning: {note}")
-    docs = READERS[benchmark](folder)[:count]
+    docs = read(folder)[:count]
     if not docs:
         raise UserError(f"{folder}: no {benchmark} questions to preview" + (f" ({note})" if note else ""))
     columns = min(3, len(docs))

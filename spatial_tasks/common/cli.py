@@ -49,8 +49,9 @@ def figures_line(values: dict) -> str:
     return "  ".join(f"{k}={number(v, 4)}" for k, v in values.items() if isinstance(v, (int, float)) or v is None)
 
 
-def doc_preview(benchmark: str, what: str):
-    """``spatial-tasks preview BENCHMARK``: a contact sheet of a folder's first questions."""
+def doc_preview(benchmark: str, what: str, read):
+    """``spatial-tasks preview BENCHMARK``: a contact sheet of a folder's first questions, read by the
+    benchmark's own ``read(folder) -> [(doc, doc_to_visual)]``."""
     def command(
         folder: Annotated[Path, typer.Argument(help="A dataset folder (generated or downloaded).")],
         out: Annotated[Path, typer.Option(help="PNG to write.")],
@@ -59,7 +60,7 @@ def doc_preview(benchmark: str, what: str):
     ) -> None:
         from spatial_tasks.generators.common.preview import doc_sheet
 
-        typer.echo(str(doc_sheet(benchmark, folder, out, count=count, size=size,
+        typer.echo(str(doc_sheet(benchmark, folder, out, read=read, count=count, size=size,
                                  warn=lambda line: typer.echo(line, err=True))))
 
     command.__doc__ = f"A contact sheet of the first questions of a {what} folder, as a model sees their images."

@@ -97,9 +97,16 @@ def rescore_dori(
                 typer.echo(f"  {key}: {number(value['mean'])} +- {number(value['error'])}")
 
 
+def preview_docs(folder: Path) -> list[tuple[dict, object]]:
+    """A DORI folder's questions with the visual a model gets (its boxes drawn; ``preview``)."""
+    from spatial_tasks.dori import load, tasks
+
+    return [(d, tasks.doc_to_visual) for d in load.load_source(str(folder), check_images=False)]
+
+
 COMMANDS = [
     Command("", "dori-seeds", dori_seeds_command),
     Command("generate", "dori", generate_dori),
     Command("rescore", "dori", rescore_dori),
-    Command("preview", "dori", doc_preview("dori", "DORI")),
+    Command("preview", "dori", doc_preview("dori", "DORI", preview_docs)),
 ]

@@ -112,9 +112,25 @@ def probe_command(
         typer.echo(line)
 
 
+def preview_docs(folder: Path) -> list[tuple[dict, object]]:
+    """A generated folder's questions (phase, then size) with the visual a model gets (``preview``)."""
+    import datasets
+
+    from spatial_tasks.spatialtunnel import load, tasks
+    from spatial_tasks.spatialtunnel.schema import CONFIG_FOR_VARIANT
+
+    out = []
+    for variant in ("phase", "size"):
+        files = sorted((folder / CONFIG_FOR_VARIANT[variant]).glob("test-*.parquet"))
+        if files:
+            split = datasets.load_dataset("parquet", data_files={"test": [str(f) for f in files]}, split="test")
+            out += [(d, tasks.doc_to_visual) for d in load.to_docs(split, variant=variant, check_images=False)]
+    return out
+
+
 COMMANDS = [
     Command("generate", "spatialtunnel", generate_spatialtunnel),
     Command("rescore", "spatialtunnel", rescore_spatialtunnel),
     Command("", "probe", probe_command),
-    Command("preview", "spatialtunnel", doc_preview("spatialtunnel", "SpatialTunnel")),
+    Command("preview", "spatialtunnel", doc_preview("spatialtunnel", "SpatialTunnel", preview_docs)),
 ]

@@ -81,9 +81,16 @@ def vague_tag_persons(
     typer.echo(f"{out}: {tag_image_file(image, boxes, out, size)} tag(s)")
 
 
+def preview_docs(folder: Path) -> list[tuple[dict, object]]:
+    """A VAGUE folder's questions with the visual a model gets (person tags drawn; ``preview``)."""
+    from spatial_tasks.vague import load, tasks
+
+    return [(d, tasks.doc_to_visual) for d in load.docs_from_folder(folder, check_images=False)]
+
+
 COMMANDS = [
     Command("generate", "vague", generate_vague),
     Command("rescore", "vague", rescore_vague),
     Command("vague", "tag-persons", vague_tag_persons, group_help="VAGUE tools: person tags."),
-    Command("preview", "vague", doc_preview("vague", "VAGUE (GitHub layout)")),
+    Command("preview", "vague", doc_preview("vague", "VAGUE (GitHub layout)", preview_docs)),
 ]

@@ -237,19 +237,22 @@ def test_prompts_for_a_benchmark_without_a_prompt_space(tmp_path):
 def test_preview_sheets_and_an_unfinished_run(tmp_path):
     import shutil
 
+    from spatial_tasks.dori.commands import preview_docs as dori_docs
     from spatial_tasks.generators.common.preview import doc_sheet
+    from spatial_tasks.spatialtunnel.commands import preview_docs as spatialtunnel_docs
 
     said: list[str] = []
-    sheet = doc_sheet("dori", Path("tasks/dori/sample"), tmp_path / "dori.png", count=4, warn=said.append)
+    sheet = doc_sheet("dori", Path("tasks/dori/sample"), tmp_path / "dori.png", read=dori_docs, count=4,
+                      warn=said.append)
     assert Image.open(sheet).size[0] > 300 and not said
     folder = tmp_path / "st"
     shutil.copytree("tasks/spatialtunnel/sample/phase_variation", folder / "phase_variation")
     (folder / "_work").mkdir()
     (folder / "_work" / "phase-0001.json").write_text("{}")  # a render of a run that never wrote its card
-    doc_sheet("spatialtunnel", folder, tmp_path / "st.png", count=2, warn=said.append)
+    doc_sheet("spatialtunnel", folder, tmp_path / "st.png", read=spatialtunnel_docs, count=2, warn=said.append)
     assert len(said) == 1 and "the generation run here is unfinished" in said[0]
     with pytest.raises(Exception, match=r"--count must be a whole number from 1 to 100"):
-        doc_sheet("spatialtunnel", folder, tmp_path / "x.png", count=0)
+        doc_sheet("spatialtunnel", folder, tmp_path / "x.png", read=spatialtunnel_docs, count=0)
 
 
 def test_help_text_keeps_square_brackets():
