@@ -809,6 +809,19 @@ def contract_problems() -> list[str]:
           "'C. the lamp' -> C, 'The lamp' -> T (resplit/tasks.py documents this)",
           lambda: [f(t) for f in (embspatial_answer_letter, cv_bench_answer_letter)
                    for t in ("(B)", "C. the lamp", "The lamp")] == ["B", "C", "T"] * 2)
+    check("(13) lmms-eval's CLI calls evaluator.simple_evaluate(model=, model_args=, tasks=) (the preflight wraps it)",
+          lambda: "evaluator.simple_evaluate(" in inspect.getsource(
+              __import__("lmms_eval.__main__", fromlist=["x"]).cli_evaluate_single)
+          and {"model", "model_args", "tasks"} <= set(inspect.signature(
+              __import__("lmms_eval.evaluator", fromlist=["x"]).simple_evaluate).parameters))
+    _model_contract(check)
+    return problems
+
+
+def _model_contract(check: Callable[[str, Callable[[], bool]], None]) -> None:
+    """The assumptions about lmms-eval's model classes that our scorers reuse (contract_problems)."""
+    import inspect
+
     check("(8) lmms-eval's Qwen2_5_VL has " + ", ".join(QWEN2_5_VL_MEMBERS) + ", sets self._model and self.processor "
           "in __init__, and builds its prompt with processor.apply_chat_template",
           lambda: all(hasattr(lmms_eval_qwen2_5_vl()[0], m) for m in QWEN2_5_VL_MEMBERS)
@@ -831,7 +844,6 @@ def contract_problems() -> list[str]:
               t in inspect.getsource(lmms_eval_model_module("llava_hf").LlavaHf.generate_until) for t in (
                   'context = f"{image_tokens}\\n{context}"', 'messages = [{"role": "user", "content": context}]',
                   "self._image_processor(images=visuals, text=text")))
-    return problems
 
 
 def _unpatched_download():

@@ -155,3 +155,15 @@ def test_the_name_counter_sees_a_name(tmp_path):
     (tmp_path / "vague").mkdir()
     (tmp_path / "vague" / "own.py").write_text('NAME = "vague"\n')  # a benchmark's own folder: not counted
     assert [(f.rsplit("/", 1)[-1], v) for f, _, v in counter.literals(tmp_path)] == [("shared.py", "dori_sample")]
+
+
+def test_no_function_is_over_80_lines():
+    """Issue 45, item 5: a function a reader cannot see whole is split (package and generators)."""
+    long = []
+    for root in (PACKAGE, PACKAGE.parent / "generators"):
+        for path in root.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
+                    long.append(f"{path.relative_to(root.parent)}:{node.lineno} {node.name} "
+                                f"({node.end_lineno - node.lineno + 1} lines)")
+    assert not long, long

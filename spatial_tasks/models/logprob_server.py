@@ -36,6 +36,7 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -279,6 +280,22 @@ class LogprobServer(LocalServer):
             text = self.backend.tokenizer.decode(tokens)
         return {"prompt": text} if self.kind == "vllm" else {"text": text}
 
+    def routes(self) -> dict[str, Callable[[dict], dict]]:
+        """POST paths this kind serves: chat for every kind, /generate for SGLang, the tokenizer's for both engines."""
+        routes = {"/v1/chat/completions": self.chat}
+        if self.kind == "sglang":
+            routes["/generate"] = self.generate
+        if self.kind in ("vllm", "sglang"):
+            routes |= {"/tokenize": self.tokenize, "/detokenize": self.detokenize}
+        return routes
+
+    def answer(self, route: Callable[[dict], dict], body: dict) -> dict:
+        """One route's reply, one model call at a time (the backend is not thread-safe)."""
+        if self.backend is None:
+            return route(body)
+        with self.backend.lock:
+            return route(body)
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -298,12 +315,7 @@ class LogprobServer(LocalServer):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
-                routes = {"/v1/chat/completions": server.chat}
-                if server.kind == "sglang":
-                    routes["/generate"] = server.generate
-                if server.kind in ("vllm", "sglang"):
-                    routes |= {"/tokenize": server.tokenize, "/detokenize": server.detokenize}
-                route = routes.get(self.path.rstrip("/"))
+                route = server.routes().get(self.path.rstrip("/"))
                 if route is None:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
@@ -322,11 +334,7 @@ class LogprobServer(LocalServer):
                     if server.latency_s:
                         time.sleep(server.latency_s)
                 try:
-                    if server.backend is not None:
-                        with server.backend.lock:
-                            reply = route(body)
-                    else:
-                        reply = route(body)
+                    reply = server.answer(route, body)
                 except BadRequest as exc:
                     self._send(400, {"error": {"message": str(exc)}})
                     return

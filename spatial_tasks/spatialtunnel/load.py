@@ -384,6 +384,13 @@ def _pixel_geometry(table: images.ImageTable, rows: list[dict], origin: Origin, 
         if split.problem is not None:
             kind = "both" if not loc.ok else "two_way" if split.two_way == "unknown" else "three_way"
             unknown[kind].append((row, split.problem))
+    _say_what_the_pixels_left(origin, rows, distinct, unknown, filed, geometry_unused, sizes_unknown, cells_unknown)
+
+
+def _say_what_the_pixels_left(origin: Origin, rows: list[dict], distinct: list[int], unknown: dict, filed: dict,
+                              geometry_unused, sizes_unknown: list[int], cells_unknown: list[int]) -> None:
+    """``_pixel_geometry``'s lines: each kind of unknown label in one warning, what geometry or a cell
+    decided, what the pixels cannot give (s1, a black object's cell)."""
     for kind, outside in (("both", "count as unknown (outside v_cons, v_ctr and the cell grid)"),
                           ("two_way", ("are ambiguous, but which object is higher cannot be told (outside v_cons and "
                                        "v_ctr; in v_amb)")),

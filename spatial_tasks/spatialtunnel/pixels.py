@@ -488,17 +488,8 @@ def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | N
                         if BLACK_REACH[0] <= reach(f, shape, w, h) / (walls[role] * w) <= BLACK_REACH[1]]
         return sorted(mine, key=lambda f: -f.area)
 
-    if colours["far"] == colours["near"] and not rings:  # one pool: the farther is nearer the vanishing point
-        pool = candidates("far")
-        colour = colours["far"]
-        if len(pool) < 2:
-            out.problem = f"no {colour} object found" if not pool else f"one {colour} region where two objects are {colour}"
-            return out
-        if len(pool) > 2 and pool[2].area >= 0.5 * pool[1].area:
-            out.problem = f"{len(pool)} {colour} regions of similar size where two {colour} objects are named"
-            return out
-        out.far, out.near = sorted(pool[:2], key=lambda f: square_radius(f, w, h))
-        return out
+    if colours["far"] == colours["near"] and not rings:
+        return _same_colour_pair(out, candidates("far"), colours["far"])
     for role in ("far", "near"):
         mine = candidates(role)
         colour = colours[role]
@@ -530,6 +521,19 @@ def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | N
         setattr(out, role, mine[0])
     if out.far is out.near:
         out.problem = f"the {colours['far']} objects could not be told apart"
+    return out
+
+
+def _same_colour_pair(out: Located, pool: list[Found], colour: str) -> Located:
+    """Two objects of one colour, their rings not known: one pool (largest first), and the farther is
+    the one nearer the vanishing point (the module docstring, 3)."""
+    if len(pool) < 2:
+        out.problem = f"no {colour} object found" if not pool else f"one {colour} region where two objects are {colour}"
+        return out
+    if len(pool) > 2 and pool[2].area >= 0.5 * pool[1].area:
+        out.problem = f"{len(pool)} {colour} regions of similar size where two {colour} objects are named"
+        return out
+    out.far, out.near = sorted(pool[:2], key=lambda f: square_radius(f, out.width, out.height))
     return out
 
 
