@@ -19,7 +19,7 @@ from pathlib import Path
 
 from spatial_tasks.o3d.rescore import records_from_released
 from spatial_tasks.results.headlines import headlines
-from spatial_tasks.results.intervals import cluster_bootstrap
+from spatial_tasks.common.intervals import cluster_bootstrap
 
 RELEASED = Path(__file__).parents[1] / "tests" / "o3d" / "data" / "released_outputs_5models.jsonl.gz"
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spatial_tasks.results.intervals import (
+from spatial_tasks.common.intervals import (
     ITERATIONS,
     SEED,
     GroupedMeans,

@@ -19,7 +19,7 @@ BENCHMARK_FOLDERS = tuple(benchmarks())  # the registry: a benchmark added there
 # Every module of these kinds, in every benchmark folder, must import neither lmms-eval nor the seam.
 PURE = ("benchmark", "metrics", "records", "rescore", "schema", "report")
 SHARED_PURE = ("registry", "benchmark", "report", "results.tidy", "results.verify", "results.scorecard",
-               "results.hf_evaluate", "results.headlines", "results.schema", "results.intervals", "results.paper",
+               "results.hf_evaluate", "results.headlines", "results.schema", "common.intervals", "results.paper",
                "metric_modules", "common.samples", "common.yesno", "common.hub")
 
 
@@ -167,3 +167,13 @@ def test_no_function_is_over_80_lines():
                     long.append(f"{path.relative_to(root.parent)}:{node.lineno} {node.name} "
                                 f"({node.end_lineno - node.lineno + 1} lines)")
     assert not long, long
+
+
+def test_the_ground_floor_imports_nothing_above_it():
+    """Issue 45, item 6: the statistics (common/intervals.py) and the description type (benchmark.py)
+    stand on common/; no import runs back up from common/ or benchmark.py."""
+    graph = import_graph()
+    ground = {m for m in graph if m.startswith("spatial_tasks.common.")} | {"spatial_tasks.benchmark"}
+    up = sorted(f"{m} -> {t}" for m in ground for t in graph[m]
+                if t not in ground and t not in ("spatial_tasks", "spatial_tasks.common", "spatial_tasks.paths"))
+    assert not up, up

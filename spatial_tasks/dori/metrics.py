@@ -17,7 +17,7 @@ from spatial_tasks.benchmark import Headline, Scorecard
 from spatial_tasks.common.choice import DECLINED, REFUSED, UNPARSEABLE, outcome_share
 from spatial_tasks.common.stats import is_defined, mean
 from spatial_tasks.dori.schema import GRANULARITIES, TASKS
-from spatial_tasks.results.intervals import GroupedMeans
+from spatial_tasks.common.intervals import GroupedMeans
 
 
 def accuracy(records: Sequence[dict]) -> float:

@@ -16,7 +16,7 @@ from spatial_tasks.dori import metrics
 from spatial_tasks.dori.metrics import SCORECARD
 from spatial_tasks.dori.rescore import records_from_samples, split_by_seed
 from spatial_tasks.dori.schema import GRANULARITIES, TASKS
-from spatial_tasks.results.intervals import wilson
+from spatial_tasks.common.intervals import wilson
 
 LEGEND = [
     "- **coarse / granular**: accuracy (share of questions whose selected option is the answer; paper Table 2). "

@@ -41,7 +41,7 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
 from spatial_tasks.benchmark import Headline, Scorecard
-from spatial_tasks.results.intervals import GroupedMeans
+from spatial_tasks.common.intervals import GroupedMeans
 
 Record = Mapping[str, object]
 

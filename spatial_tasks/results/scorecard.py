@@ -82,7 +82,7 @@ def scorecard_lines(records: Sequence[ResultRecord]) -> list[str]:
     scopes = sorted({(r.benchmark, r.task, r.n) for r in chosen})
     warning = mixed_warning([record_software(r) for r in chosen], "rows of this scorecard")
     lines += [*(["", f"**{warning}**"] if warning else []), "", "Value [95 % interval]: Wilson for plain accuracies, a seeded cluster bootstrap over images / "
-              "scenes / items otherwise (paired items resampled together; `spatial_tasks/results/intervals.py`). "
+              "scenes / items otherwise (paired items resampled together; `spatial_tasks/common/intervals.py`). "
               "Each figure comes from the largest task or group that defines it (SpatialTunnel: v and Δ over the "
               "phase variant, as the papers' Tables 3 and 8, v and Δ_s over the size variant, as Table 9, each "
               "protocol its own figure; O3-D: accuracy, bias and SDGM vision over the marked images, as Table 12, "

@@ -14,7 +14,7 @@ from spatial_tasks.benchmark import Benchmark
 from spatial_tasks.common.environment import ENVIRONMENT_KEY, software
 from spatial_tasks.common.samples import LABEL_DROPS, Run, find_runs, samples_benchmark
 from spatial_tasks.registry import benchmarks, get
-from spatial_tasks.results.intervals import ITERATIONS, SEED
+from spatial_tasks.common.intervals import ITERATIONS, SEED
 from spatial_tasks.results.schema import SOFTWARE_FIELDS, ResultRecord
 
 Options = Mapping[str, Any]

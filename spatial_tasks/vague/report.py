@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from spatial_tasks.common.formatting import number, with_interval
 from spatial_tasks.common.plots import grouped_hbars, save, wrap_label
-from spatial_tasks.results.intervals import wilson
+from spatial_tasks.common.intervals import wilson
 from spatial_tasks.vague.rescore import records_from_samples, summary
 from spatial_tasks.vague.schema import MCQ_SETTINGS
 

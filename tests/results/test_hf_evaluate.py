@@ -163,7 +163,7 @@ def test_report_sections_show_95_percent_intervals(shuffled_runs, tmp_path):
     """The same shuffled runs through `spatial-tasks report`: every benchmark's section gives its
     headline figures with their intervals (Wilson where the figure is a share of right answers)."""
     from spatial_tasks.report import write_report
-    from spatial_tasks.results.intervals import wilson
+    from spatial_tasks.common.intervals import wilson
 
     root = shuffled_runs["o3d"][0].parent
     write_report(root, tmp_path / "report")
