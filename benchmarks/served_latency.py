@@ -55,7 +55,7 @@ def main() -> None:
     seed = 0
     for side in args.sizes:
         for concurrency in args.concurrency:
-            scorer = served.Scorer(found, served.Dialect(args.dialect, found.model_version, labels),
+            scorer = served.Scorer(found, served.dialect_for(args.dialect, found.model_version, labels),
                                    num_concurrent=concurrency, cache=None)
             seed += 1
             scorer.score(_questions(side, 1, seed=1000 + seed))  # warm-up: not counted

@@ -64,7 +64,7 @@ def main() -> None:
             server = served.discover(client, base_url, "tiny")
             labels = served.labels_from_tokenizer(served.ServerTokenizer(client, server.root, "tiny"), "Yes", "No", "exact")
         render = (lambda question, n, system: f"<image>{question}") if args.dialect == "sglang" else None
-        dialect = served.Dialect(args.dialect, "tiny", labels, render_prompt=render)
+        dialect = served.dialect_for(args.dialect, "tiny", labels, render_prompt=render)
         print(f"server latency {args.latency * 1000:.0f} ms, dialect {args.dialect}, 128 px PNG images, 4 questions per image")
         print(f"{'in flight':>9} {'questions':>9} {'q/s':>8} {'ideal q/s':>9} {'share':>6} {'client CPU ms/q':>15}")
         reached = {}

@@ -112,7 +112,8 @@ class OpenAIYesNo(lmms):
             def render(question: str, n_images: int, system: str | None) -> str:
                 return local.apply_chat_template(families.chat_messages(question, [None] * n_images, system),
                                                  tokenize=False, add_generation_prompt=True)
-        self.dialect = served.Dialect(chosen, server.model_version, labels, int(top_logprobs), system_prompt, render)
+        self.dialect = served.dialect_for(chosen, server.model_version, labels, int(top_logprobs), system_prompt,
+                                          render)
         if chosen in ("vllm", "sglang"):
             labels.ids  # noqa: B018  (fails now, naming tokenizer=, when the ids are unknown)
         self.cache = None if str(cache).lower() == "off" else served.ReplyCache(

@@ -48,7 +48,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 import httpx
 from PIL import Image
@@ -260,64 +260,75 @@ def chat_messages(question: str, image_urls: Sequence[str], system_prompt: str |
 
 @dataclass
 class Dialect:
-    """How one dialect asks for the label values and reads them back."""
+    """How one dialect asks for the label values and reads them back: each dialect a subclass owning
+    its endpoint (``url``), request ``body`` and reply reader (``read``). ``dialect_for`` picks one by
+    name; nothing else asks a dialect its name (the cache key and the logs print it)."""
 
-    name: str
+    name: ClassVar[str]
     model_version: str
     labels: Labels
     top_logprobs: int = OPENAI_TOP_LOGPROBS
     system_prompt: str | None = None
     render_prompt: Callable[[str, int, str | None], str] | None = None  # sglang: (question, n images, system)
 
-    @property
-    def path(self) -> str:
-        return "/generate" if self.name == "sglang" else "/chat/completions"
+    def url(self, server: Server) -> str:
+        return server.base_url + "/chat/completions"
 
     def body(self, question: str, image_urls: Sequence[str]) -> dict:
-        if self.name == "sglang":
-            if self.render_prompt is None:
-                raise ServedError("dialect=sglang sends a rendered prompt to /generate: pass tokenizer=<path or Hub "
-                                  "id> of the served model, whose chat template renders it")
-            return {"text": self.render_prompt(question, len(image_urls), self.system_prompt),
-                    "image_data": list(image_urls),
-                    "sampling_params": {"max_new_tokens": 1, "temperature": 0.0},
-                    "return_logprob": True, "logprob_start_len": -1, "token_ids_logprob": self.labels.ids}
-        body: dict[str, Any] = {"model": self.model_version,
-                                "messages": chat_messages(question, image_urls, self.system_prompt),
-                                "max_tokens": 1, "temperature": 0.0, "logprobs": True,
-                                "top_logprobs": self.top_logprobs}
-        if self.name == "vllm":
-            body |= {"logprob_token_ids": self.labels.ids, "return_tokens_as_token_ids": True}
-        return body
+        return {"model": self.model_version, "messages": chat_messages(question, image_urls, self.system_prompt),
+                "max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": self.top_logprobs}
 
     def read(self, reply: Any) -> Reading:
         """The label values in a reply; MalformedReply saying what is missing."""
-        if self.name == "sglang":
-            return self._read_sglang(reply)
-        first = _first_chat_position(reply)
-        top = first.get("top_logprobs")
-        if not isinstance(top, list) or not top:
-            raise MalformedReply("its first token has no top_logprobs")
-        values: dict[str, float] = {}
-        for entry in top:
-            if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
-                raise MalformedReply(f"a top_logprobs entry is not {{token, logprob}}: {str(entry)[:80]!r}")
-            values.setdefault(entry["token"], _logprob(entry.get("logprob")))  # a text listed twice: the likelier
-        text = _text_of(reply)
-        if self.name == "vllm":
-            by_id = {}
-            for token, value in values.items():
-                if token.startswith("token_id:") and token[9:].lstrip("-").isdigit():
-                    by_id[int(token[9:])] = value
-            missing = [i for i in self.labels.ids if i not in by_id]
-            if missing:
-                raise MalformedReply(f"the label token ids {missing} are not in its logprobs: the server ignores "
-                                     "logprob_token_ids (vLLM 0.32 honours it; an older or another server may "
-                                     "not); use dialect=top_logprobs")
-            return Reading.exact(self.labels, by_id, text)
-        return Reading.from_top(self.labels, values, text)
+        return Reading.from_top(self.labels, _top_values(reply), _text_of(reply))
 
-    def _read_sglang(self, reply: Any) -> Reading:
+
+class TopLogprobs(Dialect):
+    """Any OpenAI-compatible chat endpoint: the labels read from the top list (censored when absent)."""
+
+    name = "top_logprobs"
+
+
+class VllmDialect(Dialect):
+    """vLLM's chat endpoint with ``logprob_token_ids``: the labels' exact values, whatever their rank."""
+
+    name = "vllm"
+
+    def body(self, question: str, image_urls: Sequence[str]) -> dict:
+        return super().body(question, image_urls) | {"logprob_token_ids": self.labels.ids,
+                                                      "return_tokens_as_token_ids": True}
+
+    def read(self, reply: Any) -> Reading:
+        by_id = {}
+        for token, value in _top_values(reply).items():
+            if token.startswith("token_id:") and token[9:].lstrip("-").isdigit():
+                by_id[int(token[9:])] = value
+        missing = [i for i in self.labels.ids if i not in by_id]
+        if missing:
+            raise MalformedReply(f"the label token ids {missing} are not in its logprobs: the server ignores "
+                                 "logprob_token_ids (vLLM 0.32 honours it; an older or another server may "
+                                 "not); use dialect=top_logprobs")
+        return Reading.exact(self.labels, by_id, _text_of(reply))
+
+
+class SglangDialect(Dialect):
+    """SGLang's native ``/generate`` with ``token_ids_logprob``: a rendered prompt, exact values."""
+
+    name = "sglang"
+
+    def url(self, server: Server) -> str:
+        return server.root + "/generate"
+
+    def body(self, question: str, image_urls: Sequence[str]) -> dict:
+        if self.render_prompt is None:
+            raise ServedError("dialect=sglang sends a rendered prompt to /generate: pass tokenizer=<path or Hub "
+                              "id> of the served model, whose chat template renders it")
+        return {"text": self.render_prompt(question, len(image_urls), self.system_prompt),
+                "image_data": list(image_urls),
+                "sampling_params": {"max_new_tokens": 1, "temperature": 0.0},
+                "return_logprob": True, "logprob_start_len": -1, "token_ids_logprob": self.labels.ids}
+
+    def read(self, reply: Any) -> Reading:
         meta = reply.get("meta_info") if isinstance(reply, dict) else None
         rows = meta.get("output_token_ids_logprobs") if isinstance(meta, dict) else None
         if not isinstance(rows, list) or not rows or not isinstance(rows[0], list):
@@ -332,6 +343,31 @@ class Dialect:
             raise MalformedReply(f"the label token ids {missing} are not in output_token_ids_logprobs")
         text = reply.get("text") if isinstance(reply.get("text"), str) else ""
         return Reading.exact(self.labels, by_id, text)
+
+
+DIALECT_CLASSES: dict[str, type[Dialect]] = {d.name: d for d in (TopLogprobs, VllmDialect, SglangDialect)}
+
+
+def dialect_for(name: str, model_version: str, labels: Labels, top_logprobs: int = OPENAI_TOP_LOGPROBS,
+                system_prompt: str | None = None,
+                render_prompt: Callable[[str, int, str | None], str] | None = None) -> Dialect:
+    """The dialect called ``name`` (one of DIALECTS)."""
+    if name not in DIALECT_CLASSES:
+        raise ServedError(f"dialect={name!r}: choose one of {', '.join(DIALECT_CLASSES)}")
+    return DIALECT_CLASSES[name](model_version, labels, top_logprobs, system_prompt, render_prompt)
+
+
+def _top_values(reply: Any) -> dict[str, float]:
+    """{token text: logprob} of a chat reply's first position's top list (a text listed twice: the likelier)."""
+    top = _first_chat_position(reply).get("top_logprobs")
+    if not isinstance(top, list) or not top:
+        raise MalformedReply("its first token has no top_logprobs")
+    values: dict[str, float] = {}
+    for entry in top:
+        if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
+            raise MalformedReply(f"a top_logprobs entry is not {{token, logprob}}: {str(entry)[:80]!r}")
+        values.setdefault(entry["token"], _logprob(entry.get("logprob")))
+    return values
 
 
 def _first_chat_position(reply: Any) -> dict:
@@ -589,7 +625,7 @@ class Scorer:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         slots = asyncio.Semaphore(self.num_concurrent)
         limits = httpx.Limits(max_connections=self.num_concurrent, max_keepalive_connections=self.num_concurrent)
-        url = self.server.root + self.dialect.path if self.dialect.name == "sglang" else self.server.base_url + self.dialect.path
+        url = self.dialect.url(self.server)
         async with httpx.AsyncClient(timeout=self.timeout_s, limits=limits, headers=headers,
                                      trust_env=self.trust_env) as client:
             tasks: list[asyncio.Task] = []

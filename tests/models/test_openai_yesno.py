@@ -179,7 +179,7 @@ def _scorer(server: LogprobServer, **more) -> served.Scorer:
         labels = served.labels_from_tokenizer(served.ServerTokenizer(client, found.root, found.model_version),
                                               "Yes", "No", "exact")
     policy = served.RetryPolicy(more.pop("max_retries", 2), backoff_s=0.01)
-    return served.Scorer(found, served.Dialect("vllm", found.model_version, labels), num_concurrent=1, retry=policy,
+    return served.Scorer(found, served.dialect_for("vllm", found.model_version, labels), num_concurrent=1, retry=policy,
                          **more)
 
 
@@ -333,7 +333,7 @@ def test_a_model_answering_in_lower_case_under_exact_is_said_in_the_closing_line
     read = served.Reading.from_top(variants, {"yes": -0.2, "no": -1.9, "The": -4.0}, "yes")
     assert read.censored == () and read.other_spellings == () and read.logits.p_yes > 0.8
     scorer = served.Scorer(served.Server("http://127.0.0.1:9/v1", "m", {"id": "m"}, "other"),
-                           served.Dialect("top_logprobs", "m", LABELS), cache=None)
+                           served.dialect_for("top_logprobs", "m", LABELS), cache=None)
     line = scorer.summary([lower, plain, lower])
     assert line.endswith("3 with a censored label; 2 of them list a label only as 'no', 'yes': the model answers in a "
                          "spelling answer_rule=exact does not read (answer_rule=variants reads it)"), line
@@ -350,7 +350,28 @@ def test_a_model_answering_in_lower_case_under_exact_is_said_in_the_closing_line
 ])
 def test_malformed_replies_say_what_is_missing(reply, said):
     with pytest.raises(served.MalformedReply, match=said):
-        served.Dialect("top_logprobs", "m", LABELS).read(reply)
+        served.dialect_for("top_logprobs", "m", LABELS).read(reply)
+
+
+def test_each_dialect_owns_its_endpoint_body_and_reader():
+    """Issue 45: one class per dialect; the scorer asks the dialect (url, body, read), never its name."""
+    import ast
+    import inspect
+
+    server = served.Server("http://127.0.0.1:9/v1", "m", {"id": "m"}, "vllm")
+    labels = served.Labels(("Yes",), ("No",), (5,), (7,))
+    made = {name: served.dialect_for(name, "m", labels, render_prompt=lambda q, n, s: q) for name in served.DIALECTS}
+    assert {name: d.url(server) for name, d in made.items()} == {
+        "top_logprobs": "http://127.0.0.1:9/v1/chat/completions", "vllm": "http://127.0.0.1:9/v1/chat/completions",
+        "sglang": "http://127.0.0.1:9/generate"}
+    assert "logprob_token_ids" in made["vllm"].body("q", []) and "logprob_token_ids" not in made["top_logprobs"].body("q", [])
+    assert made["sglang"].body("q", [])["token_ids_logprob"] == [5, 7]
+    tree = ast.parse(inspect.getsource(served))
+    compared = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Compare)
+                and any(isinstance(side, ast.Attribute) and side.attr == "name" for side in (n.left, *n.comparators))]
+    assert not compared, compared
+    with pytest.raises(served.ServedError, match="dialect='grpc'"):
+        served.dialect_for("grpc", "m", labels)
 
 
 def test_vllm_dialect_needs_every_label_id():
@@ -358,7 +379,7 @@ def test_vllm_dialect_needs_every_label_id():
     reply = {"choices": [{"message": {"content": "Yes"}, "logprobs": {"content": [
         {"token": "token_id:7", "logprob": -0.1, "top_logprobs": [{"token": "Yes", "logprob": -0.1}]}]}}]}
     with pytest.raises(served.MalformedReply, match="ignores logprob_token_ids"):
-        served.Dialect("vllm", "m", labels).read(reply)
+        served.dialect_for("vllm", "m", labels).read(reply)
 
 
 def test_retry_after_and_backoff():
