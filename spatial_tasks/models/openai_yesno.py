@@ -25,6 +25,7 @@ API behind a proxy).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -45,54 +46,89 @@ KNOWN_ARGS = ("model_version", "model", "base_url", "api_key", "num_concurrent",
               "system_prompt", "cache", "httpx_trust_env", "batch_size", "max_batch_size", "device")
 
 
-class OpenAIYesNo(lmms):
-    """First-token Yes/No log-probabilities from an OpenAI-compatible server (module docstring)."""
+# Each argument's default (lmms-eval adds batch_size, max_batch_size and device: taken, unused).
+DEFAULTS: dict[str, Any] = {"model_version": None, "model": None, "base_url": None, "api_key": None,
+                            "num_concurrent": 8, "timeout": 120, "max_retries": 6, "retry_backoff_s": 1.0,
+                            "dialect": "auto", "top_logprobs": served.OPENAI_TOP_LOGPROBS, "tokenizer": None,
+                            "yes_text": "Yes", "no_text": "No", "answer_rule": "exact", "system_prompt": None,
+                            "cache": None, "httpx_trust_env": False, "batch_size": None, "max_batch_size": None,
+                            "device": None}
+assert tuple(DEFAULTS) == KNOWN_ARGS
 
-    def __init__(self, model_version: str | None = None, model: str | None = None, base_url: str | None = None,
-                 api_key: str | None = None, num_concurrent: int | str = 8, timeout: float | str = 120,
-                 max_retries: int | str = 6, retry_backoff_s: float | str = 1.0, dialect: str = "auto",
-                 top_logprobs: int | str = served.OPENAI_TOP_LOGPROBS, tokenizer: str | None = None,
-                 yes_text: str = "Yes", no_text: str = "No", answer_rule: str = "exact",
-                 system_prompt: str | None = None, cache: str | None = None, httpx_trust_env: bool | str = False,
-                 batch_size: Any = None, max_batch_size: Any = None, device: Any = None, **unknown: Any) -> None:
-        super().__init__()
-        try:
-            self._setup(model or model_version, base_url or os.environ.get("OPENAI_API_BASE"),
-                        api_key or os.environ.get("OPENAI_API_KEY"), num_concurrent, timeout, max_retries,
-                        retry_backoff_s, dialect, top_logprobs, tokenizer, str(yes_text), str(no_text),
-                        str(answer_rule), system_prompt or None, cache, flag(httpx_trust_env, "httpx_trust_env"),
-                        unknown)
-        except (UserError, ValueError) as exc:  # one line, before any question is asked
-            served.stop(str(exc))
 
-    def _setup(self, model_version, base_url, api_key, num_concurrent, timeout, max_retries, retry_backoff_s,
-               dialect, top_logprobs, tokenizer, yes_text, no_text, answer_rule, system_prompt, cache, trust_env,
-               unknown) -> None:
+@dataclass(frozen=True)
+class Settings:
+    """openai_yesno's --model_args, checked where they enter (``from_args``: one line naming the bad
+    one, before any question is asked)."""
+
+    model_version: str
+    base_url: str
+    api_key: str | None
+    num_concurrent: int
+    timeout: float
+    max_retries: int
+    retry_backoff_s: float
+    dialect: str
+    top_logprobs: int
+    tokenizer: str | None
+    yes_text: str
+    no_text: str
+    answer_rule: str
+    system_prompt: str | None
+    cache: str | None
+    trust_env: bool
+
+    @classmethod
+    def from_args(cls, args: dict[str, Any]) -> Settings:
+        unknown = sorted(set(args) - set(KNOWN_ARGS))
         if unknown:
-            raise served.ServedError(f"unknown --model_args {sorted(unknown)}; it takes {', '.join(KNOWN_ARGS)}")
+            raise served.ServedError(f"unknown --model_args {unknown}; it takes {', '.join(KNOWN_ARGS)}")
+        get = {**DEFAULTS, **args}
+        model_version = get["model"] or get["model_version"]
         if not model_version:
             raise served.ServedError("pass model_version=<the served model's id> in --model_args")
+        base_url = get["base_url"] or os.environ.get("OPENAI_API_BASE")
         try:
             base_url = http_url(base_url, "base_url")
         except ValueError:
             raise served.ServedError(f"base_url={base_url!r}: pass the server's OpenAI base URL, e.g. "
                                      "http://127.0.0.1:8000/v1 (or set OPENAI_API_BASE)") from None
-        numbers = {"num_concurrent": num_concurrent, "max_retries": max_retries, "top_logprobs": top_logprobs}
-        for name, value in numbers.items():
-            if not str(value).isdigit():
-                raise served.ServedError(f"{name}={value!r}: give a whole number")
-        if int(num_concurrent) < 1 or not 1 <= int(top_logprobs) <= 128:
+        for name in ("num_concurrent", "max_retries", "top_logprobs"):
+            if not str(get[name]).isdigit():
+                raise served.ServedError(f"{name}={get[name]!r}: give a whole number")
+        if int(get["num_concurrent"]) < 1 or not 1 <= int(get["top_logprobs"]) <= 128:
             raise served.ServedError("num_concurrent must be >= 1 and top_logprobs between 1 and 128")
         try:
-            timeout, backoff = float(timeout), float(retry_backoff_s)
+            timeout, backoff = float(get["timeout"]), float(get["retry_backoff_s"])
         except ValueError as exc:
             raise served.ServedError(f"timeout and retry_backoff_s take seconds: {exc}") from None
         if not timeout > 0 or not backoff >= 0:
             raise served.ServedError("timeout must be > 0 and retry_backoff_s >= 0 seconds")
+        return cls(str(model_version), str(base_url), get["api_key"] or os.environ.get("OPENAI_API_KEY"),
+                   int(get["num_concurrent"]), timeout, int(get["max_retries"]), backoff, str(get["dialect"]),
+                   int(get["top_logprobs"]), get["tokenizer"] or None, str(get["yes_text"]), str(get["no_text"]),
+                   str(get["answer_rule"]), get["system_prompt"] or None, get["cache"],
+                   flag(get["httpx_trust_env"], "httpx_trust_env"))
+
+
+class OpenAIYesNo(lmms):
+    """First-token Yes/No log-probabilities from an OpenAI-compatible server (module docstring)."""
+
+    def __init__(self, **args: Any) -> None:
+        super().__init__()
+        try:
+            self._setup(Settings.from_args(args))
+        except (UserError, ValueError) as exc:  # one line, before any question is asked
+            served.stop(str(exc))
+
+    def _setup(self, settings: Settings) -> None:
+        api_key, timeout, trust_env = settings.api_key, settings.timeout, settings.trust_env
+        tokenizer = settings.tokenizer
+        yes_text, no_text, answer_rule = settings.yes_text, settings.no_text, settings.answer_rule
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         with httpx.Client(timeout=min(timeout, 60.0), headers=headers, trust_env=trust_env) as client:
-            server = served.discover(client, str(base_url), str(model_version))
-            chosen = served.choose_dialect(str(dialect), server)
+            server = served.discover(client, settings.base_url, settings.model_version)
+            chosen = served.choose_dialect(settings.dialect, server)
             local = None
             if tokenizer:
                 from transformers import AutoProcessor
@@ -112,14 +148,16 @@ class OpenAIYesNo(lmms):
             def render(question: str, n_images: int, system: str | None) -> str:
                 return local.apply_chat_template(families.chat_messages(question, [None] * n_images, system),
                                                  tokenize=False, add_generation_prompt=True)
-        self.dialect = served.dialect_for(chosen, server.model_version, labels, int(top_logprobs), system_prompt,
-                                          render)
+        self.dialect = served.dialect_for(chosen, server.model_version, labels, settings.top_logprobs,
+                                          settings.system_prompt, render)
         if chosen in ("vllm", "sglang"):
             labels.ids  # noqa: B018  (fails now, naming tokenizer=, when the ids are unknown)
+        cache = settings.cache
         self.cache = None if str(cache).lower() == "off" else served.ReplyCache(
             served.default_cache_dir() if cache in (None, "") else os.path.expanduser(str(cache)))
-        self.scorer = served.Scorer(server, self.dialect, api_key, int(num_concurrent), timeout,
-                                    served.RetryPolicy(int(max_retries), backoff), self.cache, trust_env)
+        self.scorer = served.Scorer(server, self.dialect, api_key, settings.num_concurrent, timeout,
+                                    served.RetryPolicy(settings.max_retries, settings.retry_backoff_s), self.cache,
+                                    trust_env)
         self.server = server
         self.batch_size_per_gpu = 1
 
