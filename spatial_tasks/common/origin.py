@@ -66,6 +66,13 @@ class Origin:
         return self.files[0][0] if len(self.files) == 1 else self.label
 
 
+def fingerprint(dataset: object) -> str:
+    """A datasets.Dataset's fingerprint (what its cache keys on), else the object's id. datasets keeps it
+    in the private ``_fingerprint`` and offers no public reader: this is the one place that reads it."""
+    value = getattr(dataset, "_fingerprint", None)
+    return str(value) if value else f"id-{id(dataset)}"
+
+
 def in_memory(label: str) -> Origin:
     return Origin(label=label)
 

@@ -12,6 +12,7 @@ import datasets
 import pyarrow as pa
 from loguru import logger as log
 
+from spatial_tasks.common.origin import fingerprint
 from spatial_tasks.o3d.prompts import (
     correct_letter,
     cot_answer,
@@ -65,7 +66,7 @@ def attach_demonstrations(docs: datasets.Dataset, seed: int = 0) -> datasets.Dat
         log.warning(f"o3d_icl_cot: {dropped} of {table.num_rows} questions have no other near/far image "
                     "with the same cues for the demonstrations; left out")
     out = table.take(pa.array(keep, type=pa.int64())).append_column("icl_demos", pa.array(demos, pa.list_(DEMO_TYPE)))
-    return datasets.Dataset(out, fingerprint=f"{docs._fingerprint}-icl{seed}"[:64])
+    return datasets.Dataset(out, fingerprint=f"{fingerprint(docs)}-icl{seed}"[:64])
 
 
 def demonstration_doc(doc: Mapping[str, Any], demo: Mapping[str, Any]) -> dict:

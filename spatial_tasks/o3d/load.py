@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 from PIL import Image
 
 from spatial_tasks.common import images
-from spatial_tasks.common.origin import Origin, in_memory, origin_for
+from spatial_tasks.common.origin import Origin, fingerprint, in_memory, origin_for
 from spatial_tasks.common.validate import INSPECT_HINT, dataset_file_problem, require_columns
 from spatial_tasks.o3d import markers, schema
 from spatial_tasks.o3d.schema import SchemaError
@@ -283,7 +283,7 @@ def _memory_key(subsets: Mapping[str, datasets.Dataset]) -> str:
     for name in sorted(subsets):
         ds = subsets[name]
         h.update(name.encode())
-        h.update(str(getattr(ds, "_fingerprint", id(ds))).encode())
+        h.update(fingerprint(ds).encode())
     return MEMORY_PREFIX + h.hexdigest()[:16]
 
 
@@ -396,10 +396,10 @@ def build_docs(questions: datasets.Dataset, subsets: Mapping[str, datasets.Datas
     per_q, meta_idx = _question_fields(questions_in, rows, subset_rows, plans, fields)
     table = _doc_table(src, questions_in, rows, per_q, fields.table.take(pa.array(meta_idx, type=pa.int64())))
     # An explicit fingerprint: without one, datasets pickles and hashes the whole table (a full copy).
-    h = hashlib.sha1(f"o3d-docs|{getattr(questions, '_fingerprint', id(questions))}|{src.key}|"
+    h = hashlib.sha1(f"o3d-docs|{fingerprint(questions)}|{src.key}|"
                      f"{sorted(keep_subsets) if keep_subsets is not None else None}|{marked}|{clarity}".encode())
     for s in sorted(plans):
-        h.update(f"|{s}:{getattr(src.subset(s), '_fingerprint', id(src.subset(s)))}".encode())
+        h.update(f"|{s}:{fingerprint(src.subset(s))}".encode())
     return datasets.Dataset(table, fingerprint=h.hexdigest()[:16])
 
 

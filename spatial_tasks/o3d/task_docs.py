@@ -12,6 +12,7 @@ import datasets
 import pyarrow as pa
 from loguru import logger as log
 
+from spatial_tasks.common.origin import fingerprint
 from spatial_tasks.harness import DocsHook, TaskData
 from spatial_tasks.o3d import load, schema
 from spatial_tasks.o3d.demonstrations import attach_demonstrations
@@ -131,7 +132,7 @@ def _fill_missing_strengths(docs: datasets.Dataset) -> datasets.Dataset:
         strength[i] = parity[key].get(names[i])
     column = pa.array(strength, type=pa.float64())
     new = table.set_column(table.schema.get_field_index("cue_strength"), "cue_strength", column)
-    return datasets.Dataset(new, fingerprint=f"{docs._fingerprint}-strengths"[:64])
+    return datasets.Dataset(new, fingerprint=f"{fingerprint(docs)}-strengths"[:64])
 
 
 def _render_order_strengths(source: str, subset: str, cues: tuple, position: str) -> dict[str, float]:

@@ -25,6 +25,7 @@ from PIL import Image
 
 from spatial_tasks.common import images, prompts
 from spatial_tasks.common.choice import DECLINED, REFUSED, UNPARSEABLE, outcome_share
+from spatial_tasks.common.origin import fingerprint
 from spatial_tasks.common.validate import reads_docs
 from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out
 from spatial_tasks.vague import load, metrics
@@ -68,7 +69,7 @@ _TABLE_DOCS: dict[str, tuple[dict, ...]] = {}  # dataset fingerprint -> docs (16
 
 
 def _table_docs(dataset: datasets.Dataset, data: TaskData) -> tuple[dict, ...]:
-    key = dataset._fingerprint
+    key = fingerprint(dataset)
     if key not in _TABLE_DOCS:
         _TABLE_DOCS.clear()  # one release at a time
         _TABLE_DOCS[key] = tuple(load.docs_from_table(dataset, data.origin(dataset)))
