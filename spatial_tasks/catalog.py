@@ -34,6 +34,7 @@ class TaskEntry:
     source: str  # default data: Hub id [config] or the bundled sample
     path: Path
     benchmark: str  # the registered benchmark whose task folder holds it
+    subtasks: tuple[str, ...] = ()  # a group's members, as its YAML lists them
 
 
 def _config(path: Path) -> dict:
@@ -73,7 +74,8 @@ def _read_catalog() -> tuple[TaskEntry, ...]:
             cfg = _config(path)
             if "group" in cfg:
                 subtasks = cfg.get("task", [])
-                entries.append(TaskEntry(cfg["group"], "group", "= " + " + ".join(map(str, subtasks)), path, name))
+                entries.append(TaskEntry(cfg["group"], "group", "= " + " + ".join(map(str, subtasks)), path, name,
+                                         tuple(map(str, subtasks))))
             elif "task" in cfg:
                 entries.append(TaskEntry(cfg["task"], "task", _source(cfg, note), path, name))
     return tuple(entries)

@@ -44,7 +44,7 @@ def our_tasks(requested: Iterable[str]) -> list[str]:
         if entry is None or name in found:
             continue
         if entry.kind == "group":
-            pending += [t.strip() for t in entry.source.removeprefix("= ").split(" + ")]
+            pending += list(entry.subtasks)
         else:
             found.append(name)
     return found
