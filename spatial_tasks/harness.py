@@ -427,6 +427,10 @@ def _install_preflight() -> None:
         ours = preflight.our_tasks(tasks if isinstance(tasks, list | tuple) else str(tasks).split(","))
         if not ours or not isinstance(model, str):
             return original(*args, **kwargs)
+        if not isinstance(model_args, dict):  # a --model_args string, read as lmms-eval reads it
+            from lmms_eval.utils import simple_parse_args_string
+
+            model_args = simple_parse_args_string(model_args or "")
         checkpoint = preflight.given_checkpoint(model_args) or _default_checkpoint(model)
         why = hub_unreachable()
         if why:

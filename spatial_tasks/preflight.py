@@ -50,13 +50,9 @@ def our_tasks(requested: Iterable[str]) -> list[str]:
     return found
 
 
-def given_checkpoint(model_args: str | dict | None) -> str | None:
-    """``pretrained=`` of a run's --model_args (a string or a dict), if given."""
-    if isinstance(model_args, dict):
-        given = model_args.get("pretrained")
-    else:
-        pairs = dict(part.split("=", 1) for part in (model_args or "").split(",") if "=" in part)
-        given = pairs.get("pretrained")
+def given_checkpoint(model_args: dict) -> str | None:
+    """``pretrained=`` of a run's --model_args (parsed by lmms-eval's own parser: the harness), if given."""
+    given = model_args.get("pretrained")
     return str(given).strip() if given else None
 
 

@@ -154,15 +154,14 @@ def level_tolerance(height: int, black: bool = False, level_px: float = LEVEL_PX
 # Pixels
 
 
-def encoding(data: bytes) -> tuple[float, str | None]:
-    """(the row accuracy at 128 px this image's encoding allows, or why it cannot be read): lossless
-    colour -> LEVEL_PX; a JPEG -> JPEG_LEVEL_PX, or a problem below JPEG_MIN_QUALITY; a grey image ->
-    a problem (the measurements above JPEG_LEVEL_PX)."""
-    with Image.open(io.BytesIO(data)) as image:
+def encoding(data: bytes, rgb: np.ndarray) -> tuple[float, str | None]:
+    """(the row accuracy at 128 px this image's encoding allows, or why it cannot be read), from its
+    header and its decoded pixels ``rgb`` (``decode``): lossless colour -> LEVEL_PX; a JPEG ->
+    JPEG_LEVEL_PX, or a problem below JPEG_MIN_QUALITY; a grey image -> a problem (the measurements
+    above JPEG_LEVEL_PX)."""
+    with Image.open(io.BytesIO(data)) as image:  # the header only: the pixels are ``rgb``
         grey = image.mode in ("1", "L", "LA", "I", "I;16", "F")
-        if not grey and image.mode in ("RGB", "RGBA", "P"):
-            rgb = np.asarray(image.convert("RGB"), dtype=np.int16)
-            grey = int(np.abs(rgb - rgb[..., :1]).max()) <= 1
+        grey = grey or float(np.abs(rgb - rgb[..., :1]).max()) <= 1.5 / 255  # equal channels: a grey image
         if grey:
             return LEVEL_PX, "a grey image: its objects are told apart by colour"
         if image.format == "JPEG":
@@ -717,7 +716,7 @@ def locate_all(image_bytes: Callable[[int], bytes], names: Sequence[tuple[str, s
         thumbnails.append(thumbnail(hsv(rgb)[2]))
         sizes.append(rgb.shape[:2])
         far, near = names[k]
-        levels[k], problem = encoding(data)
+        levels[k], problem = encoding(data, rgb)
         if problem is not None:  # never guessed: outside what the reader was measured on
             located[k] = Located(width=rgb.shape[1], height=rgb.shape[0], problem=problem)
         elif "black" in (colour_of(far), colour_of(near)):
