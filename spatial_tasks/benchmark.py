@@ -16,18 +16,24 @@ The same words mean the same thing in every benchmark:
 - ``scorecard``: the headline figures, each defined once (``Headline.figure``), with the unit
   the bootstrap resamples.
 
-A description is light to import: it names functions of its own folder and imports them when
-called, so ``spatial-tasks --help`` and the registry stay fast. Nothing here imports lmms-eval.
+The description carries what every benchmark has; what only some do is a ``Capability`` they list
+(``ReleasedOutputs``, ``Study``, ``PromptSpace``, ``PromptCheck``, ``DeclaredMetrics``,
+``FolderInspection``), and the shared layers loop over ``registry.offering(kind)``.
+
+A description is light to import: it names the code of its own folder with ``Later("module:name")``,
+imported when first used, so ``spatial-tasks --help`` and the registry stay fast. Nothing here
+imports lmms-eval.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import math
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from spatial_tasks.common.intervals import (
     ITERATIONS,
@@ -39,6 +45,7 @@ from spatial_tasks.common.intervals import (
 )
 
 Rows = Sequence[dict]
+C = TypeVar("C", bound="Capability")
 
 
 def binary(values: list[float]) -> tuple[float, int] | None:
@@ -146,81 +153,180 @@ class Demo:
 
 
 @dataclass(frozen=True)
+class Later:
+    """Code of the benchmark's own folder, imported on first use: ``"package.module:attribute"``
+    (``"package.module"`` for a module). The one way a description says "load later": its task
+    modules are heavy to import, and ``spatial-tasks --help`` and the registry must stay fast.
+    Calling it calls the attribute."""
+
+    target: str
+
+    def load(self) -> Any:
+        module, _, attribute = self.target.partition(":")
+        imported = importlib.import_module(module)
+        return getattr(imported, attribute) if attribute else imported
+
+    @property
+    def module(self) -> str:
+        return self.target.partition(":")[0]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.load()(*args, **kwargs)
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        """The named function's parameters (a shared layer may ask which optional ones it takes)."""
+        return inspect.signature(self.load())
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a benchmark's data comes from: the default release (a Hub id), the environment
+    variable that points its tasks elsewhere, and what ``spatial-tasks list`` adds to it."""
+
+    default: str
+    env: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Paper:
+    """Whose ``paper_results.yaml`` holds the tables (a re-split is in its parent's paper), the
+    figures ``verify`` compares per run (``PaperFigures``) and the columns it leaves alone (each
+    with its reason where it is set)."""
+
+    name: str
+    figures: Callable[[dict[str, list[dict]]], PaperFigures]
+    not_checked: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Section:
+    """A section of ``spatial-tasks report``: ``write(inputs, out)`` -> (files, markdown lines);
+    ``title`` heads it (default: the benchmark's title)."""
+
+    write: Callable[[list, Path], tuple[list[Path], list[str]]]
+    title: str | None = None
+
+
+class Capability:
+    """Something only some benchmarks do. A benchmark lists what it offers in ``capabilities``; a
+    shared layer loops over the benchmarks that offer one (``registry.offering``)."""
+
+
+@dataclass(frozen=True)
+class ReleasedOutputs(Capability):
+    """Answers that come from outside lmms-eval (O3-D's released model outputs): ``scopes(rows)``
+    -> {scope: rows} for the scorecard, and ``cells(file, decimals)`` -> (rows {model, paper_model,
+    table, cell, ours}, models) of every reproducible paper cell, which ``verify`` needs exact."""
+
+    scopes: Callable[[list[dict]], dict[str, list[dict]]]
+    cells: Callable[[Path, int], tuple[list[dict], list[str]]]
+
+
+@dataclass(frozen=True)
+class Study(Capability):
+    """A study that is not an lmms-eval run (SpatialTunnel's contrastive probing): under a folder,
+    ``figures(root)`` -> [(study folder, model, paper table, scope, {column: value})] for
+    ``verify``; ``holds(folder)``: whether a folder is one of its study folders (``marks`` says
+    what makes one, for the error when none is); the report's ``section`` over its folders."""
+
+    figures: Callable[[Path], list[tuple[Path, str, str, str, dict]]]
+    section: Section
+    holds: Callable[[Path], bool]
+    marks: str
+
+
+@dataclass(frozen=True)
+class PromptSpace(Capability):
+    """The whole enumerable prompt space (``spatial-tasks prompts`` lists it instead of the
+    prompts of the bundled docs): ``prompts()`` -> {prompt, tags} dicts."""
+
+    prompts: Callable[[], Iterator[dict]]
+
+
+@dataclass(frozen=True)
+class PromptCheck(Capability):
+    """A task's prompt parameters (its lmms_eval_specific_kwargs) checked where they enter:
+    ``check(kwargs)`` raises ValueError naming the parameter (custom-task --prompt, and a task's
+    docs at the run's start)."""
+
+    check: Callable[[Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class DeclaredMetrics(Capability):
+    """A task may declare only some of the headline metrics: ``names(samples file)`` -> the metric
+    names its task declared (the scorecard shows only those)."""
+
+    names: Callable[[Path], tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class FolderInspection(Capability):
+    """``spatial-tasks inspect`` of a whole local folder (a layout that is not one table):
+    ``inspect(folder)`` -> "accepted: ..." or the reason it does not load."""
+
+    inspect: Callable[[Path], str]
+
+
+@dataclass(frozen=True)
 class Benchmark:
     """One benchmark, as every shared layer sees it (module docstring)."""
 
     name: str  # the task prefix, the records' ``benchmark`` field, the folder name
     title: str
-    # -- data: the default release and the environment variable that points its tasks elsewhere
-    default_source: str | None = None
-    source_env: str | None = None
-    tasks_dir: Path | None = None  # its task YAMLs outside this package (default: tasks/<task_folder>)
-    task_folder: str | None = None  # its folder under this package's tasks/ (default: its name)
-    source_note: str | None = None  # what `spatial-tasks list` adds to its default source
     # -- records and figures
-    record: str | None = None  # "module:Class", the pydantic type of its record (``record_type()``)
-    records_from_samples: Callable[..., list[dict]] | None = None
-    # the metric names a samples file's task declared (None: every headline applies)
-    metric_names: Callable[[Path], tuple[str, ...]] | None = None
+    record: Later  # the pydantic type of its record (``record_type()``)
+    records_from_samples: Callable[..., list[dict]]
+    summary: Callable[..., dict]
+    paper: Paper
+    report: Section
+    source: Source | None = None  # None: no default release (``--data`` names one)
+    demo: Demo | None = None  # its part of ``spatial-tasks demo``
+    # its task YAMLs: a folder under this package's tasks/ (default: its name), or a path outside it
+    tasks_dir: str | Path | None = None
     score: Callable[..., dict] | None = None
-    summary: Callable[..., dict] | None = None
     options: tuple[str, ...] = ()  # what ``score`` / ``summary`` / ``records_from_samples`` accept
     option_values: Mapping[str, tuple] = field(default_factory=dict)  # an option's allowed values
     scorecard: Scorecard | None = None
-    # -- the papers: whose paper_results.yaml holds our tables (a re-split is in its parent's paper)
-    paper: str | None = None
-    paper_figures: Callable[[dict[str, list[dict]]], PaperFigures] | None = None
-    not_checked: frozenset[str] = frozenset()  # paper columns ``verify`` leaves alone (with the reason)
-    # answers that come from outside lmms-eval (O3-D's released outputs): rows -> {scope: rows},
-    # and ``release_cells(file, decimals)``: (rows {model, paper_model, table, cell, ours}, models)
-    # of every reproducible paper cell, which must agree exactly
-    released_scopes: Callable[[list[dict]], dict[str, list[dict]]] | None = None
-    release_cells: Callable[[Path, int], tuple[list[dict], list[str]]] | None = None
-    # studies that are not lmms-eval runs (SpatialTunnel's contrastive probing): under a folder,
-    # [(study folder, model, paper table, scope, {column: value})] for verify, and the report's
-    # section (title, (folders, out) -> (files, markdown lines))
-    study_figures: Callable[[Path], list[tuple[Path, str, str, str, dict]]] | None = None
-    study_section: tuple[str, Callable[[list[Path], Path], tuple[list[Path], list[str]]]] | None = None
-    # -- the report: its section (files, markdown lines) from [(run, task, samples file)]
-    report: Callable[[list, Path], tuple[list[Path], list[str]]] | None = None
-    report_title: str | None = None
     # -- inspect: whether a split (a datasets.Dataset of its first rows, its name, the folder's
-    # files, and optionally ``root=`` the local folder) or a whole folder loads through our loader:
+    # files, and optionally ``root=`` the local folder) loads through our loader:
     # "accepted: ..." or the reason it does not
     inspect_split: Callable[..., str] | None = None
-    inspect_folder: Callable[[Path], str | None] | None = None
     # -- the spatial_baseline rules: the module that registers them (``@rule(name, ...)``)
-    baselines: str | None = None
-    # -- prompts: what makes two docs show another kind of prompt (None: the first doc stands for
-    # all); ``prompt_space``: the whole enumerable prompt space instead, when there is one
+    baselines: Later | None = None
+    # -- prompts: what makes two docs show another kind of prompt (None: the first doc stands for all)
     prompt_kind: Callable[[Mapping], object] | None = None
-    prompt_space: Callable[[], Iterator[dict]] | None = None
     # -- custom-task: the data spec for --data (None: the shared rule for a datasets folder / Hub id)
     custom_data: Callable[[Any], dict | None] | None = None  # (catalog.CustomData) -> spec
-    # -- a task's prompt parameters (its lmms_eval_specific_kwargs) checked where they enter:
-    # ValueError naming the parameter (custom-task --prompt, and the task's docs at the run's start)
-    check_prompt: Callable[[Mapping[str, Any]], None] | None = None
     # -- the settings its figures depend on, from the records (BERTScore backbone, option-order
     # seed, answer reader, protocol): recorded in every result record and shown in the report
     settings: Callable[[Sequence[dict]], dict[str, str]] | None = None
-    demo: Demo | None = None
-    # its CLI commands: a module (CLI level: it may use the results layer) with COMMANDS = [Command]
-    commands: str | None = None
+    # its CLI commands (CLI level: they may use the results layer): a list of ``Command``
+    commands: Later | None = None
+    # what only some benchmarks do (``Capability``), at most one of each kind
+    capabilities: tuple[Capability, ...] = ()
 
-    def record_type(self) -> type | None:
-        """The record's pydantic type, imported on first use (task modules are heavy to import)."""
-        if self.record is None:
-            return None
-        module, _, name = self.record.partition(":")
-        return getattr(importlib.import_module(module), name)
+    def offers(self, kind: type[C]) -> C | None:
+        """Its capability of this kind, or None."""
+        found = [c for c in self.capabilities if isinstance(c, kind)]
+        if len(found) > 1:
+            raise ValueError(f"{self.name}: offers {len(found)} {kind.__name__} capabilities; one is meant")
+        return found[0] if found else None
+
+    def record_type(self) -> type:
+        """The record's pydantic type, imported on first use."""
+        return self.record.load()
 
     def tasks_folder(self) -> Path:
-        """Its task YAMLs: ``tasks_dir``, else this package's ``tasks/<task_folder or name>``."""
-        if self.tasks_dir is not None:
-            return Path(self.tasks_dir)
+        """Its task YAMLs: ``tasks_dir`` (a folder under this package's tasks/, or a path), else
+        this package's ``tasks/<name>``."""
         from spatial_tasks.paths import tasks_dir
 
-        return tasks_dir() / (self.task_folder or self.name)
+        if isinstance(self.tasks_dir, Path):
+            return self.tasks_dir
+        return tasks_dir() / (self.tasks_dir or self.name)
 
     def check_options(self, options: Mapping[str, Any]) -> None:
         """Every option named and valued as the benchmark takes it (else ValueError naming the
@@ -235,4 +341,4 @@ class Benchmark:
                                  f"{', '.join(map(repr, allowed))}")
 
     def title_for_report(self) -> str:
-        return self.report_title or self.title
+        return self.report.title or self.title

@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from spatial_tasks.paths import output_folder
+from spatial_tasks.benchmark import PromptCheck
 from spatial_tasks.registry import benchmarks, get
 
 TASK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,99}$")
@@ -69,7 +70,8 @@ def _read_catalog() -> tuple[TaskEntry, ...]:
     for benchmark in benchmarks().values():
         folders.setdefault(benchmark.tasks_folder().resolve(), benchmark.name)
     for folder, name in folders.items():
-        note = get(name).source_note
+        source = get(name).source
+        note = source.note if source else None
         for path in sorted(folder.rglob("*.yaml")):
             cfg = _config(path)
             if "group" in cfg:
@@ -268,10 +270,10 @@ def _prompt_spec(base_task: str, base_cfg: dict, prompt: dict[str, str]) -> dict
                          f"(it has: {', '.join(sorted(current)) or 'none'})")
     typed = {key: _like(current[key], value, f"--prompt {key}={value}") for key, value in prompt.items()}
     merged = {**current, **typed}
-    check = get(find_task(base_task).benchmark).check_prompt
+    check = get(find_task(base_task).benchmark).offers(PromptCheck)
     if check is not None:
         try:
-            check(merged)
+            check.check(merged)
         except ValueError as err:
             raise ValueError(f"--prompt: {err}") from None
     return {"default": merged}

@@ -198,10 +198,10 @@ def benchmarks_command() -> None:
 
     rows = [("name", "title", "default data", "provides")]
     for spec in benchmarks().values():
-        parts = [p for p, present in (("scorecard", spec.scorecard), ("paper tables", spec.paper_figures),
+        parts = [p for p, present in (("scorecard", spec.scorecard), ("paper tables", spec.paper),
                                       ("report", spec.report), ("evaluate", spec.score), ("inspect", spec.inspect_split),
                                       ("baselines", spec.baselines)) if present]
-        rows.append((spec.name, spec.title, spec.default_source or "-", ", ".join(parts)))
+        rows.append((spec.name, spec.title, spec.source.default if spec.source else "-", ", ".join(parts)))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         typer.echo("  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths)) + "  " + row[3])
@@ -305,13 +305,11 @@ def demo_command(
 
 
 def _add_benchmark_commands() -> None:
-    """Every registered benchmark's own commands (``Benchmark.commands``: a module's COMMANDS)."""
-    import importlib
-
+    """Every registered benchmark's own commands (``Benchmark.commands``: a list of ``Command``)."""
     from spatial_tasks.registry import benchmarks
 
     for spec in benchmarks().values():
-        commands = importlib.import_module(spec.commands).COMMANDS if spec.commands is not None else []
+        commands = spec.commands.load() if spec.commands is not None else []
         for command in commands:
             target = app if not command.group else _group(command.group, command.group_help)
             target.command(command.name)(command.function)

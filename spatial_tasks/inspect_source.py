@@ -25,7 +25,8 @@ from typing import Any
 import datasets
 
 from spatial_tasks.common.validate import DataError, data_file_problem, dataset_file_problem, kind_of
-from spatial_tasks.registry import benchmarks
+from spatial_tasks.benchmark import FolderInspection
+from spatial_tasks.registry import benchmarks, offering
 
 SAMPLE_ROWS = 8  # rows read per split to try the readers on
 MAX_FILES = 40
@@ -63,7 +64,7 @@ class Report:
 
 
 # ------------------------------------------------------------------------------------------
-# Readers: each benchmark's ``inspect_split`` / ``inspect_folder`` (its description)
+# Readers: each benchmark's ``inspect_split``, and ``FolderInspection`` where one offers it
 
 
 def readers() -> dict[str, Callable[..., str]]:
@@ -73,8 +74,7 @@ def readers() -> dict[str, Callable[..., str]]:
 
 def _folder_readers(folder: Path, chosen: list[str]) -> dict[str, str]:
     """Layouts our loaders read as a whole folder, without ``datasets``."""
-    return {name: b.inspect_folder(folder) for name, b in benchmarks().items()
-            if name in chosen and b.inspect_folder is not None}
+    return {b.name: reader.inspect(folder) for b, reader in offering(FolderInspection) if b.name in chosen}
 
 
 # ------------------------------------------------------------------------------------------

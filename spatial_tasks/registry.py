@@ -11,8 +11,9 @@ from __future__ import annotations
 import importlib
 import os
 from functools import cache
+from typing import TypeVar
 
-from spatial_tasks.benchmark import Benchmark
+from spatial_tasks.benchmark import Benchmark, Capability
 
 MODULES = (
     "spatial_tasks.spatialtunnel.benchmark",
@@ -22,6 +23,7 @@ MODULES = (
     "spatial_tasks.vague.benchmark",
 )
 EXTRA_ENV = "SPATIAL_TASKS_BENCHMARKS"
+C = TypeVar("C", bound=Capability)
 
 
 class UnknownBenchmark(LookupError):
@@ -78,3 +80,9 @@ def get(name: str) -> Benchmark:
         return benchmarks()[name]
     except KeyError:
         raise UnknownBenchmark(f"no benchmark named {name!r}; benchmarks: {', '.join(benchmarks())}") from None
+
+
+def offering(kind: type[C]) -> list[tuple[Benchmark, C]]:
+    """(benchmark, its capability) for every benchmark that offers one of this kind, in registry
+    order: how a shared layer reaches what only some benchmarks do."""
+    return [(b, found) for b in benchmarks().values() if (found := b.offers(kind)) is not None]

@@ -25,10 +25,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+from spatial_tasks.benchmark import Benchmark, Study
 from spatial_tasks.common.environment import describe, mixed_warning, software
+from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.samples import Run, find_runs, samples_benchmark
 from spatial_tasks.paths import output_folder
-from spatial_tasks.registry import benchmarks
+from spatial_tasks.registry import benchmarks, offering
 from spatial_tasks.results.scorecard import (
     LEADERBOARD_CSV,
     LEADERBOARD_JSON,
@@ -57,11 +59,22 @@ def remove_previous_report(out: Path) -> int:
     return removed
 
 
+def _studies_of(folders: Sequence[Path]) -> list[tuple[Benchmark, Study]]:
+    """The studies (``Study`` capability) that hold these folders, in registry order; a folder that
+    none holds is named with what each study's folders hold."""
+    studies = offering(Study)
+    for folder in folders:
+        if not any(study.holds(Path(folder)) for _, study in studies):
+            needs = "; ".join(f"{b.title}: {study.marks}" for b, study in studies) or "no benchmark offers a study"
+            raise UserError(f"{folder}: not a study folder ({needs})")
+    return [(b, study) for b, study in studies if any(study.holds(Path(f)) for f in folders)]
+
+
 def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes: Sequence[Path] = ()) -> list[Path]:
     """Write every benchmark's figures and report.md under ``out`` (an earlier report there is
     replaced); ``intro`` lines go under the title; ``probes`` are ``spatial-tasks probe`` folders
     (their section is redrawn from the saved deltas). Returns the files written."""
-    makers = {name: b for name, b in benchmarks().items() if b.report is not None}
+    makers = benchmarks()
     out = output_folder(out)
     by_benchmark: dict[str, list[tuple[Run, str, Path]]] = defaultdict(list)
     runs = find_runs(root) if root is not None else []
@@ -155,15 +168,14 @@ def _draw(root: Path | None, runs: list, by_benchmark: dict, makers: dict, intro
         sections += ["## Software", "", *software_lines(runs), ""]
         sections += ["## Scoring settings", "", *settings_lines(by_benchmark), ""]
     for name in (name for name in makers if name in by_benchmark):  # in registry order
-        files, lines = makers[name].report(by_benchmark[name], out)
+        files, lines = makers[name].report.write(by_benchmark[name], out)
         written += files
         sections += [f"## {makers[name].title_for_report()}", "", *lines, ""]
         sections += [f"![{p.stem}]({p.name})" for p in files] + [""]
-    if probes:
-        (title, section), = [b.study_section for b in benchmarks().values() if b.study_section is not None]
-        files, lines = section(list(probes), out)
+    for benchmark, study in _studies_of(probes):
+        files, lines = study.section.write([f for f in probes if study.holds(Path(f))], out)
         written += files
-        sections += [f"## {title}", "", *lines, ""]
+        sections += [f"## {study.section.title or benchmark.title}", "", *lines, ""]
         sections += [f"![{p.stem}]({p.name})" for p in files] + [""]
     index = out / "report.md"
     index.write_text("\n".join(sections), encoding="utf-8")

@@ -1,5 +1,5 @@
-"""``spatial-tasks prompts BENCHMARK``: a benchmark's whole prompt space when it has one (its
-``prompt_space``: O3-D's 1,026 questions), else the prompts a model is shown, rendered by
+"""``spatial-tasks prompts BENCHMARK``: a benchmark's whole prompt space when it offers one (its
+``PromptSpace``: O3-D's 1,026 questions), else the prompts a model is shown, rendered by
 lmms-eval's own task objects (the same YAML, hooks and prompt parameters as a run) from the bundled
 ``*_sample`` tasks, offline -- one per kind of question (its ``prompt_kind``: DORI task x
 granularity, SpatialTunnel question template; none: one per task)."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from spatial_tasks.benchmark import PromptSpace
 from spatial_tasks.catalog import task_catalog
 from spatial_tasks.registry import benchmarks, get
 
@@ -16,14 +17,14 @@ def prompt_benchmarks() -> tuple[str, ...]:
     """The benchmarks with prompts to list: a prompt space, or task YAMLs of their own (the
     re-splits' tasks are listed with SpatialTunnel's, whose folder they share)."""
     return tuple(name for name, b in benchmarks().items()
-                 if b.prompt_space is not None or b.task_folder in (None, name))
+                 if b.offers(PromptSpace) is not None or not isinstance(b.tasks_dir, str) or b.tasks_dir == name)
 
 
 def prompts(benchmark: str) -> Iterator[dict]:
     """Every prompt line ``spatial-tasks prompts BENCHMARK`` prints."""
-    spec = get(benchmark)
-    if spec.prompt_space is not None:
-        yield from spec.prompt_space()
+    space = get(benchmark).offers(PromptSpace)
+    if space is not None:
+        yield from space.prompts()
     else:
         yield from sample_prompts(benchmark)
 

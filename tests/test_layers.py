@@ -7,11 +7,14 @@ CLI's command modules, the baseline rule modules)."""
 from __future__ import annotations
 
 import ast
+import dataclasses
+import importlib
 import subprocess
 import sys
 from pathlib import Path
 
 import spatial_tasks
+from spatial_tasks.benchmark import Later
 from spatial_tasks.registry import benchmarks
 
 PACKAGE = Path(spatial_tasks.__file__).parent
@@ -69,14 +72,28 @@ def import_graph() -> dict[str, set[str]]:
                     base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
                 found = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
             graph[name] |= {m for m in found if m in modules and m != name}
-    for spec in benchmarks().values():  # through importlib
-        for target in (spec.commands, spec.baselines):
-            if target in modules:
-                graph["spatial_tasks.cli" if target == spec.commands else "spatial_tasks.models.baseline"].add(target)
     from spatial_tasks.registry import MODULES
 
     graph["spatial_tasks.registry"] |= set(MODULES)
+    for module in MODULES:  # what a description names with Later loads on first use: an edge from it to each,
+        description = importlib.import_module(module).BENCHMARK  # but its plugins, loaded by the CLI and the baseline model
+        plugins = {"commands": "spatial_tasks.cli", "baselines": "spatial_tasks.models.baseline"}
+        for f in dataclasses.fields(description):
+            for target in _laters(getattr(description, f.name)):
+                if target.module in modules:
+                    graph[plugins.get(f.name, module)].add(target.module)
     return graph
+
+
+def _laters(value: object) -> list[Later]:
+    """Every ``Later`` inside a description (its fields, capabilities, demo, sections)."""
+    if isinstance(value, Later):
+        return [value]
+    if dataclasses.is_dataclass(value):
+        return [t for f in dataclasses.fields(value) for t in _laters(getattr(value, f.name))]
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in _laters(item)]
+    return []
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -177,3 +194,68 @@ def test_the_ground_floor_imports_nothing_above_it():
     up = sorted(f"{m} -> {t}" for m in ground for t in graph[m]
                 if t not in ground and t not in ("spatial_tasks", "spatial_tasks.common", "spatial_tasks.paths"))
     assert not up, up
+
+
+def _descriptions() -> list:
+    """Every registered description, and ToyBench's (the benchmark outside the tree)."""
+    sys.path.insert(0, str(Path(__file__).parent / "toybench"))
+    try:
+        toy = importlib.import_module("toybench.benchmark").BENCHMARK
+    finally:
+        sys.path.remove(str(Path(__file__).parent / "toybench"))
+    return [*benchmarks().values(), toy]
+
+
+def test_the_description_type_carries_what_benchmarks_share():
+    """Issue 45, item 2: a field of ``Benchmark`` is set by at least two benchmarks; what only one
+    does is a capability it offers (``Capability``), reached by the shared layers through
+    ``registry.offering``."""
+    from spatial_tasks.benchmark import Benchmark, Capability
+
+    descriptions = _descriptions()
+    lonely = []
+    for f in dataclasses.fields(Benchmark):
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+        if default is dataclasses.MISSING:
+            continue  # required: every benchmark has it
+        setters = [d.name for d in descriptions if getattr(d, f.name) != default]
+        if len(setters) < 2:
+            lonely.append(f"{f.name}: set by {setters}")
+    assert not lonely, lonely
+    kinds = [type(c) for d in descriptions for c in d.capabilities]
+    assert kinds and all(issubclass(k, Capability) for k in kinds)
+
+
+def test_a_description_says_load_later_one_way():
+    """Issue 45, item 2: a description names the code of its folder with ``Later``; a function it
+    defines itself imports nothing in its body (no lazy-import trampolines), and no field holds a
+    "module:attr" string."""
+    from spatial_tasks.registry import MODULES
+
+    found = []
+    for module in MODULES:
+        path = PACKAGE.parent / (module.replace(".", "/") + ".py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                if any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(node)):
+                    found.append(f"{module}: {getattr(node, 'name', 'lambda')} imports in its body")
+        description = importlib.import_module(module).BENCHMARK
+        for f in dataclasses.fields(description):
+            value = getattr(description, f.name)
+            if isinstance(value, str) and ":" in value and "." in value.partition(":")[0] and " " not in value:
+                found.append(f"{module}: {f.name} = {value!r} (name code with Later)")
+    assert not found, found
+    assert _laters(benchmarks()["o3d"])  # the walk finds them
+
+
+def test_a_later_loads_calls_and_shows_what_it_names():
+    import inspect as inspect_module
+
+    from spatial_tasks.common.formatting import number
+
+    later = Later("spatial_tasks.common.formatting:number")
+    assert later.load() is number and later.module == "spatial_tasks.common.formatting"
+    assert later(0.5) == number(0.5)
+    assert inspect_module.signature(later) == inspect_module.signature(number)
+    assert Later("spatial_tasks.common.formatting").load().number is number

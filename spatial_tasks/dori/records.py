@@ -90,3 +90,9 @@ def score(doc: Mapping, response: object) -> dict:
         "correct": int(correct),
         "soft": soft.soft_credit(doc["task"], doc["granularity"], correct, predicted, truth),
     }
+
+
+def score_question(reference: dict, prediction: str) -> dict:
+    """One question's record (``Benchmark.score``) from its logged record and a model output."""
+    LoggedRecord.model_validate(reference)
+    return score(reference, prediction)

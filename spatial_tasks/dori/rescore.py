@@ -47,6 +47,12 @@ def summary(records: list[dict]) -> dict:
     return figures
 
 
+def paper_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
+    """Per run: Table 2's per-task coarse / granular accuracies."""
+    records = [r for rows in per_task.values() for r in rows]
+    return [("table2", "run (all DORI tasks)", summary(records))] if records else []
+
+
 def split_by_seed(label: str, records: list[dict]) -> dict[str, list[dict]]:
     """One run's records per option-order seed ("LABEL seed=S" when a run holds several seeds,
     e.g. the three-seed groups of `spatial-tasks dori-seeds`)."""

@@ -24,7 +24,7 @@ def rule_modules() -> dict[str, str]:
     """benchmark -> the module that registers its rules (imported on first use: it may be heavy)."""
     from spatial_tasks.registry import benchmarks
 
-    return {name: b.baselines for name, b in benchmarks().items() if b.baselines}
+    return {name: b.baselines.module for name, b in benchmarks().items() if b.baselines is not None}
 
 
 def benchmark_of(doc: dict, task_name: str) -> str:

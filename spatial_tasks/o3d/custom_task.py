@@ -36,3 +36,11 @@ def check_folder(local: Path, base_cfg: dict) -> None:
         from loguru import logger
 
         logger.warning(f"--data {local}: the task will evaluate the subsets present {present}; absent: {absent}")
+
+
+def data_spec(request) -> dict | None:
+    """``custom-task --data``: the questions config (visual_questions) of a folder in the official
+    layout, checked."""
+    if request.local is not None:
+        check_folder(request.local, request.base_cfg)
+    return request.generic(request.config or "visual_questions")

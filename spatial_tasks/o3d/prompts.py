@@ -267,6 +267,12 @@ def prompt_space() -> tuple[Prompt, ...]:
 
 
 @functools.cache
+def tagged_prompt_space() -> Iterable[dict]:
+    """The whole prompt space as ``spatial-tasks prompts`` lists it: {prompt, tags} (1,026 questions)."""
+    for prompt in prompt_space():
+        yield {"prompt": prompt.text, "tags": prompt.tags.as_dict()}
+
+
 def real_prompt_space() -> tuple[Prompt, ...]:
     """Questions of the authors' real-photo subsets: 8 preambles x bodies 10-11 x 2 orders = 32,
     all of which occur in the authors' released outputs."""

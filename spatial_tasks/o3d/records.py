@@ -82,3 +82,12 @@ def rescored(rec: Mapping[str, Any]) -> dict:
     """A logged record re-parsed from its own response and question (what rescoring does)."""
     label = parse_answer(rec.get("response"), rec.get("question"))
     return {**rec, "label": label, "correct": is_correct(label, rec.get("gt_position"))}
+
+
+def score_question(reference: dict, prediction: str) -> dict:
+    """One question's record (``Benchmark.score``): from a logged record, or from a doc as the O3-D
+    loader makes it."""
+    if "released_family" in reference:  # a doc as the O3-D loader makes it
+        return record(reference, prediction, icl=bool(reference.get("icl", False)))
+    LoggedRecord.model_validate({**reference, "response": prediction})
+    return rescored({**reference, "response": prediction})

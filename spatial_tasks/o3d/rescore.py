@@ -452,3 +452,16 @@ def rescore(path: str | Path, format: str = "auto", ddof: int = 0) -> dict:
     if format == "auto":
         format = detect_format(path)
     return rescore_released(path, ddof) if format == RELEASED_FORMAT else rescore_samples(path, ddof)
+
+
+def paper_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
+    """Per run (all its O3-D tasks pooled, as ``rescore o3d`` does): Table 12's cells."""
+    records = [r for rows in per_task.values() for r in rows]
+    return [("table12", "run (all O3-D tasks)", summary(records))] if records else []
+
+
+def release_cells(path: Path, decimals: int) -> tuple[list[dict], list[str]]:
+    """Every reproducible Table 12 cell of the released models with a paper row (``compare_to_paper``)."""
+    result = rescore_released(path)
+    rows = [{**row, "table": "table12"} for row in compare_to_paper(result, decimals)]
+    return rows, list(result["models"])

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from spatial_tasks.benchmark import Benchmark
+from spatial_tasks.benchmark import Benchmark, DeclaredMetrics, ReleasedOutputs
 from spatial_tasks.common.environment import ENVIRONMENT_KEY, software
 from spatial_tasks.common.samples import LABEL_DROPS, Run, find_runs, samples_benchmark
 from spatial_tasks.registry import benchmarks, get
@@ -36,7 +36,8 @@ def read_records(benchmark: Benchmark, path: Path, options: Options = {}) -> lis
 
 
 def _metric_names(benchmark: Benchmark, path: Path) -> tuple[str, ...] | None:
-    return benchmark.metric_names(path) if benchmark.metric_names is not None else None
+    declared = benchmark.offers(DeclaredMetrics)
+    return declared.names(path) if declared is not None else None
 
 
 def run_records(run: Run, iterations: int = ITERATIONS, seed: int = SEED, options: Options = {}
@@ -157,7 +158,7 @@ def collect(roots: Sequence[Path], iterations: int = ITERATIONS, seed: int = SEE
 def outside_records(benchmark: str, rows: list[dict], run_id: str, data_source: str,
                     iterations: int = ITERATIONS, seed: int = SEED) -> list[dict]:
     """Headline records of per-question records that come from outside an lmms-eval run (O3-D's
-    released outputs), per model (each row's ``model``) and per scope (``released_scopes``; each
+    released outputs), per model (each row's ``model``) and per scope (``ReleasedOutputs.scopes``; each
     figure in its own scope only), as JSON-ready dicts. Nothing to resample by scene: the release
     names none, so only proportions get an interval. No model_args, run software or revision."""
     spec = get(benchmark)
@@ -166,7 +167,8 @@ def outside_records(benchmark: str, rows: list[dict], run_id: str, data_source: 
         by_model.setdefault(str(row.get("model")), []).append(row)
     out = []
     for model, model_rows in sorted(by_model.items()):
-        scopes = spec.released_scopes(model_rows) if spec.released_scopes is not None else {"released": model_rows}
+        release = spec.offers(ReleasedOutputs)
+        scopes = release.scopes(model_rows) if release is not None else {"released": model_rows}
         meta = {"model": model, "model_args": "", "run_id": f"{run_id}:{model}", "task_version": None,
                 "scored_with": scored_with(), "data_source": data_source, "data_revision": None}
         for task, scope in scopes.items():

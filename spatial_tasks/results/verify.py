@@ -32,11 +32,12 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from spatial_tasks.benchmark import Benchmark
+from spatial_tasks.benchmark import Benchmark, ReleasedOutputs, Study
 from spatial_tasks.common.environment import mixed_warning
+from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.samples import Run, SamplesError, find_runs, samples_benchmark
 from spatial_tasks.common.yesno import label_mass_below_half, label_mass_median, label_mass_warning
-from spatial_tasks.registry import benchmarks, get
+from spatial_tasks.registry import benchmarks, get, offering
 from spatial_tasks.results.paper import paper_results
 from spatial_tasks.results.tidy import software_of
 
@@ -91,7 +92,7 @@ def _cell(source: str, model: str, paper_model: str, benchmark: str, table_id: s
 
 def _paper(benchmark: Benchmark):
     """The paper tables a benchmark's figures are checked against (its ``paper``'s task folder)."""
-    owner = get(benchmark.paper)
+    owner = get(benchmark.paper.name)
     return paper_results(owner.name, owner.tasks_folder())
 
 
@@ -111,7 +112,7 @@ def verify_run(run: Run) -> tuple[list[Cell], list[str], dict[str, list[str]]]:
     notes: "censored", how many questions of each task were scored from a censored label -- a served
     run's top log-probabilities left a label out, so its figures rest on bounds there; "label_mass",
     each first-token task's median label mass and share under 1/2, with a warning under 1/2)."""
-    checked = {name: b for name, b in benchmarks().items() if b.paper_figures is not None}
+    checked = benchmarks()
     by_benchmark: dict[str, dict[str, list[dict]]] = defaultdict(dict)
     for task, path in sorted(run.samples.items()):
         benchmark = samples_benchmark(path)
@@ -131,10 +132,10 @@ def verify_run(run: Run) -> tuple[list[Cell], list[str], dict[str, list[str]]]:
         if paper_model is None:
             unmatched.append(f"{model} ({benchmark})")
             continue
-        for table_id, scope, figures in spec.paper_figures(per_task):
+        for table_id, scope, figures in spec.paper.figures(per_task):
             for column in paper.tables[table_id].columns:
-                if column in figures and column not in spec.not_checked:
-                    cell = _cell(str(run.folder), model, paper_model, spec.paper, table_id, column, scope,
+                if column in figures and column not in spec.paper.not_checked:
+                    cell = _cell(str(run.folder), model, paper_model, spec.paper.name, table_id, column, scope,
                                  figures[column], exact=False)
                     if cell is not None:
                         cells.append(cell)
@@ -150,35 +151,48 @@ def _mass_note(folder: Path, task: str, records: list[dict]) -> str:
 
 
 def verify_release(path: Path) -> tuple[list[Cell], list[str]]:
-    """A file of released outputs (a benchmark's ``release_cells`` reads it: O3-D's authors'
-    outputs): every reproducible cell of every released model with a paper row, exactly."""
-    readers = [b for b in benchmarks().values() if b.release_cells is not None]
+    """A file of released outputs (read by each benchmark that offers ``ReleasedOutputs``: O3-D's
+    authors' outputs): every reproducible cell of every released model with a paper row, exactly.
+    With several readers, the file is the release of those that read it; when none does, each
+    reader's reason is named (one reader: its own error)."""
+    readers = offering(ReleasedOutputs)
     if not readers:
         raise ValueError(f"{path}: a file, and no benchmark reads released outputs")
-    spec = readers[0]
-    rows, models = spec.release_cells(path, EXACT_DECIMALS)
-    cells = [_cell(str(path), row["model"], row["paper_model"], spec.paper, row["table"], row["cell"],
-                   "released outputs", row["ours"], exact=True) for row in rows]
-    matched = {row["model"] for row in rows}
-    return [c for c in cells if c is not None], [f"{m} ({spec.name} release)" for m in models if m not in matched]
+    cells: list[Cell] = []
+    missing: list[str] = []
+    reasons: list[str] = []
+    for spec, release in readers:
+        try:
+            rows, models = release.cells(path, EXACT_DECIMALS)
+        except (UserError, ValueError) as err:
+            if len(readers) == 1:
+                raise
+            reasons.append(f"{spec.title}: {err}")
+            continue
+        found = [_cell(str(path), row["model"], row["paper_model"], spec.paper.name, row["table"], row["cell"],
+                       "released outputs", row["ours"], exact=True) for row in rows]
+        cells += [c for c in found if c is not None]
+        matched = {row["model"] for row in rows}
+        missing += [f"{m} ({spec.name} release)" for m in models if m not in matched]
+    if reasons and len(reasons) == len(readers):
+        raise UserError(f"{path}: no benchmark reads it as released outputs ({'; '.join(reasons)})")
+    return cells, missing
 
 
 def verify_studies(root: Path) -> tuple[list[Cell], list[str]]:
-    """Results of studies that are not lmms-eval runs (a benchmark's ``study_figures``: SpatialTunnel's
-    ``spatial-tasks probe`` folders, Table 5 at the reported layer) found under ``root``."""
+    """Results of studies that are not lmms-eval runs (each ``Study`` capability's ``figures``:
+    SpatialTunnel's ``spatial-tasks probe`` folders, Table 5 at the reported layer) under ``root``."""
     cells: list[Cell] = []
     unmatched: list[str] = []
-    for spec in benchmarks().values():
-        if spec.study_figures is None:
-            continue
+    for spec, study in offering(Study):
         paper = _paper(spec)
-        for folder, model, table_id, scope, figures in spec.study_figures(root):
+        for folder, model, table_id, scope, figures in study.figures(root):
             paper_model = paper.match(model)
             if paper_model is None:
                 unmatched.append(f"{model} ({scope.split(',')[0]})")
                 continue
-            found = [_cell(str(folder), model, paper_model, spec.paper, table_id, column, scope, value, exact=False)
-                     for column, value in figures.items()]
+            found = [_cell(str(folder), model, paper_model, spec.paper.name, table_id, column, scope, value,
+                           exact=False) for column, value in figures.items()]
             cells += [c for c in found if c is not None]
     return cells, unmatched
 

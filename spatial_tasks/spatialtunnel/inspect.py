@@ -42,3 +42,8 @@ def read_split(ds: datasets.Dataset, name: str, root=None) -> str:
     if not pairs:
         return f"{first}; as probing pairs ({layout} layout) no sample row makes a pair: {rows[0] if rows else skipped}"
     return f"accepted: contrastive-probing pairs, {layout} layout (spatial-tasks probe --data)"
+
+
+def inspect_split(ds: datasets.Dataset, name: str, files=(), root=None) -> str:
+    """``Benchmark.inspect_split`` (the folder's file names are not needed here)."""
+    return read_split(ds, name, root)

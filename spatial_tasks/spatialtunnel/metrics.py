@@ -213,3 +213,17 @@ SCORECARD = Scorecard(
     ),
     details=(_relation("consistent"), _relation("counter")),
 )
+
+
+# Which paper table a task's figures are: (protocol, variant) -> table.
+TABLES = {("logit", "phase"): "table3", ("exact", "phase"): "table8", ("logit", "size"): "table9"}
+
+
+def paper_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
+    """Per task: logit on the phase variant -> Table 3, exact match -> Table 8, logit on size -> Table 9."""
+    out = []
+    for task, records in per_task.items():
+        kinds = {(r.get("protocol"), r.get("variant")) for r in records}
+        if len(kinds) == 1 and (kind := kinds.pop()) in TABLES:
+            out.append((TABLES[kind], task, summary(records)))
+    return out

@@ -101,3 +101,15 @@ def logit_record(doc: dict, results: list[str]) -> dict:
     if mass is not None:  # p(Yes) + p(No): how much of the model's answer p reads (models scoring logits)
         record["label_mass"] = mass
     return record
+
+
+def score_question(reference: dict, prediction: str, protocol: str = "auto") -> dict:
+    """One question's record (``Benchmark.score``): its logged record (or doc) and the model's
+    output; ``protocol`` auto takes the record's own, and for a doc logit when the output is a
+    first-token payload."""
+    LoggedRecord.model_validate(reference)
+    chosen = protocol if protocol != "auto" else reference.get("protocol") or ("logit" if is_payload(prediction)
+                                                                                else "exact")
+    if chosen not in ("logit", "exact"):
+        raise ValueError(f"protocol must be auto, exact or logit, not {protocol!r}")
+    return (logit_record if chosen == "logit" else exact_match_record)(reference, [prediction])

@@ -81,3 +81,9 @@ def rescore(path: Path, protocol: str = "auto") -> dict:
         raise SamplesError(f"{path}: no SpatialTunnel samples found (expected lmms-eval --log_samples "
                            "output: <stamp>_samples_spatialtunnel*.jsonl)")
     return {"format": "lmms-samples", "source": str(path), "runs": runs}
+
+
+def summary(records: list[dict], protocol: str = "auto") -> dict:
+    """``Benchmark.summary``: ``metrics.summary`` (the records carry their protocol; the option is
+    accepted so that every figure function takes the same options)."""
+    return metrics.summary(records)

@@ -81,3 +81,12 @@ def score_freeform(doc: Mapping, response: object, setting: str) -> dict:
     return {**{k: doc.get(k) for k in _RECORD_FIELDS}, "setting": setting, "kind": "freeform", "response": text,
             "prediction": freeform_answer(text), "reference": doc["correct_intention"],
             **metrics.bertscore_setting()}  # the backbone its BERTScore is computed with
+
+
+def score_question(reference: dict, prediction: str, setting: str | None = None) -> dict:
+    """One item's record (``Benchmark.score``); ``setting`` (lm, sm, vlm, freeform, ...) is needed
+    for a doc (a logged record carries its own)."""
+    setting = setting or reference.get("setting")
+    if not setting:
+        raise ValueError("no setting: pass setting=lm|sm|vlm|... (a doc carries none; a logged record does)")
+    return (score_freeform if setting.startswith("freeform") else score_mcq)(reference, prediction, setting)

@@ -9,7 +9,7 @@ from spatial_tasks.common.choice import DECLINED, REFUSED, UNPARSEABLE, outcome_
 from spatial_tasks.common.samples import SamplesError, find_runs, first_response, rescore_file
 from spatial_tasks.vague import metrics
 from spatial_tasks.vague.records import LoggedRecord, score_freeform, score_mcq
-from spatial_tasks.vague.schema import BENCHMARK, WRONG_TYPES
+from spatial_tasks.vague.schema import BENCHMARK, SUBSETS, WRONG_TYPES
 
 
 def records_from_samples(path: Path) -> list[dict]:
@@ -22,10 +22,11 @@ def records_from_samples(path: Path) -> list[dict]:
     return rescore_file(path, ("acc", "bleu1"), BENCHMARK, rescored)
 
 
-def summary(records: list[dict]) -> dict:
+def summary(records: list[dict], setting: str | None = None) -> dict:
     """Every figure of one task's records: MCQ accuracy, wrong-type counts and shares, the shares
     without a letter (unparseable, declined, refused) and the valid count (Tables 1-3, H3/H4,
-    Fig. 4); free-form BLEU-1 and BERTScore F1."""
+    Fig. 4); free-form BLEU-1 and BERTScore F1. (``setting`` is accepted so that every figure
+    function takes the benchmark's options; the records carry their own.)"""
     out: dict = {"n": len(records), "setting": records[0]["setting"] if records else None}
     mcq = [r for r in records if r["kind"] == "mcq"]
     free = [r for r in records if r["kind"] == "freeform"]
@@ -40,6 +41,20 @@ def summary(records: list[dict]) -> dict:
     if free:
         out.update(bleu1=metrics.mean_bleu1(free), bertscore_f1=metrics.mean_bertscore(free),
                    **{key: free[0].get(key) for key in ("bertscore_model", "bertscore_revision", "bertscore_layers")})
+    return out
+
+
+TABLE1_SETTINGS = ("lm", "sm", "vlm")
+
+
+def paper_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
+    """Per task whose records are one subset (vcr, ego4d) in one of the paper's settings (lm, sm,
+    vlm): Table 1's MCQ accuracy, cell ``<subset>_<setting>``."""
+    out = []
+    for task, records in per_task.items():
+        kinds = {(r.get("subset"), r.get("setting")) for r in records}
+        if len(kinds) == 1 and (kind := kinds.pop())[0] in SUBSETS and kind[1] in TABLE1_SETTINGS:
+            out.append(("table1", task, {f"{kind[0]}_{kind[1]}": summary(records).get("acc")}))
     return out
 
 

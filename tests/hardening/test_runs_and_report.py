@@ -20,7 +20,7 @@ from spatial_tasks.harness import TaskData, load_docs
 from spatial_tasks.paths import tasks_dir
 from spatial_tasks.report import MANIFEST, write_report
 from spatial_tasks.spatialtunnel import tasks
-from spatial_tasks.spatialtunnel.probe.run import ProbeError
+from spatial_tasks.common.errors import UserError
 from spatial_tasks.spatialtunnel.rescore import rescore
 
 TASK = "spatialtunnel_sample_phase"
@@ -104,7 +104,8 @@ def test_a_report_that_fails_leaves_the_earlier_one_whole(docs, tmp_path):
     out = tmp_path / "report"
     first = write_report(root, out)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    with pytest.raises(ProbeError, match="no_such_probe: no probe.json here"):
+    with pytest.raises(UserError, match=r"no_such_probe: not a study folder \(SpatialTunnel: a `spatial-tasks probe` "
+                                        r"folder holds probe.json\)"):
         write_report(root, out, probes=[tmp_path / "no_such_probe"])
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no staging folder left either
     assert (out / "report.md") in first

@@ -8,7 +8,9 @@ import shutil
 from pathlib import Path
 
 from spatial_tasks.common.formatting import number
-from spatial_tasks.spatialtunnel.probe.run import recompute
+from spatial_tasks.common.jsonfile import read_json_object
+from spatial_tasks.common.samples import SamplesError
+from spatial_tasks.spatialtunnel.probe.run import METRICS, recompute
 
 LEGEND = [
     "- **Coh_H / Coh_V / Coh_D**: axis coherence, the mean pairwise cosine of the sign-corrected deltas "
@@ -47,3 +49,31 @@ def probe_section(probes: list[Path], out: Path) -> tuple[list[Path], list[str]]
                 shutil.copyfile(figure, target)
                 files.append(target)
     return files, [*table, "", *LEGEND, *reasons]
+
+
+PROBE_COLUMNS = {"coh_h": "Coh_H", "coh_v": "Coh_V", "coh_d": "Coh_D", "vd_ei": "VD-EI"}
+
+
+def study_figures(root: Path) -> list[tuple[Path, str, str, str, dict]]:
+    """Every ``spatial-tasks probe`` folder under ``root``: Table 5 at the layer its metrics.json
+    reports. A metrics.json that cannot be read, or is not shaped as the probe writes it, is named."""
+    out = []
+    for metrics_file in sorted(Path(root).rglob(METRICS)):
+        data = read_json_object(metrics_file, "a probe's metrics.json", SamplesError)
+        at_layer, layer = data.get("at_layer"), data.get("layer")
+        if not isinstance(data.get("model"), str) or not (layer is None or type(layer) is int) \
+                or not (at_layer is None or isinstance(at_layer, dict)):
+            raise SamplesError(f"{metrics_file}: not a probe's metrics.json (expected \"model\" text, \"layer\" a "
+                               "number or null, \"at_layer\" an object or null); rerun `spatial-tasks probe` on its "
+                               "folder to rewrite it")
+        figures = {column: at_layer.get(key) for column, key in PROBE_COLUMNS.items()} if at_layer else {}
+        bad = [column for column, value in figures.items() if value is not None and not _is_number(value)]
+        if bad:
+            raise SamplesError(f"{metrics_file}: at_layer: {', '.join(bad)} is not a number")
+        out.append((metrics_file.parent, data["model"], "table5", f"probe, layer {layer}",
+                    {column: figures.get(column) for column in PROBE_COLUMNS}))
+    return out
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -330,3 +330,16 @@ def probe(out: Path, *, model: str | None = None, data: str | None = None, per_c
     return run_probe(lambda: load_hidden_state_model(model, family, trust_remote_code, device=device, dtype=dtype),
                      pairs, out,
                      model_name=model, batch_size=batch_size, overwrite=overwrite, layers=chosen, layer=layer)
+
+
+def probe_bundled_pairs(model_dir: Path, out: Path) -> Path:
+    """The demo's study: ``spatial-tasks probe`` of a (tiny) model on the bundled probing pairs
+    (replaced on a rerun)."""
+    from spatial_tasks.models.hidden_states import load_hidden_state_model
+    from spatial_tasks.paths import benchmark_tasks_dir
+    from spatial_tasks.spatialtunnel.probe.data import load_probe_pairs
+
+    pairs = load_probe_pairs(benchmark_tasks_dir("spatialtunnel") / "sample" / "contrastive_probing")
+    run_probe(lambda: load_hidden_state_model(str(model_dir), device="cpu", dtype="float32"), pairs, out,
+              model_name=model_dir.name, batch_size=8, overwrite=True)
+    return out

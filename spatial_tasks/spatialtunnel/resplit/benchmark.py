@@ -7,43 +7,10 @@ they have no scorecard column.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from spatial_tasks.benchmark import Benchmark, Demo, distinct
+from spatial_tasks.benchmark import Benchmark, Demo, Later, Paper, Section, Source, distinct
 
 NAME = "spatialtunnel_resplit"
 PAPER = "spatialtunnel"  # the SpatialTunnel paper's Table 2
-
-
-def records_from_samples(path: Path) -> list[dict]:
-    from spatial_tasks.spatialtunnel.resplit.records import records_from_samples as read
-
-    return read(path)
-
-
-def summary(records: list[dict]) -> dict:
-    from spatial_tasks.spatialtunnel.resplit.metrics import summary as figures
-
-    return figures(records)
-
-
-def paper_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
-    """Per task: Table 2's consistent / counter accuracy of its source benchmark."""
-    out = []
-    for task, records in per_task.items():
-        sources = {r.get("source") for r in records}
-        if len(sources) == 1 and records:
-            figures = summary(records)
-            source = sources.pop()
-            out.append(("table2", task, {f"{source}_consistent": figures["acc_cons"],
-                                         f"{source}_counter": figures["acc_ctr"]}))
-    return out
-
-
-def report(entries: list, out: Path):
-    from spatial_tasks.spatialtunnel.resplit.report import resplit_figures
-
-    return resplit_figures(entries, out)
 
 
 DEMO = Demo(
@@ -61,16 +28,15 @@ DEMO = Demo(
 BENCHMARK = Benchmark(
     name=NAME,
     title="SpatialTunnel re-splits",
-    default_source="FlagEval/EmbSpatial-Bench, nyu-visionx/CV-Bench",  # the two benchmarks it re-splits
-    report_title="SpatialTunnel: consistent / counter re-splits of real benchmarks",
-    task_folder=PAPER,  # its tasks sit in SpatialTunnel's folder
-    record="spatial_tasks.spatialtunnel.resplit.records:LoggedRecord",
-    records_from_samples=records_from_samples,
-    summary=summary,
-    paper=PAPER,
-    paper_figures=paper_figures,
-    report=report,
-    baselines="spatial_tasks.spatialtunnel.resplit.baselines",
+    source=Source("FlagEval/EmbSpatial-Bench, nyu-visionx/CV-Bench"),  # the two benchmarks it re-splits
+    tasks_dir=PAPER,  # its tasks sit in SpatialTunnel's folder
+    record=Later("spatial_tasks.spatialtunnel.resplit.records:LoggedRecord"),
+    records_from_samples=Later("spatial_tasks.spatialtunnel.resplit.records:records_from_samples"),
+    summary=Later("spatial_tasks.spatialtunnel.resplit.metrics:summary"),
+    paper=Paper(PAPER, Later("spatial_tasks.spatialtunnel.resplit.metrics:paper_figures")),
+    report=Section(Later("spatial_tasks.spatialtunnel.resplit.report:resplit_figures"),
+                   title="SpatialTunnel: consistent / counter re-splits of real benchmarks"),
+    baselines=Later("spatial_tasks.spatialtunnel.resplit.baselines"),
     demo=DEMO,
     settings=lambda records: distinct(records, "answer_reader"),
 )

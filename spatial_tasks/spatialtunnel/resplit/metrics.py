@@ -84,3 +84,16 @@ def n_ambiguous(records: Sequence[dict]) -> int:
 def unparseable_share(records: Sequence[dict]) -> float:
     """Share of answers without a readable option letter (they count as wrong); NaN without records."""
     return share(records, lambda r: r.get("parsed") == "unparseable")
+
+
+def paper_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
+    """Per task: Table 2's consistent / counter accuracy of its source benchmark."""
+    out = []
+    for task, records in per_task.items():
+        sources = {r.get("source") for r in records}
+        if len(sources) == 1 and records:
+            figures = summary(records)
+            source = sources.pop()
+            out.append(("table2", task, {f"{source}_consistent": figures["acc_cons"],
+                                         f"{source}_counter": figures["acc_ctr"]}))
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spatial_tasks.benchmark import Benchmark
+from spatial_tasks.benchmark import Benchmark, Later, Paper, Section
 from toybench import core
 
 
@@ -31,14 +31,13 @@ BENCHMARK = Benchmark(
     name=core.NAME,
     title="ToyBench",
     tasks_dir=Path(__file__).parent / "tasks",
-    record="toybench.core:ToyRecord",
+    record=Later("toybench.core:ToyRecord"),
     records_from_samples=core.records_from_samples,
     score=score,
     summary=summary,
     scorecard=core.SCORECARD,
-    paper=core.NAME,
-    paper_figures=paper_figures,
-    report=core.report,
+    paper=Paper(core.NAME, paper_figures),
+    report=Section(core.report),
     inspect_split=inspect_split,
-    baselines="toybench.baselines",
+    baselines=Later("toybench.baselines"),
 )
