@@ -1,4 +1,4 @@
-"""The one lmms-eval seam (spatial_tasks/harness.py): its assumptions about lmms-eval hold, and every
+"""The one lmms-eval seam (spatial_tasks/harness/): its assumptions about lmms-eval hold, and every
 task's hooks run without lmms-eval -- from a plain script with no task object anywhere -- with docs
 that work in another process (each doc carries what it needs to produce its images)."""
 
@@ -97,7 +97,7 @@ def test_every_task_yaml_reads_the_same_on_libyaml():
     code = textwrap.dedent("""
         import glob, json, os, sys, yaml
         from spatial_tasks import harness
-        harness._install_fast_yaml()
+        harness.install_fast_yaml()
         assert yaml.full_load is not yaml.full_load.pure_python
         yaml.add_constructor("!function", lambda loader, node: ["!function", node.value])
         differ, read = [], 0
@@ -145,7 +145,7 @@ def test_every_task_yaml_reads_the_same_on_libyaml():
 
 
 def test_a_broken_assumption_is_named(monkeypatch):
-    monkeypatch.setattr(harness, "embspatial_answer_letter", lambda response: "")
+    monkeypatch.setattr(harness.upstream, "embspatial_answer_letter", lambda response: "")
     problems = harness.contract_problems()
     assert len(problems) == 1 and problems[0].startswith("(7) lmms-eval's embspatial and cv_bench letter readers take")
 

@@ -18,7 +18,7 @@ distinct image through the vision tower once, ``score_grouped``; ``QwenImageFeat
 for the Qwen families); without them requests are scored one by one, with the same results. The
 packed pipeline (``spatial_tasks.models.packed``, ``packed=auto`` by default) needs two more hooks,
 ``_packed_prompt`` and ``_packed_load_image`` (``score_packed``).
-Register it in ``spatial_tasks/harness.py`` (``MODELS["<id>_yesno"] = "<module>.<Class>"``). This
+Register it in ``spatial_tasks/harness/__init__.py`` (``MODELS["<id>_yesno"] = "<module>.<Class>"``). This
 module holds ``qwen2_5_vl_yesno``; ``lmms_yesno`` the other twins; ``hf_auto`` the generic ``hf_yesno``.
 
     lmms-eval --model qwen2_5_vl_yesno --batch_size 8 --model_args pretrained=Qwen/Qwen2.5-VL-3B-Instruct ...

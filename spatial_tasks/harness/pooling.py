@@ -1,0 +1,115 @@
+"""(4) Group metrics from pooled records (``aggregation`` -> ``PooledValue``; ``pool_subtasks``) and
+(5) one logged record per doc (``fan_out`` -> the record once, a ``RecordRef`` pointer elsewhere;
+reading the pointer back is the samples reader's job: ``common.samples.is_record_ref``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+MetricFunction = Callable[[Sequence[dict]], "float | None"]
+
+
+class PooledValue(float):
+    """A metric value that also remembers the records it was computed from and the function.
+
+    Behaves as a float everywhere (printing, JSON, arithmetic). Copying or pickling gives a plain
+    float, so the records never leave the process that evaluated them; only ``pool_subtasks``,
+    which lmms-eval calls right after the subtasks' aggregations, reads them. An undefined metric
+    (None) is NaN.
+    """
+
+    records: list
+    metric: str
+    function: MetricFunction
+
+    def __new__(cls, value: float | None, records: list, metric: str, function: MetricFunction):
+        obj = super().__new__(cls, math.nan if value is None else float(value))
+        obj.records = records
+        obj.metric = metric
+        obj.function = function
+        return obj
+
+    def __reduce__(self):
+        return float, (float(self),)
+
+    def __copy__(self):
+        return float(self)
+
+    def __deepcopy__(self, memo):
+        return float(self)
+
+
+class RecordRef:
+    """Stands for the per-doc record under another metric key of the same doc; lmms-eval's JSON
+    fallback writes it as ``<BENCH record: see 'KEY'>``."""
+
+    __slots__ = ("key", "record")
+
+    def __init__(self, record: dict, key: str):
+        self.record = record
+        self.key = key
+
+    def __str__(self) -> str:
+        return f"<{self.record.get('benchmark', 'spatial-tasks')} record: see {self.key!r}>"
+
+    __repr__ = __str__
+
+
+def fan_out(record: dict, names: Sequence[str]) -> dict:
+    """``process_results``' return: the record under the first metric, a RecordRef elsewhere."""
+    return {name: record if k == 0 else RecordRef(record, names[0]) for k, name in enumerate(names)}
+
+
+def unwrap(items: Iterable[Any]) -> list:
+    return [item.record if isinstance(item, RecordRef) else item for item in items]
+
+
+def aggregation(name: str, function: MetricFunction) -> Callable[[list], PooledValue]:
+    """An lmms-eval aggregation for metric ``name``: ``function`` of the records, pooled-able.
+
+    A metric that fails here must not take the run with it: lmms-eval computes every aggregation
+    before it writes results or samples, so an exception would discard the whole run. The
+    failure is logged as one line and the metric is NaN ("n/a"); ``spatial-tasks rescore``
+    recomputes it from the samples once the cause is fixed."""
+
+    def agg(items: list) -> PooledValue:
+        records = unwrap(items)
+        return PooledValue(computed(name, function, records), records, name, function)
+
+    agg.__name__ = agg.__qualname__ = f"agg_{name}"
+    agg.__doc__ = function.__doc__
+    return agg
+
+
+def computed(name: str, function: MetricFunction, records: list) -> float | None:
+    from loguru import logger as log
+
+    try:
+        return function(records)
+    except Exception as err:  # noqa: BLE001 - any failure: keep the run, report n/a (see aggregation)
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        log.error(f"metric {name}: could not be computed ({type(err).__name__}: {first[:300]}); reporting n/a. "
+                  "The samples are kept: fix the cause and run `spatial-tasks rescore` on them")
+        return None
+
+
+def pool_subtasks(values: list, sizes: list, weight_by_size: bool = True) -> float:
+    """Group aggregation (``aggregate_metric_list: aggregation: !function ...pool_subtasks``): the
+    metric recomputed on the union of the subtasks' records -- never a mean of means."""
+    from loguru import logger as log
+
+    pooled = [v for v in values if isinstance(v, PooledValue)]
+    if len(pooled) != len(values) or not pooled:
+        log.warning("group metric: a subtask value carries no records (not made by spatial_tasks); reporting "
+                    "NaN. `spatial-tasks rescore` recomputes it from the samples.")
+        return math.nan
+    names = {v.metric for v in pooled}
+    if len(names) != 1:
+        log.warning(f"group metric: subtask values of different metrics {sorted(names)}; reporting NaN")
+        return math.nan
+    records = [r for v in pooled for r in v.records]
+    function = pooled[0].function
+    name = names.pop()
+    return PooledValue(computed(name, function, records), records, name, function)

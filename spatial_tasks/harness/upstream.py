@@ -1,0 +1,55 @@
+"""lmms-eval code our tasks and models reuse: (7) its answer readers for the re-split tasks, (8) its
+Qwen2.5-VL model, which ``qwen2_5_vl_yesno`` extends, and (9) its Qwen3-VL, Gemma 3 and LLaVA-HF
+models, which the other ``*_yesno`` twins extend."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+# ------------------------------------------------------------------------------------------
+# 7. lmms-eval's own answer readers
+
+
+def embspatial_answer_letter(response: str) -> str:
+    """lmms-eval's ``embspatial`` task's letter reader (empty when it finds none)."""
+    from lmms_eval.tasks.embspatial.utils import _extract_answer_letter
+
+    return _extract_answer_letter(response) or ""
+
+
+def cv_bench_answer_letter(response: str) -> str:
+    """lmms-eval's ``cv_bench`` task's letter reader (empty when it finds none)."""
+    from lmms_eval.tasks.cv_bench.utils import _extract_answer_letter
+
+    return _extract_answer_letter(response) or ""
+
+
+# ------------------------------------------------------------------------------------------
+# 8. lmms-eval's Qwen2.5-VL model, which ``qwen2_5_vl_yesno`` extends
+
+
+# What qwen2_5_vl_yesno uses of lmms-eval's Qwen2_5_VL besides the public lmms API.
+QWEN2_5_VL_MEMBERS = ("model", "tokenizer", "device", "_encode_image_data_url")
+
+
+def lmms_eval_qwen2_5_vl() -> tuple[type, Callable]:
+    """(lmms-eval's ``Qwen2_5_VL`` class, the ``process_vision_info`` its generate_until uses):
+    ``qwen2_5_vl_yesno`` builds its prompts exactly as that model does, so it extends it."""
+    from lmms_eval.models.simple.qwen2_5_vl import Qwen2_5_VL, process_vision_info
+
+    return Qwen2_5_VL, process_vision_info
+
+
+# ------------------------------------------------------------------------------------------
+# 9. lmms-eval's other transformers-native models, which the other ``*_yesno`` twins extend
+
+YESNO_TWINS = ("qwen3_vl", "gemma3", "llava_hf")  # lmms-eval model modules with a ``<id>_yesno`` twin
+
+
+def lmms_eval_model_module(name: str):
+    """lmms-eval's ``lmms_eval.models.simple.<name>`` module (one of ``YESNO_TWINS``): its model
+    class, and the constants its generate_until builds prompts with."""
+    if name not in YESNO_TWINS:
+        raise ValueError(f"no *_yesno twin relies on lmms-eval's {name!r} model")
+    return importlib.import_module(f"lmms_eval.models.simple.{name}")
