@@ -259,3 +259,25 @@ def test_a_later_loads_calls_and_shows_what_it_names():
     assert later(0.5) == number(0.5)
     assert inspect_module.signature(later) == inspect_module.signature(number)
     assert Later("spatial_tasks.common.formatting").load().number is number
+
+
+def test_no_private_name_is_read_from_another_module():
+    """Issue 45, item 7: a name with a leading underscore stays in its module (neither imported by
+    ``from spatial_tasks... import _name`` nor read as ``module._name``)."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        ours: set[str] = set()  # local names bound to our modules
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("spatial_tasks"):
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} imports {alias.name}")
+                    ours.add(alias.asname or alias.name)
+            elif isinstance(node, ast.Import):
+                ours |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.startswith("spatial_tasks")}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
+                    and isinstance(node.value, ast.Name) and node.value.id in ours:
+                found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} reads {node.value.id}.{node.attr}")
+    assert not found, found

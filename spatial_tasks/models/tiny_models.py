@@ -63,17 +63,17 @@ def _bpe_pieces(style: str, vocab_size: int = 1024) -> tuple[dict[str, int], lis
     from transformers.models.gemma.tokenization_gemma import GemmaTokenizer
     from transformers.models.qwen2.tokenization_qwen2 import Qwen2Tokenizer
 
-    from spatial_tasks.models.tiny_qwen import _corpus
+    from spatial_tasks.models.tiny_qwen import training_corpus
 
     reference = (Qwen2Tokenizer() if style == "bytelevel" else GemmaTokenizer()).backend_tokenizer
     bpe = Tokenizer(models.BPE())
     bpe.normalizer = reference.normalizer
     bpe.pre_tokenizer = reference.pre_tokenizer
     alphabet = pre_tokenizers.ByteLevel.alphabet() if style == "bytelevel" else sorted(
-        {c for line in _corpus() for c in line.replace(" ", "▁")})
+        {c for line in training_corpus() for c in line.replace(" ", "▁")})
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=False,
                                   special_tokens=[], initial_alphabet=alphabet)
-    corpus = _corpus() if style == "bytelevel" else [line.rstrip("\n") for line in _corpus()]
+    corpus = training_corpus() if style == "bytelevel" else [line.rstrip("\n") for line in training_corpus()]
     bpe.train_from_iterator(corpus, trainer=trainer)
     data = json.loads(bpe.to_str())
     merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in data["model"]["merges"]]

@@ -149,7 +149,7 @@ _CORPUS_LINES: tuple[str, ...] = (
 )
 
 
-def _corpus() -> list[str]:
+def training_corpus() -> list[str]:
     # Repetition only raises pair counts; the answer words get the most weight.
     answers = [f"{word}\n" for word in ("Yes", "No", "yes", "no")] * 40
     return list(_CORPUS_LINES) * 20 + answers
@@ -175,7 +175,7 @@ def _train_tokenizer(vocab_size: int):
         special_tokens=[],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
-    bpe.train_from_iterator(_corpus(), trainer=trainer)
+    bpe.train_from_iterator(training_corpus(), trainer=trainer)
     data = json.loads(bpe.to_str())
     vocab: dict[str, int] = data["model"]["vocab"]
     merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in data["model"]["merges"]]
