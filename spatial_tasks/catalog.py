@@ -18,8 +18,8 @@ from pathlib import Path
 
 import yaml
 
-from spatial_tasks.paths import output_folder
 from spatial_tasks.benchmark import PromptCheck
+from spatial_tasks.paths import output_folder
 from spatial_tasks.registry import benchmarks, get
 
 TASK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,99}$")

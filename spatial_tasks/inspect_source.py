@@ -24,8 +24,8 @@ from typing import Any
 
 import datasets
 
-from spatial_tasks.common.validate import DataError, data_file_problem, dataset_file_problem, kind_of
 from spatial_tasks.benchmark import FolderInspection
+from spatial_tasks.common.validate import DataError, data_file_problem, dataset_file_problem, kind_of
 from spatial_tasks.registry import benchmarks, offering
 
 SAMPLE_ROWS = 8  # rows read per split to try the readers on

@@ -12,9 +12,9 @@ from typing import Any
 
 from spatial_tasks.benchmark import Benchmark, DeclaredMetrics, ReleasedOutputs
 from spatial_tasks.common.environment import ENVIRONMENT_KEY, software
+from spatial_tasks.common.intervals import ITERATIONS, SEED
 from spatial_tasks.common.samples import LABEL_DROPS, Run, find_runs, samples_benchmark
 from spatial_tasks.registry import benchmarks, get
-from spatial_tasks.common.intervals import ITERATIONS, SEED
 from spatial_tasks.results.schema import SOFTWARE_FIELDS, ResultRecord
 
 Options = Mapping[str, Any]

@@ -64,50 +64,60 @@ from PIL import Image
 from scipy import ndimage
 
 from spatial_tasks.spatialtunnel import geometry
+from spatial_tasks.spatialtunnel.pixel_thresholds import (
+    BLACK_EDGE_PX,
+    BLACK_REACH,
+    BLACK_UNCERTAINTY,
+    CENTRE_EXCLUSION,
+    CLOSING_SIDE,
+    COMPLETE,
+    COMPLETE_SLACK,
+    CONTACT,
+    DARK_FLOOR,
+    DARK_RATIO,
+    FEATURE_SIDE,
+    GREY_SPREAD,
+    HUE_RANGES,
+    JPEG_LEVEL_PX,
+    JPEG_MIN_QUALITY,
+    LEVEL_PX,
+    LOG_OFFSET,
+    LOOSE_DARK_RATIO,
+    MIN_AREA_FRACTION,
+    MIN_BACKGROUND_IMAGES,
+    MIN_CELL_IMAGES,
+    MIN_CHROMA,
+    MIN_CHROMA_NEAR_WALL,
+    MIN_RING_OBJECTS,
+    MIN_SATURATION,
+    MIN_SATURATION_NEAR_WALL,
+    MIN_SPHERES,
+    NEAR_WALL_SATURATION_GAP,
+    NEIGHBOURS,
+    RING_MARGIN,
+    RING_PERCENTILES,
+    RIVAL_AREA,
+    SCALE_EDGE_PX,
+    SHAPE_SCATTER,
+    SHAPE_SPREAD,
+    SIZE_MARGIN,
+    SIZE_SIGMAS,
+    STRICT_DARK_RATIO,
+    TWO_HUE_APART,
+    TWO_HUE_SHARE,
+    WALL_HUE_BAND,
+    WALL_MIN_PIXELS,
+    WALL_MIN_VALUE,
+    WALL_SATURATION,
+)
 from spatial_tasks.spatialtunnel.schema import COLORS
 
+# Every tuned threshold is in pixel_thresholds.py, one table, each with the measurement that set it.
+
 CHROMATIC = tuple(c for c in COLORS if c != "black")
-# Hue ranges in degrees, [start, end): wide enough for the nominal hues (0, 60, 120, ...) and for
-# what a warm sky light makes of them (our renders: red ~5, yellow ~45, green ~110, cyan ~160, blue
-# ~235, magenta ~333).
-HUE_RANGES = {"red": (345.0, 25.0), "yellow": (25.0, 80.0), "green": (80.0, 145.0), "cyan": (145.0, 200.0),
-              "blue": (200.0, 275.0), "magenta": (275.0, 345.0)}
 HUE_ORDER = ("red", "yellow", "green", "cyan", "blue", "magenta")  # round the hue circle
 HUE_CENTRES = {c: 60.0 * i for i, c in enumerate(HUE_ORDER)}  # the nominal hues, degrees
 HUE_NEIGHBOURS = {c: {HUE_ORDER[(i - 1) % 6], HUE_ORDER[(i + 1) % 6]} for i, c in enumerate(HUE_ORDER)}
-MIN_SATURATION = 0.3
-MIN_SATURATION_NEAR_WALL = 0.6  # a hue within WALL_HUE_BAND of the walls' (yellow on a warm tunnel)
-WALL_HUE_BAND = 25.0
-MIN_CHROMA = 0.06  # max - min of RGB: below it (dark pixels) the hue is 8-bit noise
-MIN_CHROMA_NEAR_WALL = 0.12
-DARK_RATIO = 0.6  # a black object is darker than this share of the empty tunnel at its place
-STRICT_DARK_RATIO = 0.4  # ... where none is: this, which parts an object from a patch of tunnel darker than estimated
-LOOSE_DARK_RATIO = 0.8  # ... or, where none is either, this, for an object on its ring and of its size
-# A black region's reach (square radius + apparent radius) over its role's wall (``wall_scales``):
-# an object rests on the wall, so about 1. On our renders (17 tables, 128 and 512 px) the 285 black
-# regions found within 2 px of their object read 0.85 to 1.06 (a partial region reads short); the
-# dark patches by the far end taken for one before this rule, 5 to 30 px off, 0.71 to 0.83 (those
-# above 0.8 are now parted from the patch by the stricter test).
-BLACK_REACH = (0.8, 1.15)
-COMPLETE = 0.85  # a black region shorter than this share of its longer extent lost its inner part
-NEIGHBOURS = 5
-FEATURE_SIDE = 32  # the brightness pattern compared to choose neighbours: a 32 x 32 thumbnail
-CENTRE_EXCLUSION = 0.05  # of the image side: the vanishing point, where no object on a wall can be
-MIN_AREA_FRACTION = 1.5e-4  # of the image: smaller regions are noise (1.6 px at 128 px)
-LEVEL_PX = 1.4  # at 128 px; scales with the image height (level_tolerance): the largest row error measured, 1.33
-# A black object's row: the largest errors measured were 1.75 px (scaled to 128 px) at 512 px and
-# 3.9 px at 128 px, where a black object by the far end is a few pixels wide -- but for one of 233
-# on a 768-image table, 6.4 px (a cube no darker than the tunnel there; tasks/spatialtunnel/README.md).
-BLACK_UNCERTAINTY = 1.5
-BLACK_EDGE_PX = 2.0
-# Lossy and grey images (benchmarks/pixel_encodings.py: the bundled phase sample re-encoded, 64
-# images, rows against the recorded projections): a JPEG of quality 90 / 75 / 50 / 30 moved rows by up
-# to 1.92 / 2.08 / 3.02 / 3.27 px at 128 px, past LEVEL_PX, so a JPEG's rows are taken to JPEG_LEVEL_PX;
-# at quality 10 objects moved by up to 34 px (9 of 46 placed rows by more than 5 px), so below
-# JPEG_MIN_QUALITY a JPEG is not read. A grey image has no colour to tell its objects by (one of 64
-# was still placed, 39 px off): not read either.
-JPEG_LEVEL_PX = 3.3
-JPEG_MIN_QUALITY = 30
 # JPEG Annex K's luminance table (mean 57.625): libjpeg scales it by the quality setting.
 _ANNEX_K_MEAN = 57.625
 
@@ -141,12 +151,12 @@ class Located:
         return self.problem is None and self.far is not None and self.near is not None
 
 
-def level_tolerance(height: int, black: bool = False, level_px: float = LEVEL_PX) -> float:
+def level_tolerance(height: int, black: bool = False, level_px: float | None = None) -> float:
     """How far a measured row may be from the true one, in pixels (see the module docstring): a
     share of the height, and for a black object ``BLACK_UNCERTAINTY`` times that plus
     ``BLACK_EDGE_PX`` (its outline is a faint step, blurred over a pixel or two at any size);
-    ``level_px``: the image's accuracy at 128 px (``encoding``)."""
-    tolerance = level_px * height / 128.0
+    ``level_px``: the image's accuracy at 128 px (``encoding``; default ``LEVEL_PX``)."""
+    tolerance = (LEVEL_PX if level_px is None else level_px) * height / 128.0
     return tolerance * BLACK_UNCERTAINTY + BLACK_EDGE_PX if black else tolerance
 
 
@@ -161,7 +171,7 @@ def encoding(data: bytes, rgb: np.ndarray) -> tuple[float, str | None]:
     above JPEG_LEVEL_PX)."""
     with Image.open(io.BytesIO(data)) as image:  # the header only: the pixels are ``rgb``
         grey = image.mode in ("1", "L", "LA", "I", "I;16", "F")
-        grey = grey or float(np.abs(rgb - rgb[..., :1]).max()) <= 1.5 / 255  # equal channels: a grey image
+        grey = grey or float(np.abs(rgb - rgb[..., :1]).max()) <= GREY_SPREAD  # equal channels: a grey image
         if grey:
             return LEVEL_PX, "a grey image: its objects are told apart by colour"
         if image.format == "JPEG":
@@ -230,11 +240,11 @@ class Background:
     """
 
     def __init__(self, thumbnails: np.ndarray, image_bytes, sizes: Sequence[tuple[int, int]],
-                 neighbours: int = NEIGHBOURS):
+                 neighbours: int | None = None):
         self.thumbnails = np.asarray(thumbnails, dtype=np.float32)
         self.image_bytes = image_bytes
         self.sizes = [tuple(size) for size in sizes]
-        self.neighbours = neighbours
+        self.neighbours = NEIGHBOURS if neighbours is None else neighbours
 
     def __len__(self) -> int:
         return len(self.thumbnails)
@@ -248,7 +258,7 @@ class Background:
         distance[np.array([size != tuple(shape) for size in self.sizes], dtype=bool)] = np.inf
         values = [hsv(decode(self.image_bytes(int(j))))[2]
                   for j in np.argsort(distance)[: self.neighbours] if np.isfinite(distance[j])]
-        return np.median(np.stack(values), axis=0) if len(values) >= 3 else None
+        return np.median(np.stack(values), axis=0) if len(values) >= MIN_BACKGROUND_IMAGES else None
 
 
 # ------------------------------------------------------------------------------------------
@@ -278,8 +288,8 @@ def _at_vanishing_point(region: np.ndarray) -> bool:
 def _wall_colour(hue: np.ndarray, saturation: np.ndarray, value: np.ndarray) -> tuple[float, float]:
     """(hue, saturation) of the tunnel itself: the mean hue and median saturation of its clearly lit, weakly
     coloured pixels."""
-    lit = (value > 0.2) & (saturation < 0.5) & (saturation > 0.05)
-    if lit.sum() < 50:
+    lit = (value > WALL_MIN_VALUE) & (saturation < WALL_SATURATION[1]) & (saturation > WALL_SATURATION[0])
+    if lit.sum() < WALL_MIN_PIXELS:
         return 0.0, 0.0
     return _mean_hue(hue[lit]), float(np.median(saturation[lit]))
 
@@ -297,7 +307,7 @@ def chromatic_regions(rgb: np.ndarray) -> tuple[list[Found], np.ndarray]:
     hue, saturation, value = hsv(rgb)
     wall_hue, wall_saturation = _wall_colour(hue, saturation, value)
     near_wall = hue_distance(hue, wall_hue) < WALL_HUE_BAND
-    needed = np.where(near_wall, max(MIN_SATURATION_NEAR_WALL, wall_saturation + 0.2), MIN_SATURATION)
+    needed = np.where(near_wall, max(MIN_SATURATION_NEAR_WALL, wall_saturation + NEAR_WALL_SATURATION_GAP), MIN_SATURATION)
     chroma = saturation * value
     mask = (saturation >= needed) & (chroma >= np.where(near_wall, MIN_CHROMA_NEAR_WALL, MIN_CHROMA))
     min_area = max(3, int(MIN_AREA_FRACTION * mask.size))
@@ -310,12 +320,12 @@ def chromatic_regions(rgb: np.ndarray) -> tuple[list[Found], np.ndarray]:
         votes = {name: int((in_range(hue[region], *HUE_RANGES[name])).sum()) for name in CHROMATIC}
         ranked = sorted(votes.items(), key=lambda kv: -kv[1])
         (first, _), (second, n2) = ranked[0], ranked[1]
-        if n2 >= 0.3 * region.sum() and n2 >= min_area:  # two touching objects: split by colour ...
+        if n2 >= TWO_HUE_SHARE * region.sum() and n2 >= min_area:  # two touching objects: split by colour ...
             parts = [region & in_range(hue, *HUE_RANGES[name]) for name in (first, second)]
             centres = [_centroid(part) for part in parts]
             apart = math.dist(*centres)
             radii = sum(math.sqrt(part.sum() / math.pi) for part in parts)
-            if apart > 0.5 * radii:  # ... side by side, not one object whose faces the light turns two hues
+            if apart > TWO_HUE_APART * radii:  # ... side by side, not one object whose faces the light turns two hues
                 for name, part, (x, y) in zip((first, second), parts, centres):
                     found.append(Found(x, y, int(part.sum()), name, _mean_hue(hue[part])))
                 continue
@@ -325,16 +335,18 @@ def chromatic_regions(rgb: np.ndarray) -> tuple[list[Found], np.ndarray]:
 
 
 def black_regions(rgb: np.ndarray, coloured: np.ndarray, empty: np.ndarray | None,
-                  dark_ratio: float = DARK_RATIO) -> list[Found]:
+                  dark_ratio: float | None = None) -> list[Found]:
     """Regions darker than ``dark_ratio`` of the empty tunnel (``empty``: its brightness under this
     image's light; None: estimated from the image itself), away from coloured objects and the
-    vanishing point, each completed towards the vanishing point (``_completed``)."""
+    vanishing point, each completed towards the vanishing point (``_completed``); default
+    ``DARK_RATIO``."""
+    dark_ratio = DARK_RATIO if dark_ratio is None else dark_ratio
     value = hsv(rgb)[2]
     w = value.shape[1]
     if empty is None:  # no other images: the image with its dark spots closed over
-        side = max(3, round(0.12 * w))
+        side = max(3, round(CLOSING_SIDE * w))
         empty = ndimage.grey_closing(value, size=(side, side))
-    dark = value < dark_ratio * np.maximum(empty, 0.02)
+    dark = value < dark_ratio * np.maximum(empty, DARK_FLOOR)
     dark &= ~ndimage.binary_dilation(coloured, iterations=2)
     # no object lies by the vanishing point: its dark far end must not join an object's region
     rows, cols = np.indices(dark.shape)
@@ -366,8 +378,8 @@ def _completed(value: np.ndarray, region: np.ndarray) -> Found:
     sides = {axis: high - low for axis, (low, high) in box.items()}
     extent = dict(sides)  # the sides once completed
     longest = max(sides.values())
-    slack = max(1, round(0.1 * longest))
-    log_value = np.log(value + 0.03)
+    slack = max(1, round(COMPLETE_SLACK * longest))
+    log_value = np.log(value + LOG_OFFSET)
     for axis, other in (("y", "x"), ("x", "y")):
         low, high = box[axis]
         if high - low >= COMPLETE * longest:
@@ -433,15 +445,11 @@ def colour_of(name: str) -> str | None:
 
 
 Ring = tuple[float, float]  # (low, high) square radius of one role's objects, as a share of the width
-RING_MARGIN = 0.015  # of the width, around a ring measured on the coloured objects
 # The half-extents the paper's scenes use, per variant and role (phase: s1 = 0.2 and s2 = 0.1, each
 # x U[1, 1.5]; size: s1 + s2 = 0.4, s1 from 0.10 to 0.30). A black region whose size reading
 # (``wall_size``) falls outside its role's range by more than SIZE_MARGIN is not that object: on a
 # fresh 512 px render such regions were a shadow or a part of a cube, up to 64 px off.
 WALL_SIZES = {"phase": {"far": (0.2, 0.3), "near": (0.1, 0.15)}, "size": {"far": (0.1, 0.3), "near": (0.1, 0.3)}}
-# Relative margins below and above: a black region reads smaller than its object (its rim takes the
-# walls' light), down to 0.65 of it on our renders; one that reads larger has taken in a shadow.
-SIZE_MARGIN = (0.35, 0.15)
 
 
 def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | None = None,
@@ -504,7 +512,7 @@ def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | N
                 loose = black_regions(rgb, coloured, empty, LOOSE_DARK_RATIO)
                 mine = candidates(role, loose)
             rivals = [f for f in candidates(role, loose, sized=False) if mine and f is not mine[0]]
-            if any(f.area >= 0.5 * mine[0].area for f in rivals):
+            if any(f.area >= RIVAL_AREA * mine[0].area for f in rivals):
                 out.problem = (f"no black region clearly darker than the tunnel, and {len(rivals) + 1} slightly darker "
                                f"ones where the dataset's {role} objects lie")
                 return out
@@ -514,7 +522,7 @@ def locate(rgb: np.ndarray, far_name: str, near_name: str, empty: np.ndarray | N
         if not mine:
             out.problem = f"no {colour} object found{where}"
             return out
-        if len(mine) > 1 and mine[1].area >= 0.5 * mine[0].area:
+        if len(mine) > 1 and mine[1].area >= RIVAL_AREA * mine[0].area:
             out.problem = f"{len(mine)} {colour} regions of similar size{where} for one {colour} object"
             return out
         setattr(out, role, mine[0])
@@ -529,27 +537,28 @@ def _same_colour_pair(out: Located, pool: list[Found], colour: str) -> Located:
     if len(pool) < 2:
         out.problem = f"no {colour} object found" if not pool else f"one {colour} region where two objects are {colour}"
         return out
-    if len(pool) > 2 and pool[2].area >= 0.5 * pool[1].area:
+    if len(pool) > 2 and pool[2].area >= RIVAL_AREA * pool[1].area:
         out.problem = f"{len(pool)} {colour} regions of similar size where two {colour} objects are named"
         return out
     out.far, out.near = sorted(pool[:2], key=lambda f: square_radius(f, out.width, out.height))
     return out
 
 
-def measure_rings(located: Sequence[Located], min_count: int = 5) -> dict[str, Ring]:
+def measure_rings(located: Sequence[Located], min_count: int | None = None) -> dict[str, Ring]:
     """Where the far and near objects of a dataset lie (square radius over width, 2nd to 98th
-    percentile), measured on the coloured objects found; a role seen fewer than ``min_count``
+    percentile: ``RING_PERCENTILES``), measured on the coloured objects found; a role seen fewer
+    than ``min_count`` (default ``MIN_RING_OBJECTS``)
     times gets no ring."""
     rings = {}
     for role in ("far", "near"):
         radii = [square_radius(getattr(loc, role), loc.width, loc.height) / loc.width for loc in located
                  if loc.ok and getattr(loc, role).colour != "black"]
-        if len(radii) >= min_count:
-            rings[role] = (float(np.percentile(radii, 2)), float(np.percentile(radii, 98)))
+        if len(radii) >= (MIN_RING_OBJECTS if min_count is None else min_count):
+            low, high = RING_PERCENTILES
+            rings[role] = (float(np.percentile(radii, low)), float(np.percentile(radii, high)))
     return rings
 
 
-CONTACT = 0.5  # of rho: an axis on which the centre lies this close to the other's reach touches its wall
 
 
 def wall_angle(found: Found, width: int, height: int, shape: str | None = None) -> float:
@@ -625,13 +634,6 @@ def nearest(found: Sequence[Found], x: float, y: float) -> Found | None:
 # 0.02 step: on two fresh 512 px renders (44 images) the nearest sweep value was a neighbour's for
 # 2 of the 43 read (benchmarks/pixel_split.py), which would silently mix v(s1 = .3) with v(.28).
 
-# The silhouette's area over (pi rho^2) for a sphere or (2 rho)^2 for a cube, and how far one
-# object's rho strays from it (relative, one sigma), measured on our 512 px renders of the size
-# variant (`generate spatialtunnel --variant size --per-cell 2 --resolution 512`, seed 0: median
-# and half the 10-90 % range): shading at the rim makes a sphere a little larger; a cube shows
-# some side faces off the axis, more or less as it is turned, so its rho is known less well.
-SHAPE_SPREAD = {"sphere": 1.04, "cube": 1.24}
-SHAPE_SCATTER = {"sphere": 0.03, "cube": 0.05}
 
 
 def shape_of(name: str) -> str | None:
@@ -787,10 +789,6 @@ def split_of(loc: Located) -> Split:
 # ------------------------------------------------------------------------------------------
 # The cell's geometry: what its angles and the dataset's depths allow
 
-MIN_SPHERES = 5  # coloured spheres of a role that measure its wall (fewer: no geometry)
-SCALE_EDGE_PX = 0.5  # a wall's reading may be off by half a pixel on the outline ...
-# ... and by a sphere's relative scatter in apparent radius (SHAPE_SCATTER) times its share of the
-# wall's reach (its size, up to the role's largest): ``scale_uncertainty``.
 
 
 def scale_uncertainty(scale: float, largest_size: float) -> float:
@@ -843,8 +841,6 @@ def cell_dy(theta1: float, theta2: float, walls: dict[str, tuple[float, float]],
     return min(rows["near"]) - max(rows["far"]), max(rows["near"]) - min(rows["far"])
 
 
-SIZE_SIGMAS = 3  # the size variant's s1 read from the pixels (far_size) is within this many sigmas
-# (largest measured: 1.5 sigma, 512 px)
 
 
 def sizes_of(loc: Located, names: tuple[str, str], variant: str) -> dict[str, tuple[float, float]]:
@@ -883,7 +879,6 @@ def _with_geometry(split: Split, loc: Located, allowed: tuple[float, float]) -> 
     return Split(three_way, two_way, split.dy, left)
 
 
-MIN_CELL_IMAGES = 2  # known images of a cell, all agreeing, that file its near-level ones
 
 
 @dataclass(frozen=True)

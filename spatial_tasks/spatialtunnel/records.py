@@ -13,8 +13,8 @@ from spatial_tasks.common.yesno import (
     YesNoLogits,
     decode_payload_fields,
     is_payload,
-    payload_label_mass,
     parse_yes_no,
+    payload_label_mass,
 )
 
 # How a question is scored: from the answer's text, from the first token's Yes/No logits, or as

@@ -1,0 +1,1 @@
+"""ToyBench's generator."""

@@ -1,0 +1,1 @@
+"""ToyBench: Yes/No questions about a coloured square (a benchmark added inside the tree)."""
