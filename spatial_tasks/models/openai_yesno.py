@@ -136,7 +136,7 @@ class OpenAIYesNo(lmms):
                 local = AutoProcessor.from_pretrained(tokenizer)
             if local is not None:
                 labels = served.labels_from_tokenizer(getattr(local, "tokenizer", local), yes_text, no_text, answer_rule)
-            elif server.kind in ("vllm", "sglang"):
+            elif server.tokenizes:
                 labels = served.labels_from_tokenizer(served.ServerTokenizer(client, server.root, server.model_version),
                                                       yes_text, no_text, answer_rule)
             else:
@@ -150,7 +150,7 @@ class OpenAIYesNo(lmms):
                                                  tokenize=False, add_generation_prompt=True)
         self.dialect = served.dialect_for(chosen, server.model_version, labels, settings.top_logprobs,
                                           settings.system_prompt, render)
-        if chosen in ("vllm", "sglang"):
+        if self.dialect.by_token_id:
             labels.ids  # noqa: B018  (fails now, naming tokenizer=, when the ids are unknown)
         cache = settings.cache
         self.cache = None if str(cache).lower() == "off" else served.ReplyCache(

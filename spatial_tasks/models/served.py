@@ -56,7 +56,6 @@ from PIL import Image
 from spatial_tasks.common.errors import RunStopped, UserError, stop_run
 from spatial_tasks.common.yesno import YesNoLogits, label_mass
 
-DIALECTS = ("top_logprobs", "vllm", "sglang")
 OPENAI_TOP_LOGPROBS = 20  # the most OpenAI's API returns; vLLM's default --max-logprobs is also 20
 CACHE_ENV = "SPATIAL_TASKS_SERVED_CACHE"
 RETRIED_STATUS = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
@@ -191,6 +190,11 @@ class Server:
         """The server's root, where vLLM and SGLang keep /tokenize and /generate."""
         return self.base_url.removesuffix("/v1")
 
+    @property
+    def tokenizes(self) -> bool:
+        """Whether it offers ``/tokenize`` (the engines a dialect of ours ``serves``: vLLM, SGLang)."""
+        return any(d.serves == self.kind for d in DIALECT_CLASSES.values())
+
 
 def discover(client: httpx.Client, base_url: str, model_version: str) -> Server:
     """Ask ``/v1/models`` what is served. A server without that endpoint (some APIs) is taken at its
@@ -214,14 +218,15 @@ def discover(client: httpx.Client, base_url: str, model_version: str) -> Server:
         served = sorted(str(c.get("id")) for c in cards)
         raise ServedError(f"{base_url} serves {served}, not model_version={model_version!r}: pass one of those")
     owner = str(card.get("owned_by", "")).lower()
-    kind = "vllm" if owner == "vllm" else "sglang" if owner == "sglang" else "other"
+    kind = owner if owner in {d.serves for d in DIALECT_CLASSES.values()} else "other"
     identity = {key: card.get(key) for key in ("id", "root", "owned_by", "max_model_len") if key in card}
     return Server(base_url, model_version, identity, kind)
 
 
 def choose_dialect(requested: str, server: Server) -> str:
+    """``auto``: the dialect that serves this server's kind, else ``top_logprobs``."""
     if requested == "auto":
-        return server.kind if server.kind in DIALECTS else "top_logprobs"
+        return next((d.name for d in DIALECT_CLASSES.values() if d.serves == server.kind), TopLogprobs.name)
     if requested not in DIALECTS:
         raise ServedError(f"dialect={requested!r}: choose auto or one of {', '.join(DIALECTS)}")
     return requested
@@ -265,6 +270,8 @@ class Dialect:
     name; nothing else asks a dialect its name (the cache key and the logs print it)."""
 
     name: ClassVar[str]
+    serves: ClassVar[str | None] = None  # the engine (its /v1/models owned_by) that ``auto`` picks it for
+    by_token_id: ClassVar[bool] = False  # it asks for the labels by token id (their ids must be known)
     model_version: str
     labels: Labels
     top_logprobs: int = OPENAI_TOP_LOGPROBS
@@ -293,6 +300,8 @@ class VllmDialect(Dialect):
     """vLLM's chat endpoint with ``logprob_token_ids``: the labels' exact values, whatever their rank."""
 
     name = "vllm"
+    serves = "vllm"
+    by_token_id = True
 
     def body(self, question: str, image_urls: Sequence[str]) -> dict:
         return super().body(question, image_urls) | {"logprob_token_ids": self.labels.ids,
@@ -315,6 +324,8 @@ class SglangDialect(Dialect):
     """SGLang's native ``/generate`` with ``token_ids_logprob``: a rendered prompt, exact values."""
 
     name = "sglang"
+    serves = "sglang"
+    by_token_id = True
 
     def url(self, server: Server) -> str:
         return server.root + "/generate"
@@ -345,7 +356,9 @@ class SglangDialect(Dialect):
         return Reading.exact(self.labels, by_id, text)
 
 
+# Every dialect: adding one is a subclass of Dialect listed here.
 DIALECT_CLASSES: dict[str, type[Dialect]] = {d.name: d for d in (TopLogprobs, VllmDialect, SglangDialect)}
+DIALECTS = tuple(DIALECT_CLASSES)
 
 
 def dialect_for(name: str, model_version: str, labels: Labels, top_logprobs: int = OPENAI_TOP_LOGPROBS,
@@ -353,7 +366,7 @@ def dialect_for(name: str, model_version: str, labels: Labels, top_logprobs: int
                 render_prompt: Callable[[str, int, str | None], str] | None = None) -> Dialect:
     """The dialect called ``name`` (one of DIALECTS)."""
     if name not in DIALECT_CLASSES:
-        raise ServedError(f"dialect={name!r}: choose one of {', '.join(DIALECT_CLASSES)}")
+        raise ServedError(f"dialect={name!r}: choose one of {', '.join(DIALECTS)}")
     return DIALECT_CLASSES[name](model_version, labels, top_logprobs, system_prompt, render_prompt)
 
 

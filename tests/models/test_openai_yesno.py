@@ -370,6 +370,13 @@ def test_each_dialect_owns_its_endpoint_body_and_reader():
     compared = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Compare)
                 and any(isinstance(side, ast.Attribute) and side.attr == "name" for side in (n.left, *n.comparators))]
     assert not compared, compared
+    model = inspect.getsource(__import__("spatial_tasks.models.openai_yesno", fromlist=["x"]))
+    # (top_logprobs is also the model argument's name)
+    assert not [name for name in served.DIALECTS if name != "top_logprobs" and f'"{name}"' in model], \
+        "openai_yesno names a dialect: ask the dialect or the server"
+    auto = {kind: served.choose_dialect("auto", served.Server("http://127.0.0.1:9/v1", "m", {}, kind))
+            for kind in ("vllm", "sglang", "other")}
+    assert auto == {"vllm": "vllm", "sglang": "sglang", "other": "top_logprobs"}
     with pytest.raises(served.ServedError, match="dialect='grpc'"):
         served.dialect_for("grpc", "m", labels)
 
