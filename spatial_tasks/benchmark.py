@@ -148,8 +148,6 @@ class Demo:
     logit_tasks: str | None = None  # what the first-token (Yes/No logit) models answer
     sample_note: str | None = None  # the report's line on its bundled sample data
     notes: tuple[str, ...] = ()  # the report's bullets: what each baseline proves
-    # a study beside the evaluations: (tiny model folder, out) -> its folder for the report
-    study: Callable[[Path, Path], Path] | None = None
 
 
 @dataclass(frozen=True)
@@ -229,12 +227,15 @@ class Study(Capability):
     """A study that is not an lmms-eval run (SpatialTunnel's contrastive probing): under a folder,
     ``figures(root)`` -> [(study folder, model, paper table, scope, {column: value})] for
     ``verify``; ``holds(folder)``: whether a folder is one of its study folders (``marks`` says
-    what makes one, for the error when none is); the report's ``section`` over its folders."""
+    what makes one, for the error when none is); the report's ``section`` over its folders; and
+    ``demo``, the study of the demo's tiny model on the bundled data."""
 
     figures: Callable[[Path], list[tuple[Path, str, str, str, dict]]]
     section: Section
     holds: Callable[[Path], bool]
     marks: str
+    # the demo's run of it: (tiny model folder, out) -> its study folder, for the report
+    demo: Callable[[Path, Path], Path] | None = None
 
 
 @dataclass(frozen=True)

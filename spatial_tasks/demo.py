@@ -21,10 +21,11 @@ from pathlib import Path
 
 from rich.console import Console
 
+from spatial_tasks.benchmark import Study
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.samples import RunFailed, check_run
 from spatial_tasks.paths import output_folder
-from spatial_tasks.registry import benchmarks
+from spatial_tasks.registry import benchmarks, offering
 from spatial_tasks.report import write_report
 
 console = Console()
@@ -122,13 +123,13 @@ def _cause(log: Path) -> str:
 
 
 def run_studies(model_dir: Path, out: Path) -> list[Path]:
-    """Each benchmark's study beside the evaluations (``Demo.study``: SpatialTunnel's probing of the
-    tiny model's hidden states), into ``out/<benchmark>``; the folders for the report."""
+    """Each study beside the evaluations (``Study.demo``: SpatialTunnel's probing of the tiny model's
+    hidden states), into ``out/<benchmark>``; the folders for the report."""
     folders = []
-    for b in benchmarks().values():
-        if b.demo is not None and b.demo.study is not None:
+    for b, study in offering(Study):
+        if study.demo is not None:
             console.print(f"[bold]{b.title} study[/] of the tiny model -> {out / b.name}")
-            folders.append(b.demo.study(model_dir, out / b.name))
+            folders.append(study.demo(model_dir, out / b.name))
     return folders
 
 

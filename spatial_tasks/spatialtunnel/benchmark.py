@@ -29,7 +29,6 @@ DEMO = Demo(
         "24 pairs rendered by the generator's probing variant) → the real hidden-state path runs end to end; its "
         "coherences are noise.",
     ),
-    study=Later("spatial_tasks.spatialtunnel.probe.run:probe_bundled_pairs"),
 )
 
 BENCHMARK = Benchmark(
@@ -57,6 +56,7 @@ BENCHMARK = Benchmark(
               section=Section(Later("spatial_tasks.spatialtunnel.probe.report:probe_section"),
                               title="SpatialTunnel: contrastive probing (§5)"),
               holds=lambda folder: (folder / "probe.json").is_file(),
-              marks="a `spatial-tasks probe` folder holds probe.json"),
+              marks="a `spatial-tasks probe` folder holds probe.json",
+              demo=Later("spatial_tasks.spatialtunnel.probe.run:probe_bundled_pairs")),
     ),
 )
