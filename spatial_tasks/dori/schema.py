@@ -144,7 +144,7 @@ def prompt_seed(value: object) -> int:
 
 
 def check_prompt(kwargs: dict) -> None:
-    """A task's prompt parameters (``Benchmark.check_prompt``; checked by custom-task and when the
+    """A task's prompt parameters (the ``PromptCheck`` DORI offers; checked by custom-task and when the
     task's docs load): seed an integer >= 0, draw_boxes one of ``DRAW_BOXES``."""
     if "seed" in kwargs:
         prompt_seed(kwargs["seed"])
