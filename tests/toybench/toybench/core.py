@@ -42,6 +42,22 @@ def record(doc: dict, response: str) -> dict:
                      correct=said == doc["answer"]).model_dump()
 
 
+def doc_to_visual(doc):
+    return [doc["image"].convert("RGB")]
+
+
+def doc_to_text(doc, lmms_eval_specific_kwargs=None):
+    return f"{doc['question']} Answer Yes or No."
+
+
+def process_results(doc, results):
+    return {"acc": record(doc, results[0] if results else "")}
+
+
+def agg_acc(items):
+    return accuracy(items)
+
+
 def accuracy(records) -> float:
     """The one metric: the share of right answers (NaN without records)."""
     return sum(r["correct"] for r in records) / len(records) if records else float("nan")

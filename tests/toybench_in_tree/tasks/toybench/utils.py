@@ -1,23 +1,7 @@
-"""ToyBench's lmms-eval hooks."""
-
-from spatial_tasks.toybench import core
+"""ToyBench's lmms-eval hooks: its core's, and the loader bound as a spatial-tasks process_docs."""
 
 from spatial_tasks.harness import DocsHook
+from spatial_tasks.toybench import core
+from spatial_tasks.toybench.core import agg_acc, doc_to_text, doc_to_visual, process_results  # noqa: F401 -- the YAML names them
 
 process_docs = DocsHook("toybench.process_docs", core.docs)
-
-
-def doc_to_visual(doc):
-    return [doc["image"].convert("RGB")]
-
-
-def doc_to_text(doc, lmms_eval_specific_kwargs=None):
-    return f"{doc['question']} Answer Yes or No."
-
-
-def process_results(doc, results):
-    return {"acc": core.record(doc, results[0] if results else "")}
-
-
-def agg_acc(items):
-    return core.accuracy(items)
