@@ -280,8 +280,9 @@ def verify_command(
 @app.command("tiny-model")
 def tiny_model_command(
     out: Annotated[Path, typer.Option(help="Folder to write the model into.")],
-    family: Annotated[str, typer.Option(help="transformers model_type: qwen2_5_vl, qwen3_vl, qwen3_vl_moe, "
-                                             "llava_onevision, internvl, gemma3, molmo2.")] = "qwen2_5_vl",
+    family: Annotated[str, typer.Option(help="transformers model_type of a supported family "
+                                             "(spatial_tasks/models/families.py; an unknown one is told the list).")]
+    = "qwen2_5_vl",
     seed: Annotated[int, typer.Option(help="Weights seed (same seed, same weights).")] = 0,
     shape: Annotated[str, typer.Option(help="tiny (the tests'), served (head sizes a real serving engine takes: "
                                             "vLLM's CPU attention), or mid (CPU throughput figures).")] = "tiny",
