@@ -201,8 +201,10 @@ def _descriptions() -> list:
     sys.path.insert(0, str(Path(__file__).parent / "toybench"))
     try:
         toy = importlib.import_module("toybench.benchmark").BENCHMARK
-    finally:
+    finally:  # leave no ToyBench imported from here: tests/test_fifth_benchmark.py imports its own copy
         sys.path.remove(str(Path(__file__).parent / "toybench"))
+        for name in [m for m in sys.modules if m == "toybench" or m.startswith("toybench.")]:
+            del sys.modules[name]
     return [*benchmarks().values(), toy]
 
 
