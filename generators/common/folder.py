@@ -9,8 +9,12 @@ scratch left behind -- so a long render is never lost to a second command.
   run with other such flags would re-render over finished work or delete the other layout's
   shards, so it is refused -- unless ``overwrite`` asks to replace that config. Running the
   other shards of the same layout (``--shard 2/4`` next to ``1/4``) or more workers is fine.
-* ``clean_scratch`` removes what killed renders leave: ``.scratch/`` folders and ``.*.tmp``
-  files (only while holding the lock, so no live run's files are touched).
+* ``clean_scratch`` removes what killed renders leave: ``.scratch/`` folders and our temporary
+  files (``jobs.TEMP_TAG`` in their names), only while holding the lock, so no live run's files
+  are touched.
+* Nothing else is deleted or replaced unless the folder's ledger (``common.owned``) proves a
+  generator wrote it: ``_work/`` is listed as the generator's scratch when it makes it, and every
+  shard and card as it is written. A user's file in the way is refused, named, and kept.
 """
 
 from __future__ import annotations
@@ -24,11 +28,18 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.owned import Ledger, owned
 
-from .jobs import atomic_write_json
+from .jobs import TEMP_TAG, atomic_write_json
 
 LOCK_NAME = ".spatial-tasks.lock"
 MANIFEST_NAME = "dataset.json"
+GENERATE = "spatial-tasks generate"  # the writer named in a dataset folder's ledger
+
+
+def dataset_ledger(root: Path) -> Ledger:
+    """The ledger of a dataset folder: what the generators wrote there."""
+    return Ledger(root, GENERATE)
 
 
 class FolderBusyError(UserError, RuntimeError):
@@ -41,6 +52,7 @@ class OutputFolder:
     def __init__(self, root: Path, work_dir: str = "_work") -> None:
         self.root = Path(root)
         self.work = self.root / work_dir
+        self.ledger = dataset_ledger(self.root)
         self._lock: FileLock | None = None
 
     def __enter__(self) -> OutputFolder:
@@ -53,6 +65,16 @@ class OutputFolder:
         except Timeout:
             raise FolderBusyError(f"{self.root} is being written by another `spatial-tasks generate` (it holds "
                                   f"{self.root / LOCK_NAME}); wait for it to finish, or use another --out") from None
+        # Every generator writes the card README.md here: a user's is refused now, not after the render.
+        try:
+            self.ledger.check([self.root / "README.md"], what_to_do="Move it away, or use another --out: a generated "
+                                                                    "dataset's card is its README.md.")
+        except BaseException:
+            self._lock.release()
+            raise
+        if not self.work.exists():  # made here: the generators' own scratch, removable whole
+            self.work.mkdir()
+            self.ledger.record_scratch(self.work)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -80,21 +102,20 @@ class OutputFolder:
                 changes = ", ".join(f"{_flag(k)} {old!r} (this run: {new!r})" for k, (old, new) in differs.items())
                 raise FileExistsError(f"{self.root} already holds {config} made with {changes}; rerun with the "
                                       "same flags to resume, use another --out, or pass --overwrite to replace it")
-            shutil.rmtree(work, ignore_errors=True)
-            for path in outputs:
-                path.unlink(missing_ok=True)
+            self.ledger.remove(work, *outputs, what_to_do="Move them away, or use another --out.")
         work.mkdir(parents=True, exist_ok=True)
         atomic_write_json(manifest, dict(identity))
 
     def clean_scratch(self, folders: Iterable[Path]) -> int:
-        """Remove killed renders' leftovers in ``folders``; returns how many were removed."""
+        """Remove killed renders' leftovers in ``folders``: ``.scratch/`` where the ledger proves it
+        ours (inside ``_work``), and our temporary files; returns how many were removed."""
         count = 0
         for folder in folders:
             scratch = Path(folder) / ".scratch"
-            if scratch.is_dir():
+            if scratch.is_dir() and owned(scratch / "."):
                 count += sum(1 for _ in scratch.iterdir())
                 shutil.rmtree(scratch, ignore_errors=True)
-            for tmp in Path(folder).glob(".*.tmp") if Path(folder).is_dir() else ():
+            for tmp in Path(folder).glob(f".*{TEMP_TAG}*.tmp") if Path(folder).is_dir() else ():
                 tmp.unlink(missing_ok=True)
                 count += 1
         return count

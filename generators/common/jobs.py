@@ -131,11 +131,14 @@ def _file_mode() -> int:
     return 0o666 & ~umask
 
 
+TEMP_TAG = ".spatial-tasks-"  # in every temporary file's name: what clean_scratch may remove as ours
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temporary file in the same folder and ``os.replace``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{TEMP_TAG}", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -158,7 +161,7 @@ def temporary_sibling(path: Path) -> Path:
     """A fresh temporary name next to ``path`` (same file system, so ``os.replace`` is atomic)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=f"{path.suffix}.tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}{TEMP_TAG}", suffix=f"{path.suffix}.tmp")
     os.close(fd)
     os.chmod(tmp, _file_mode())
     return Path(tmp)

@@ -44,7 +44,6 @@ from spatial_tasks.generators.common.jobs import (
     Shard,
     atomic_write_bytes,
     atomic_write_json,
-    atomic_write_text,
     check_flag,
     run_jobs,
     threads_per_worker,
@@ -289,8 +288,7 @@ def write_card(out: Path) -> Path:
     text = ds.render_template(CARD_TEMPLATE, configs=configs, split=SPLIT,
                               total=sum(c["rows"] for c in configs), camera=scene.CAMERA_LOCATION,
                               lens=scene.LENS_MM, kinds=", ".join(scene.KINDS))
-    atomic_write_text(Path(out) / "README.md", text)
-    return Path(out) / "README.md"
+    return ds.write_card(Path(out), text)
 
 
 def generate(task: str, out: Path, *, count: int = 200, resolution: int = 256, samples: int = 16, seed: int = 0,

@@ -41,6 +41,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spatial_tasks.common.owned import Ledger
 from spatial_tasks.common.validate import DataError, safe_name
 
 KUBASIC_SIZE = 2.0  # metres: Kubric's KuBasic objects span [-1, 1]
@@ -180,9 +181,11 @@ def fetch_pybullet(root: Path | None = None, *, archive: Path | None = None) -> 
                                 f"{missing[:3]}{' ...' if len(missing) > 3 else ''} (pass the pybullet-{PYBULLET_VERSION}"
                                 ".tar.gz that `pip download --no-deps --no-binary :all: pybullet==" + PYBULLET_VERSION
                                 + "` fetches)")
-            if target.exists():
-                shutil.rmtree(target)
+            cache = Ledger(target.parent, "spatial-tasks assets")
+            if target.exists():  # an incomplete cache of ours; a folder it cannot prove ours is refused
+                cache.remove(target, what_to_do=f"Move {target} away, or set SPATIAL_TASKS_ASSETS to another cache.")
             staging.replace(target)  # whole folder at once: never half a cache
+            cache.record_scratch(target)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return target

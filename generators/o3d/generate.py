@@ -48,7 +48,6 @@ from spatial_tasks.generators.common.folder import OutputFolder
 from spatial_tasks.generators.common.jobs import (
     Shard,
     atomic_write_json,
-    atomic_write_text,
     available_cpus,
     check_flag,
     run_jobs,
@@ -305,8 +304,7 @@ def write_card(out: Path) -> Path:
         fs_pairs=[{"large": a, "small": b, "large_note": assets.BLENDER_OBJECTS[a].note if a in assets.BLENDER_OBJECTS else "",
                    "small_note": assets.BLENDER_OBJECTS[b].note if b in assets.BLENDER_OBJECTS else ""}
                   for a, b in assets.BUILTIN_FS_PAIRS])
-    atomic_write_text(out / "README.md", text)
-    return out / "README.md"
+    return ds.write_card(out, text)
 
 
 # ------------------------------------------------------------------------------- generate

@@ -16,13 +16,13 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from spatial_tasks.generators.common import dataset as ds
+from spatial_tasks.generators.common.folder import dataset_ledger
 from spatial_tasks.generators.o3d import generate as gen
 from spatial_tasks.generators.o3d import standins
 
@@ -42,12 +42,13 @@ RUNS = (
 def build_sample(out: Path, *, progress: bool = False) -> Path:
     """Render the sample into ``out`` (replaced), add the stand-in crops, write questions and card."""
     out = Path(out)
-    if out.exists():
-        shutil.rmtree(out)
+    ledger = dataset_ledger(out)
+    if out.exists():  # only a sample this script built (the folder's ledger says so) is replaced
+        ledger.remove(*out.iterdir(), what_to_do="Move them away (the bundled sample is in git), or pass a new folder.")
     for run in RUNS:
         gen.generate(out, objects="cube", envs="basic", resolution=RESOLUTION, samples=SAMPLES, seed=0,
                      progress=progress, **run)
-    shutil.rmtree(out / gen.WORK_DIR)  # render work files are never shipped
+    ledger.remove(out / gen.WORK_DIR)  # render work files are never shipped
     (out / ".spatial-tasks.lock").unlink(missing_ok=True)
     _add_real_crops(out)
     gen.write_card(out)

@@ -44,7 +44,6 @@ from spatial_tasks.generators.common.folder import FolderBusyError, OutputFolder
 from spatial_tasks.generators.common.jobs import (
     Shard,
     atomic_write_json,
-    atomic_write_text,
     available_cpus,
     check_flag,
     run_jobs,
@@ -246,8 +245,7 @@ def write_card(out: Path) -> Path:
     }
     text = ds.render_template(CARD_TEMPLATE, configs=configs, license=LICENSE, split=SPLIT, total_rows=total,
                               size_category=ds.size_category(total), scene=scene_facts)
-    atomic_write_text(Path(out) / "README.md", text)
-    return Path(out) / "README.md"
+    return ds.write_card(Path(out), text)
 
 
 # ------------------------------------------------------------------------------- generate

@@ -409,8 +409,11 @@ def generate_candidates(scenes_path: Path, images: Path, out: Path, subset: str,
                 "image_name": scene.image_name, "direct": r["direct"]["direct"], "solution": r["direct"]["solution"],
                 **{f"indirect_{j + 1}": c["indirect"] for j, c in enumerate(r["candidates"])}}})
         labels = folder.root / "labelstudio"
+        folder.ledger.check([labels / "tasks.json", labels / "config.xml"],
+                            what_to_do="Move them away, or use another --out.")
         atomic_write_json(labels / "tasks.json", tasks)
         atomic_write_text(labels / "config.xml", LABEL_CONFIG)
+        folder.ledger.record(labels / "tasks.json", labels / "config.xml")
         atomic_write_json(folder.work / "pass1.json", {"subset": subset, "scenes": str(Path(scenes_path).resolve()),
                                                        "images": str(Path(images).resolve()),
                                                        "calls_made": stages.calls_made})
@@ -529,19 +532,23 @@ def build_dataset(out: Path, labels_path: Path, seed: int = 0) -> Path:
             tagged, _ = draw_person_tags(image, item["meta"]["person_bbox"])
             target = folder.root / "images" / f"{name}{IMAGE_SUFFIX}"
             item_to_doc(item, len(items), target, state["subset"], target)  # the benchmark's own checks
+            folder.ledger.check([target], what_to_do="Move it away, or use another --out.")
             tagged.save(target, format="JPEG", quality=95)
+            folder.ledger.record(target)
             items.append(item)
         if not items:
             raise PipelineError(f"--labels {labels_path}: no scene kept: {len(candidates)} made by pass 1, "
                                 f"{unlabelled} without an annotated label, {below} below the keep thresholds "
                                 "(direct 4-5, indirect >= 3)")
-        for old in folder.root.glob(f"{state['subset']}_*_generated.json"):
-            old.unlink()
         out_file = folder.root / f"{state['subset']}_{len(items)}_generated.json"
+        folder.ledger.remove(*(old for old in folder.root.glob(f"{state['subset']}_*_generated.json") if old != out_file),
+                             what_to_do="Move them away, or use another --out.")
+        folder.ledger.check([out_file], what_to_do="Move it away, or use another --out.")
         atomic_write_text(out_file, json.dumps(items, indent=2) + "\n")
+        folder.ledger.record(out_file)
         text = ds.render_template(CARD_TEMPLATE, subset=state["subset"], items=len(items), skipped=below + unlabelled,
                                   item_file=out_file.name)
-        atomic_write_text(folder.root / "README.md", text)
+        ds.write_card(folder.root, text)
         log.info("pass 2: %d item(s) kept, %d not kept -> %s", len(items), below + unlabelled, out_file)
         return out_file
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import datasets
 from PIL import Image
 from spatial_tasks.generators.common import provenance
+from spatial_tasks.generators.common.folder import OutputFolder
 from spatial_tasks.generators.common.jobs import Shard, atomic_write_json
 from spatial_tasks.generators.spatialtunnel import generate as gen
 from spatial_tasks.generators.spatialtunnel import sampling
@@ -35,6 +36,8 @@ def fake_row(spec: sampling.ImageSpec, resolution: int) -> dict:
 def write_fake_renders(out: Path, variant: str, *, grid: int, per_cell: int, seed: int = 0,
                        shard: str = "1/1", resolution: int = 32) -> list[sampling.ImageSpec]:
     shard_obj = Shard.parse(shard)
+    with OutputFolder(Path(out), gen.WORK_DIR):  # as the render step: the folder's _work is the generator's
+        pass
     work = Path(out) / gen.WORK_DIR / CONFIG_FOR_VARIANT[variant]
     specs = shard_obj.select(sampling.plan(variant, grid=grid, per_cell=per_cell, seed=seed))
     for spec in specs:

@@ -84,11 +84,12 @@ def test_scratch_of_killed_renders_is_removed(tmp_path):
     work = out / "_work" / "phase_variation"
     (work / ".scratch").mkdir()
     (work / ".scratch" / "4242.exr").write_bytes(b"half an exr")
-    (work / ".phase-r00-c00-k00.abc.png.tmp").write_bytes(b"half a png")
-    (out / "phase_variation" / ".test-00000-of-00001.xyz.parquet.tmp").write_bytes(b"half a shard")
+    (work / ".phase-r00-c00-k00.spatial-tasks-abc.png.tmp").write_bytes(b"half a png")
+    (out / "phase_variation" / ".test-00000-of-00001.spatial-tasks-xyz.parquet.tmp").write_bytes(b"half a shard")
+    (out / "phase_variation" / ".my-notes.tmp").write_text("mine")  # a user's file: not a name we make
     gen.generate("phase", out, **FLAGS, steps=("build",))
     leftovers = [p.name for p in out.rglob("*") if p.name.endswith(".tmp") or ".scratch" in p.parts]
-    assert leftovers == []
+    assert leftovers == [".my-notes.tmp"]
 
 
 HOLD = """

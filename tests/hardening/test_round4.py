@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from spatial_tasks.common.errors import UserError
-from spatial_tasks.demo import DEMO_MARK, claim_folder
+from spatial_tasks.common.owned import LEDGER
+from spatial_tasks.demo import claim_folder
 
 SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 
@@ -27,40 +28,32 @@ def test_the_demo_refuses_a_users_folder_and_deletes_nothing(tmp_path):
     folder = _users_folder(tmp_path)
     run = subprocess.run([SPATIAL_TASKS, "demo", "--out", str(folder)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2, run.stderr
-    assert run.stderr.strip() == (f"error: --out {folder}: holds runs/ and logs/ that spatial-tasks demo did not "
-                                  "write; nothing was deleted. Choose another --out (a new or empty folder), or "
-                                  "move them away.")
+    assert run.stderr.strip() == (f"error: spatial-tasks demo: {folder} holds runs/paper/results.json, logs/train.log, "
+                                  "which spatial-tasks did not write (or which changed since); nothing was deleted or "
+                                  "replaced. Choose another --out (a new or empty folder), or move them away.")
     assert (folder / "runs" / "paper" / "results.json").read_text() == "{}"
     assert (folder / "logs" / "train.log").read_text() == "a week of training\n"
-    assert not (folder / DEMO_MARK).exists()
+    assert not (folder / LEDGER).exists()
 
 
 def test_the_demo_replaces_only_what_it_wrote(tmp_path):
     fresh = tmp_path / "fresh"
     fresh.mkdir()
-    claim_folder(fresh)
-    assert (fresh / DEMO_MARK).exists()
+    ledger = claim_folder(fresh)
     (fresh / "runs" / "old").mkdir(parents=True)
+    (fresh / "runs" / "old" / "results.json").write_text("{}")
     (fresh / "logs").mkdir()
     (fresh / "report").mkdir()
     (fresh / "report" / "leaderboard.json").write_text("[]")
+    ledger.record(fresh / "runs", fresh / "report")
     claim_folder(fresh)  # a rerun: the demo's own runs, logs and report go (its leaderboard would keep old rows)
     assert not any((fresh / name).exists() for name in ("runs", "logs", "report"))
-    earlier = tmp_path / "earlier"  # a demo folder from before the mark: its tiny model says whose it is
-    (earlier / "tiny-qwen2_5_vl").mkdir(parents=True)
-    (earlier / "tiny-qwen2_5_vl" / "config.json").write_text("{}")
-    (earlier / "runs").mkdir()
-    claim_folder(earlier)
-    assert not (earlier / "runs").exists() and (earlier / DEMO_MARK).exists()
-    with pytest.raises(UserError, match="holds logs/ that spatial-tasks demo did not write"):
+    with pytest.raises(UserError, match=r"holds logs/a\.log, which spatial-tasks did not write"):
         only_logs = tmp_path / "only_logs"
         (only_logs / "logs").mkdir(parents=True)
+        (only_logs / "logs" / "a.log").write_text("mine")
         claim_folder(only_logs)
-    with pytest.raises(UserError, match="holds runs/, logs/ and report/ that"):
-        three = tmp_path / "three"
-        for name in ("runs", "logs", "report"):
-            (three / name).mkdir(parents=True)
-        claim_folder(three)
+    assert (only_logs / "logs" / "a.log").read_text() == "mine"
 
 
 @pytest.mark.parametrize("value", [None, 3])

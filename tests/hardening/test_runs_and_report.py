@@ -18,7 +18,8 @@ from spatial_tasks.common.samples import RunFailed, SamplesError, check_run, fin
 from spatial_tasks.common.yesno import YesNoLogits, encode_payload
 from spatial_tasks.harness import TaskData, load_docs
 from spatial_tasks.paths import tasks_dir
-from spatial_tasks.report import MANIFEST, write_report
+from spatial_tasks.common.owned import LEDGER
+from spatial_tasks.report import write_report
 from spatial_tasks.spatialtunnel import tasks
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.spatialtunnel.rescore import rescore
@@ -103,11 +104,12 @@ def test_a_report_that_fails_leaves_the_earlier_one_whole(docs, tmp_path):
     write_run(root / "a", "20260101_000001", "a_model", "", docs, truth)
     out = tmp_path / "report"
     first = write_report(root, out)
-    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.name != LEDGER}
     with pytest.raises(UserError, match=r"no_such_probe: not a study folder \(SpatialTunnel: a `spatial-tasks probe` "
                                         r"folder holds probe.json\)"):
         write_report(root, out, probes=[tmp_path / "no_such_probe"])
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no staging folder left either
+    # no staging folder left either (the ledger, the report's bookkeeping, notes that it came and went)
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.name != LEDGER} == before
     assert (out / "report.md") in first
 
 
@@ -122,7 +124,7 @@ def test_the_report_replaces_itself_and_reads_right(docs, tmp_path):
     second = write_report(root, out)
     assert sorted(p.name for p in first) == sorted(p.name for p in second)
     on_disk = sorted(p.name for p in out.iterdir())
-    assert on_disk == sorted([*(p.name for p in second), MANIFEST, "my_notes.md"])  # no pile-up, notes kept
+    assert on_disk == sorted([*(p.name for p in second), LEDGER, "my_notes.md"])  # no pile-up, notes kept
     report = (out / "report.md").read_text()
     assert "-0.000" not in report and "+0.000" not in report
     row = next(line for line in report.splitlines() if line.startswith("| b_model"))

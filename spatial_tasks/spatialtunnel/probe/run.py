@@ -35,6 +35,7 @@ from tqdm import tqdm
 
 from spatial_tasks.common import images
 from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.owned import Ledger
 from spatial_tasks.paths import output_folder
 from spatial_tasks.spatialtunnel.probe import metrics as probing
 from spatial_tasks.spatialtunnel.probe.data import TEMPLATES, ProbeData, ProbePair
@@ -45,6 +46,7 @@ PAIRS = "pairs.jsonl"
 METRICS = "metrics.json"
 METRICS_CSV = "metrics.csv"
 FILES = (META, DELTAS, PAIRS, METRICS, METRICS_CSV)
+PROBE = "spatial-tasks probe"  # the writer in a probe folder's ledger
 
 
 class ProbeError(UserError, RuntimeError):
@@ -163,9 +165,10 @@ def run_probe(load_model: Callable[[], object], data: ProbeData, out: Path, *, m
     meta = _read_meta(out)
     wanted = {"model": model_name, "data": data.source, "layout": data.layout, "pairs": len(pairs),
               "fingerprint": fingerprint(pairs)}
-    if meta is not None and overwrite:
-        for name in FILES:
-            (out / name).unlink(missing_ok=True)
+    ledger = Ledger(out, PROBE)
+    if meta is not None and overwrite:  # only the probe's own files, proven by the folder's ledger
+        ledger.remove(*(out / name for name in (*FILES, *(p.name for p in out.glob("pca_layer*.png")), "coherence.png")),
+                      what_to_do="Move them away, or use another --out.")
         meta = None
     if meta is not None:
         what = {"model": "model", "pairs": "number of pairs", "fingerprint": "pairs (ids, answers, objects or images)"}
@@ -193,8 +196,12 @@ def run_probe(load_model: Callable[[], object], data: ProbeData, out: Path, *, m
             meta = {**wanted, "num_layers": model.num_layers, "layers": chosen, "hidden_size": shape[2],
                     "templates": TEMPLATES,
                     "layer_numbering": "0-based decoder layers (output of layers[i]), as the authors' hooks"}
+            ledger.check([out / name for name in FILES], what_to_do="Move them away, or use another --out.")
             deltas = np.lib.format.open_memmap(out / DELTAS, mode="w+", dtype=np.float32, shape=shape)
             _write_json(out / META, meta)
+            (out / PAIRS).touch()
+            ledger.record(out / META)
+            ledger.record_growing(out / DELTAS, out / PAIRS)  # filled pair by pair: hashed when they are done
         else:
             deltas = _open_deltas(out, meta, mode="r+")
             if deltas.shape != shape:
@@ -280,6 +287,9 @@ def recompute(out: Path, layer: int | None = None) -> ProbeSummary:
               "counts": counts, "layer": layer, "layer_reason": why,
               "at_layer": None if layer is None else per_layer[layer], "zero_deltas": zero,
               "paper_table5": paper, "per_layer": {str(k): v for k, v in per_layer.items()}}
+    ledger = Ledger(out, PROBE)
+    ledger.check([out / METRICS, out / METRICS_CSV, out / "coherence.png", *out.glob("pca_layer*.png")],
+                 what_to_do="Move them away, or use another --out.")
     _write_json(out / METRICS, result)
     with open(out / METRICS_CSV, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -289,14 +299,15 @@ def recompute(out: Path, layer: int | None = None) -> ProbeSummary:
             writer.writerow([k, *(f"{values[key]:.6f}" for key in keys)])
     from spatial_tasks.spatialtunnel.probe.plots import coherence_plot, pca_plot
 
-    for stale in out.glob("pca_layer*.png"):  # an earlier choice of layer
-        stale.unlink()
-
+    ledger.remove(*out.glob("pca_layer*.png"), what_to_do="Move them away, or use another --out.")  # an earlier layer
     files = [out / METRICS, out / METRICS_CSV,
              coherence_plot(per_layer, layer, meta["model"], paper, out / "coherence.png")]
     if layer is not None:
         files.append(pca_plot(np.asarray(deltas[saved.index(layer), rows, :]), labels, layer, meta["model"],
                               out / f"pca_layer{layer}.png"))
+    ledger.record(*files)
+    if len(done) == meta["pairs"]:  # finished: the growing files get their final hash
+        ledger.record(out / DELTAS, out / PAIRS)
     return ProbeSummary(out=out, done=len(rows), total=meta["pairs"], layer=layer, why=why, metrics=result, files=files)
 
 
