@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from spatial_tasks.common.validate import folder_link_problem
 from spatial_tasks.common.owned import Ledger, owned
 from spatial_tasks.benchmark import PromptCheck
 from spatial_tasks.paths import output_folder
@@ -323,7 +324,8 @@ def _choose_split(split: str | None, local: Path, dataset_name: str | None, base
     try:
         configs = datasets.get_dataset_config_names(str(local))
     except Exception as err:  # noqa: BLE001 - datasets raises many kinds here; report them all alike
-        raise ValueError(f"--data {local}: not a dataset folder datasets can read ({_first_line(err)})") from None
+        raise ValueError(f"--data {local}: " + (folder_link_problem(local) or "not a dataset folder datasets can "
+                                                f"read ({_first_line(err)})")) from None
     if dataset_name is not None and configs != ["default"] and dataset_name not in configs:
         raise ValueError(f"--data {local}: has no config {dataset_name!r} (it has: {configs}); pass --config")
     try:

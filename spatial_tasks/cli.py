@@ -402,7 +402,14 @@ def describe(err: BaseException) -> str:
     else:
         text = str(err) or type(err).__name__
     if not isinstance(err, (*_expected(), RecursionError)):
-        text = f"internal error ({type(err).__name__}: {text}); rerun with --debug and report the traceback"
+        from spatial_tasks.registry import EXTRA_ENV, extra_module_in
+
+        extra = extra_module_in(err)
+        if extra is not None:  # an added benchmark's own code: its module is named, not ours blamed
+            text = (f"the benchmark of {extra[0]} (${EXTRA_ENV}) failed in {extra[1]} ({type(err).__name__}: "
+                    f"{text}); fix it, or leave it out of ${EXTRA_ENV}: the other benchmarks are unaffected")
+        else:
+            text = f"internal error ({type(err).__name__}: {text}); rerun with --debug and report the traceback"
     text = " ".join(text.split())
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
 

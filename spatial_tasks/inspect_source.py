@@ -25,8 +25,9 @@ from typing import Any
 import datasets
 
 from spatial_tasks.benchmark import FolderInspection
-from spatial_tasks.common.validate import DataError, data_file_problem, dataset_file_problem, kind_of
-from spatial_tasks.registry import benchmarks, offering
+from spatial_tasks.common.validate import DataError, data_file_problem, dataset_file_problem, folder_link_problem, kind_of
+from spatial_tasks.registry import BenchmarkFailed, guarded, offering
+from spatial_tasks.registry import benchmarks as all_benchmarks
 
 SAMPLE_ROWS = 8  # rows read per split to try the readers on
 MAX_FILES = 40
@@ -69,12 +70,22 @@ class Report:
 
 def readers() -> dict[str, Callable[..., str]]:
     """benchmark -> its split reader ``(dataset, "config/split", files) -> verdict``."""
-    return {name: b.inspect_split for name, b in benchmarks().items() if b.inspect_split is not None}
+    return {name: b.inspect_split for name, b in all_benchmarks().items() if b.inspect_split is not None}
 
 
 def _folder_readers(folder: Path, chosen: list[str]) -> dict[str, str]:
     """Layouts our loaders read as a whole folder, without ``datasets``."""
-    return {b.name: reader.inspect(folder) for b, reader in offering(FolderInspection) if b.name in chosen}
+    return {b.name: _verdict(b, "its inspect capability", reader.inspect, folder)
+            for b, reader in offering(FolderInspection) if b.name in chosen}
+
+
+def _verdict(benchmark, what: str, reader, *args, **kwargs) -> str:
+    """A reader's verdict; a reader that raises gets a verdict saying so, naming its module, and the
+    other benchmarks' readers still judge (``registry.guarded``)."""
+    try:
+        return guarded(benchmark, what, reader, *args, **kwargs)
+    except BenchmarkFailed as failed:
+        return f"cannot judge: {failed}"
 
 
 # ------------------------------------------------------------------------------------------
@@ -157,16 +168,18 @@ def _split_report(folder: Path, config: str, split: str, benchmarks: list[str], 
         report.sample = {k: _show(v) for k, v in rows[0].items()}
     sample = datasets.Dataset.from_list(rows, features=features) if rows else datasets.Dataset.from_dict(
         {k: [] for k in features}, features=features)
-    every = readers()
+    every, described = readers(), all_benchmarks()
     root = folder.parent if folder.is_file() else folder
     for benchmark in benchmarks:
-        try:
-            reader = every[benchmark]
+        reader = every[benchmark]
+
+        def judge(reader=reader):
             # ``root`` (the local folder, for image paths) goes to readers that take it
             where = {"root": root} if "root" in inspect.signature(reader).parameters else {}
-            report.readers[benchmark] = reader(sample, f"{config}/{split}", files, **where)
-        except Exception as err:  # noqa: BLE001 - a reader that cannot judge says so
-            report.readers[benchmark] = f"cannot judge ({type(err).__name__}: {err})"
+            return reader(sample, f"{config}/{split}", files, **where)
+
+        judge.module = getattr(reader, "module", None) or getattr(reader, "__module__", None)
+        report.readers[benchmark] = _verdict(described[benchmark], "its split reader", judge)
     return report
 
 
@@ -192,7 +205,8 @@ def inspect_source(source: str, benchmark: str | None = None) -> Report:
     try:
         configs = datasets.get_dataset_config_names(str(folder))
     except Exception as err:  # noqa: BLE001
-        report.error = f"datasets finds no configs here: {type(err).__name__}: {' '.join(str(err).split())[:300]}"
+        report.error = folder_link_problem(folder) or (
+            f"datasets finds no configs here: {type(err).__name__}: {' '.join(str(err).split())[:300]}")
         return report
     for config in configs:
         try:
@@ -212,7 +226,7 @@ def render(report: Report) -> str:
     lines.append(f"files ({len(report.files) + report.more_files}):")
     lines += [f"  {f}" for f in report.files] + ([f"  ... and {report.more_files} more"] if report.more_files else [])
     for benchmark, verdict in report.folder_readers.items():
-        if verdict.startswith("accepted") or report.error or not report.splits:
+        if verdict.startswith(("accepted", "cannot judge")) or report.error or not report.splits:
             lines.append(f"as a folder, {benchmark}: {verdict}")
     if report.error:
         lines.append(report.error)

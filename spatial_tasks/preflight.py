@@ -20,6 +20,7 @@ one of our tasks (runs without them are left as they are), ``simple_evaluate`` i
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -50,10 +51,76 @@ def our_tasks(requested: Iterable[str]) -> list[str]:
     return found
 
 
+def closest_task(name: str) -> str | None:
+    """The one of our task and group names closest to ``name`` when it is a near miss (difflib's
+    similarity >= 0.8: a letter or two wrong, missing or swapped), else None."""
+    import difflib
+
+    from spatial_tasks.catalog import task_catalog
+
+    close = difflib.get_close_matches(name, [e.name for e in task_catalog()], n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
 def given_checkpoint(model_args: dict) -> str | None:
     """``pretrained=`` of a run's --model_args (parsed by lmms-eval's own parser: the harness), if given."""
     given = model_args.get("pretrained")
     return str(given).strip() if given else None
+
+
+# What a transformers checkpoint folder holds: (what, any of these names or patterns).
+CHECKPOINT_PARTS = (
+    ("config.json", ("config.json",)),
+    ("weights (*.safetensors or *.bin)", ("*.safetensors", "*.bin", "*.safetensors.index.json", "*.bin.index.json")),
+    ("processor files (preprocessor_config.json or processor_config.json)",
+     ("preprocessor_config.json", "processor_config.json")),
+    ("tokenizer files (tokenizer.json, tokenizer.model or tokenizer_config.json)",
+     ("tokenizer.json", "tokenizer.model", "tokenizer_config.json")),
+)
+
+
+def _looks_local(checkpoint: str) -> bool:
+    """A path, not a Hub id: it exists, or starts like a path, or has more parts than ORG/NAME."""
+    return (Path(checkpoint).expanduser().exists() or checkpoint.startswith(("/", ".", "~"))
+            or checkpoint.count("/") > 1 or "\\" in checkpoint)
+
+
+def expected_families(model: str) -> tuple[str, ...]:
+    """The checkpoint families (config.json ``model_type``) lmms-eval's ``model`` (or its ``_yesno``
+    twin) loads, from ``models.families``; () when any family will do or we do not know the model.
+    llava_hf loads every LLaVA variant, more than the families list, so it is not checked."""
+    from spatial_tasks.models.families import FAMILIES
+
+    base = model.removesuffix("_yesno")
+    if base == "llava_hf":
+        return ()
+    return tuple(f.model_type for f in FAMILIES.values() if f.lmms_eval_model == base)
+
+
+def local_checkpoint_problem(model: str, checkpoint: str | None) -> str | None:
+    """The line for ``pretrained=`` a local path that does not exist, that is not a checkpoint folder
+    (naming what it lacks), or that holds another family than ``model`` loads; None otherwise (a
+    Hub id, or a good folder)."""
+    if checkpoint is None or not _looks_local(checkpoint):
+        return None
+    path = Path(checkpoint).expanduser()
+    head = f"spatial-tasks: --model {model}: pretrained={checkpoint}"
+    if not path.exists():
+        return f"{head}: no such folder (a local checkpoint folder, or a Hub id ORG/NAME)"
+    if not path.is_dir():
+        return f"{head}: is a file, not a checkpoint folder (config.json, weights and processor files)"
+    lacks = [what for what, names in CHECKPOINT_PARTS if not any(any(path.glob(name)) for name in names)]
+    if lacks:
+        return f"{head}: not a model checkpoint folder: it lacks {', '.join(lacks)}"
+    expected = expected_families(model)
+    try:
+        model_type = json.loads((path / "config.json").read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        return f"{head}: its config.json does not read as JSON"
+    if expected and model_type not in expected:
+        return (f"{head}: is a {model_type!r} checkpoint, but --model {model} loads {' or '.join(expected)}; "
+                "--model hf_yesno reads the family from config.json")
+    return None
 
 
 def _is_cached(repo: str, repo_type: str) -> bool:

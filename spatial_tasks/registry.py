@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from functools import cache
 from typing import TypeVar
 
 from spatial_tasks.benchmark import Benchmark, Capability
+from spatial_tasks.common.errors import UserError
 
 MODULES = (
     "spatial_tasks.spatialtunnel.benchmark",
@@ -28,6 +30,43 @@ C = TypeVar("C", bound=Capability)
 
 class UnknownBenchmark(LookupError):
     """A name that no registered benchmark has."""
+
+
+class BenchmarkFailed(UserError, RuntimeError):
+    """A benchmark's own code raised where a shared layer called it; the message names the
+    benchmark, its module and what it was asked to do, so the other benchmarks can still be served."""
+
+
+def guarded(benchmark: Benchmark, what: str, call, *args, **kwargs):
+    """``call(*args, **kwargs)``, a piece of ``benchmark``'s own code; whatever it raises comes back
+    as one ``BenchmarkFailed`` line naming the benchmark, the module and ``what``."""
+    try:
+        return call(*args, **kwargs)
+    except BenchmarkFailed:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- a benchmark's code may raise anything: named, contained
+        module = getattr(call, "module", None) or getattr(call, "__module__", None) or benchmark.name
+        message = " ".join(str(exc).split())[:300] or type(exc).__name__
+        raise BenchmarkFailed(f"benchmark {benchmark.name} ({module}): {what} failed: {type(exc).__name__}: "
+                              f"{message}") from exc
+
+
+def extra_module_in(err: BaseException) -> tuple[str, str] | None:
+    """(benchmark module given in ``$SPATIAL_TASKS_BENCHMARKS``, the module that raised) when the
+    innermost frame of ``err``'s traceback that lies in such a benchmark's package raised it; else
+    None. An error in one of this package's own benchmarks is a bug of ours, not named this way."""
+    extras = [m for m in modules() if m not in MODULES]
+    if not extras:
+        return None
+    tb, found = err.__traceback__, None
+    while tb is not None:
+        name = str(tb.tb_frame.f_globals.get("__name__", ""))
+        for extra in extras:
+            package = extra.rsplit(".", 1)[0] if "." in extra else extra
+            if name == extra or name == package or name.startswith(package + "."):
+                found = (extra, name)
+        tb = tb.tb_next
+    return found
 
 
 def modules() -> tuple[str, ...]:
@@ -73,6 +112,13 @@ def _load(names: tuple[str, ...]) -> dict[str, Benchmark]:
 def benchmarks() -> dict[str, Benchmark]:
     """name -> description, in registry order."""
     return _load(modules())
+
+
+def benchmark_module(name: str) -> str | None:
+    """The module whose BENCHMARK is the registered benchmark called ``name`` (None: no such one)."""
+    described = benchmarks().get(name)
+    return next((m for m in modules() if getattr(sys.modules.get(m), "BENCHMARK", None) is described), None) \
+        if described is not None else None
 
 
 def get(name: str) -> Benchmark:

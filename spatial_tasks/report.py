@@ -20,6 +20,7 @@ file. A report that fails leaves the earlier one as it was.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
@@ -31,7 +32,7 @@ from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.owned import Ledger
 from spatial_tasks.common.samples import Run, find_runs, samples_benchmark
 from spatial_tasks.paths import output_folder
-from spatial_tasks.registry import benchmarks, offering
+from spatial_tasks.registry import MODULES, BenchmarkFailed, benchmark_module, benchmarks, guarded, offering
 from spatial_tasks.results.scorecard import (
     LEADERBOARD_CSV,
     LEADERBOARD_JSON,
@@ -103,6 +104,14 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
     return written
 
 
+def _section(benchmark: Benchmark, entries: list, out: Path) -> tuple[list[Path], list[str]]:
+    """A benchmark's report section; one added by ``$SPATIAL_TASKS_BENCHMARKS`` whose code raises is
+    contained (``registry.guarded``: ``BenchmarkFailed``), ours raise as the bugs they would be."""
+    if benchmark_module(benchmark.name) in MODULES:
+        return benchmark.report.write(entries, out)
+    return guarded(benchmark, "its report section", benchmark.report.write, entries, out)
+
+
 def software_lines(runs: Sequence[Run]) -> list[str]:
     """The "Software" section: each run's recorded versions, a warning when runs compared in this
     report differ in torch or transformers, and what scored them (this spatial-tasks)."""
@@ -163,7 +172,11 @@ def _draw(root: Path | None, runs: list, by_benchmark: dict, makers: dict, intro
         sections += ["## Software", "", *software_lines(runs), ""]
         sections += ["## Scoring settings", "", *settings_lines(by_benchmark), ""]
     for name in (name for name in makers if name in by_benchmark):  # in registry order
-        files, lines = makers[name].report.write(by_benchmark[name], out)
+        try:
+            files, lines = _section(makers[name], by_benchmark[name], out)
+        except BenchmarkFailed as failed:  # an added benchmark's section: named, the others still drawn
+            print(f"spatial-tasks: {failed}; its section is left out", file=sys.stderr)
+            files, lines = [], [f"**Not drawn**: {failed}."]
         written += files
         sections += [f"## {makers[name].title_for_report()}", "", *lines, ""]
         sections += [f"![{p.stem}]({p.name})" for p in files] + [""]

@@ -5,9 +5,36 @@ from __future__ import annotations
 import os
 
 
-def hub_unreachable() -> str | None:
+ANSWER_WITHIN = 5.0  # seconds: a Hub that has not answered by then is taken as not answering
+
+
+def hub_unreachable(answer_within: float | None = None) -> str | None:
     """Why the Hub cannot be reached (HF_HUB_OFFLINE set, or its host does not resolve and no proxy
-    is set), or None when it may be: a cheap check before anything that would retry for a minute."""
+    is set), or None when it may be: a cheap check before anything that would retry for a minute.
+    ``answer_within``: also ask the endpoint once and say so if nothing answers in that many seconds
+    (an endpoint that accepts and never answers costs the hub client ~50 s of retries otherwise)."""
+    why = _unresolved()
+    if why is None and answer_within is not None:
+        why = _silent(answer_within)
+    return why
+
+
+def _silent(timeout: float) -> str | None:
+    """Why the Hub's endpoint gives no HTTP answer within ``timeout`` seconds (None: it answered,
+    whatever the status)."""
+    import httpx
+    from huggingface_hub import constants
+
+    try:
+        httpx.get(constants.ENDPOINT.rstrip("/") + "/api/whoami-v2", timeout=timeout)
+    except httpx.TimeoutException:
+        return f"{constants.ENDPOINT} did not answer within {timeout:g} s"
+    except httpx.HTTPError as err:
+        return f"{constants.ENDPOINT} cannot be reached ({type(err).__name__})"
+    return None
+
+
+def _unresolved() -> str | None:
     import socket
     from urllib.parse import urlparse
 

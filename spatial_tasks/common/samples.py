@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import sys
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -126,6 +127,7 @@ def rescore_file(path: Path, keys: Sequence[str], benchmark: str,
     lines = [(number, sample, logged_record(sample, keys, benchmark)) for number, sample in numbered_samples(path)]
     if not any(record is not None for _, _, record in lines):
         return out
+    _say_malformed_values(path, lines)
     for number, sample, record in lines:
         if record is None:
             raise SamplesError(f"{path}:{number}: no {benchmark} record under {' or '.join(repr(k) for k in keys)} "
@@ -137,6 +139,30 @@ def rescore_file(path: Path, keys: Sequence[str], benchmark: str,
             raise SamplesError(f"{path}:{number}: the logged {benchmark} record cannot be re-scored: "
                                f"{record_problem(err)}") from None
     return out
+
+
+_SAID_MALFORMED: set[tuple[str, int, int]] = set()  # (file, size, mtime): each file's line once a process
+
+
+def _say_malformed_values(path: Path, lines: Sequence[tuple[int, dict, dict | None]]) -> None:
+    """Name the logged values that cannot be what they claim (a first-token payload's label mass
+    outside [0, 1], NaN or not a number), once per file: the file, the first doc id and value, and
+    how many. Such a question is malformed: its record scores it as an unreadable answer (wrong)."""
+    from spatial_tasks.common.yesno import label_mass_problem
+
+    found = [(sample.get("doc_id"), problem) for _, sample, _ in lines
+             if (problem := label_mass_problem(first_response(sample)))]
+    if not found:
+        return
+    stat = Path(path).stat()
+    key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+    if key in _SAID_MALFORMED:
+        return
+    _SAID_MALFORMED.add(key)
+    doc_id, problem = found[0]
+    more = f" ({len(found)} questions in all)" if len(found) > 1 else ""
+    print(f"spatial-tasks: {path}: doc {doc_id}: {problem}{more}; counted as malformed (scored as an unreadable "
+          "answer, wrong)", file=sys.stderr, flush=True)
 
 
 def record_problem(err: BaseException) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import itertools
 import math
+import os
 import reprlib
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -202,6 +203,66 @@ def parquet_columns(path, error: type[DataError] = SourceError) -> list[str]:
         raise error(f"{path}: not a readable parquet file ({first[:160]})") from None
 
 
+# The first bytes of what a data file's link may point at instead, and how to say it.
+_MAGIC = ((b"PAR1", "a parquet file"), (b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),
+          (b"\x1f\x8b", "a gzip file"), (b"PK\x03\x04", "a zip archive"), (b"GIF8", "a GIF image"))
+
+
+def what_is_at(path: Path) -> str:
+    """What ``path`` (a link's target) is, in words: missing, a folder, an empty file, or the kind
+    its first bytes say (parquet, PNG, JPEG, gzip, zip, text, other bytes)."""
+    if not path.exists():
+        return "does not exist"
+    if path.is_dir():
+        return "is a folder"
+    if not path.is_file():
+        return "is not a regular file"
+    with open(path, "rb") as handle:
+        head = handle.read(512)
+    if not head:
+        return "is an empty file"
+    kind = next((name for magic, name in _MAGIC if head.startswith(magic)), None)
+    if kind is None:
+        try:
+            head.decode("utf-8")
+            kind = "a text file"
+        except UnicodeDecodeError:
+            kind = "a file of other bytes"
+    return f"is {kind}"
+
+
+def link_problem(path: Path) -> str | None:
+    """For a data file that is a symbolic link: the line naming the link, its target and what the
+    target is, when the target is not what the link's name says (missing, a folder, not parquet);
+    None for a plain file or a link to the right kind of file."""
+    path = Path(path)
+    if not path.is_symlink():
+        return None
+    target = Path(os.path.realpath(path))
+    what = what_is_at(target)
+    if path.suffix.lower() == ".parquet" and what == "is a parquet file":
+        return None
+    if path.suffix.lower() != ".parquet" and what.startswith("is a") and target.is_file():
+        return None  # another suffix: its own reader judges the content
+    return f"{path} is a link to {target}, which {what}" + (
+        "" if what.startswith(("does not", "is a folder", "is not")) else f" (not a {path.suffix.lstrip('.')} file)")
+
+
+def folder_link_problem(folder: str | Path) -> str | None:
+    """The first data file under ``folder`` (hidden ones aside) that is a link to something other
+    than its name says (``link_problem``); ``datasets`` skips a dangling link or fails on the whole
+    folder, naming neither."""
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        return None
+    for current, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files) + [d for d in dirs if (Path(current) / d).is_symlink()]:
+            if not name.startswith(".") and (problem := link_problem(Path(current) / name)):
+                return problem
+    return None
+
+
 def data_file_problem(path: str | Path) -> str | None:
     """Why one local data file cannot be read as a table ("FILE: no rows", "FILE: not a readable
     parquet file (...)"), or None when it can. ``datasets`` reports either case as a bare
@@ -209,7 +270,9 @@ def data_file_problem(path: str | Path) -> str | None:
     import pyarrow.parquet as pq
 
     path = Path(path)
-    shown = f"{path} (a link to {path.resolve()})" if path.is_symlink() else str(path)
+    if (problem := link_problem(path)) is not None:
+        return problem
+    shown = str(path)
     if not path.is_file():
         return f"{shown}: missing"
     suffix = path.suffix.lower()
@@ -266,9 +329,10 @@ def dataset_file_problem(path: str, name: str | None = None, **load_kwargs) -> s
     try:
         config = datasets.load_dataset_builder(str(path), name, **load_kwargs).config
         files = [f for split in (config.data_files or {}).values() for f in split]
-    except Exception:  # noqa: BLE001 - the caller reports the loading error itself
-        return None
-    return next((problem for f in files if (problem := data_file_problem(f))), None)
+    except Exception:  # noqa: BLE001 - the caller reports the loading error itself; a bad link it cannot see
+        return folder_link_problem(path) if Path(path).expanduser().is_dir() else None
+    found = next((problem for f in files if (problem := data_file_problem(f))), None)
+    return found or (folder_link_problem(path) if Path(path).expanduser().is_dir() else None)
 
 
 def reads_docs(benchmark: str, fields: Sequence[str]) -> Callable:

@@ -108,6 +108,20 @@ def label_mass(log_p_yes: float, log_p_no: float) -> float | None:
     return None if math.isnan(mass) else min(1.0, mass)
 
 
+def label_mass_problem(response: object) -> str | None:
+    """What is wrong with the ``label_mass`` a logged first-token payload carries (outside [0, 1],
+    NaN, not a number), in words naming the value; None when it is fine, absent, or no payload."""
+    fields = decode_payload_fields(response)
+    if fields is None or payload_label_mass(fields)[0]:
+        return None
+    value = fields["label_mass"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"label_mass {value!r} is not a number"
+    if math.isnan(value):
+        return "label_mass NaN is not a number"
+    return f"label_mass {value!r} is outside [0, 1]"
+
+
 def payload_label_mass(fields: dict) -> tuple[bool, float | None]:
     """(valid, m) of a decoded payload's ``label_mass``: absent is valid and None; a number in [0, 1]
     (to MASS_SLACK) is valid; anything else (text, NaN, out of range) is not."""

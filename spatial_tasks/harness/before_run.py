@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import sys
 from pathlib import Path
 
 from spatial_tasks.common.errors import stop_run
-from spatial_tasks.common.hub import hub_unreachable
+from spatial_tasks.common.hub import ANSWER_WITHIN, hub_unreachable
 from spatial_tasks.harness.data import TaskData
 
 
@@ -22,6 +23,7 @@ def install_preflight() -> None:
     nothing to wrap yet, so this runs when the task index is built."""
     from spatial_tasks import preflight
 
+    _install_task_name_check()
     evaluator = sys.modules.get("lmms_eval.evaluator")
     original = getattr(evaluator, "simple_evaluate", None)
     if original is None or getattr(original, "_spatial_tasks", False):
@@ -39,18 +41,22 @@ def install_preflight() -> None:
             from lmms_eval.utils import simple_parse_args_string
 
             model_args = simple_parse_args_string(model_args or "")
-        checkpoint = preflight.given_checkpoint(model_args) or _default_checkpoint(model)
-        why = hub_unreachable()
-        if why:
-            line = preflight.missing_checkpoint(model, checkpoint, why)
-            for task in ours if line is None else ():
-                data, hook = TaskData.from_yaml(_task_yaml(task))
-                if not (data.is_local_builder or data.local_folder is not None):
-                    line = preflight.missing_dataset(task, data.path, hook.source_env, why)
-                if line:
-                    break
-            if line:
-                stop_run(line)
+        given = preflight.given_checkpoint(model_args)
+        line = preflight.local_checkpoint_problem(model, given)  # a path: it exists and holds a checkpoint
+        if line:
+            stop_run(line)
+        checkpoint = given or _default_checkpoint(model)
+        # What must come from the Hub (not local, not cached): the checkpoint, our tasks' datasets. The
+        # Hub is asked only then (once, and a silent endpoint given ANSWER_WITHIN seconds); the reason
+        # goes where WHY stands.
+        lines = [preflight.missing_checkpoint(model, checkpoint, WHY)]
+        for task in ours:
+            data, hook = TaskData.from_yaml(_task_yaml(task))
+            if not (data.is_local_builder or data.local_folder is not None):
+                lines.append(preflight.missing_dataset(task, data.path, hook.source_env, WHY))
+        lines = [line for line in lines if line]
+        if lines and (why := hub_unreachable(answer_within=ANSWER_WITHIN)):
+            stop_run(lines[0].replace(WHY, why))
         try:
             return original(*args, **kwargs)
         except OSError as err:
@@ -61,6 +67,38 @@ def install_preflight() -> None:
 
     simple_evaluate._spatial_tasks = True
     evaluator.simple_evaluate = simple_evaluate
+
+
+def _install_task_name_check() -> None:
+    """Wrap ``TaskManager.match_tasks`` (idempotent): a requested name that matches no task but is a
+    close misspelling of one of ours (``o3d_markerz``) ends the run in one line naming ours, before
+    lmms-eval's "Tasks not found" traceback and exit 0. Other unknown names are left to lmms-eval."""
+    from lmms_eval.tasks import TaskManager
+
+    from spatial_tasks import preflight
+
+    original = TaskManager.match_tasks
+    if getattr(original, "_spatial_tasks", False):
+        return
+
+    @functools.wraps(original)
+    def match_tasks(self, task_list):
+        matched = original(self, task_list)
+        for name in task_list:
+            name = str(name).strip()
+            if name in matched or "*" in name or os.path.exists(name):
+                continue
+            closest = preflight.closest_task(name)
+            if closest:
+                stop_run(f"spatial-tasks: --tasks {name}: no such task; did you mean {closest}? "
+                         "(`spatial-tasks list` lists ours)")
+        return matched
+
+    match_tasks._spatial_tasks = True
+    TaskManager.match_tasks = match_tasks
+
+
+WHY = "\x00why\x00"  # where a preflight line says why the Hub cannot be had, filled in once asked
 
 
 def _default_checkpoint(model: str) -> str | None:

@@ -34,7 +34,7 @@ import torch
 from lmms_eval.api.model import lmms
 from PIL import Image
 
-from spatial_tasks.common.errors import UserError, stop_run
+from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.validate import flag
 from spatial_tasks.models import families
 from spatial_tasks.models.hf_yesno import GROUP_WINDOW, HFYesNoMixin, QwenImageFeatures
@@ -86,15 +86,6 @@ class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
         if self.batch_size_per_gpu < 1 or self.group_window < 1:
             raise ModelArgsError(f"hf_yesno: batch_size and group_window must be >= 1 (got {batch_size}, {group_window})")
         self.answer_tokens()  # a tokenizer without single-token answers fails at load time
-
-    @classmethod
-    def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None):
-        """How lmms-eval builds the model: a setting it cannot use ends the run in one line (exit 2)
-        instead of lmms-eval's traceback and exit 0."""
-        try:
-            return super().create_from_arg_string(arg_string, additional_config)
-        except UserError as error:
-            stop_run(f"spatial-tasks: {error}" if str(error).startswith("hf_yesno") else f"spatial-tasks: hf_yesno: {error}")
 
     # --- loading and placement ----------------------------------------------------------------
     def _place(self, device: str | None, device_map: str | None) -> None:

@@ -73,6 +73,14 @@ class HFYesNoMixin:
     no_text: str = "No"
     answer_rule: str = "exact"  # spatial_tasks.models.answer_tokens: "exact" (the paper's) or "variants"
 
+    @classmethod
+    def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None):
+        """How lmms-eval builds the model: every argument checked before it loads, one line and exit 2
+        for a bad one (``models.arguments.create_checked``)."""
+        from spatial_tasks.models.arguments import create_checked
+
+        return create_checked(cls, arg_string, additional_config)
+
     def _yesno_options(self, yes_text: str = "Yes", no_text: str = "No", answer_rule: str = "exact",
                        group_images: bool | str = True, group_window: int | str = GROUP_WINDOW,
                        share_prefix: bool | str = False, dtype: str | None = None,

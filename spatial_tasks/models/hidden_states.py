@@ -34,25 +34,28 @@ class TorchDeviceError(UserError, RuntimeError):
     """The requested torch device does not exist on this machine."""
 
 
-def check_torch_device(device: str) -> torch.device:
+def check_torch_device(device: str, name: str = "--device") -> torch.device:
     """``device`` ("cpu", "cuda", "cuda:1", "mps") as a torch.device that exists here; a
-    TorchDeviceError saying what exists otherwise (before any model is loaded)."""
+    TorchDeviceError saying what exists otherwise (before any model is loaded). ``name``: the flag
+    (``--device cuda``) or model argument (``device=cuda``) the value came from."""
+    given = f"{name} {device}" if name.startswith("--") else f"{name}={device}"
+    cpu = f"{name} cpu" if name.startswith("--") else f"{name}=cpu"
     try:
         chosen = torch.device(device)
     except (RuntimeError, TypeError):
-        raise TorchDeviceError(f"--device {device!r}: not a torch device (cpu, cuda, cuda:N, mps)") from None
+        raise TorchDeviceError(f"{given}: not a torch device (cpu, cuda, cuda:N, mps)") from None
     if chosen.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count == 0:
-            raise TorchDeviceError(f"--device {device}: torch sees no CUDA GPU on this machine "
+            raise TorchDeviceError(f"{given}: torch sees no CUDA GPU on this machine "
                                    f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'none'}); "
-                                   "use --device cpu")
+                                   f"use {cpu}")
         if chosen.index is not None and chosen.index >= count:
-            raise TorchDeviceError(f"--device {device}: this machine has {count} CUDA GPU(s) (cuda:0..cuda:{count - 1})")
+            raise TorchDeviceError(f"{given}: this machine has {count} CUDA GPU(s) (cuda:0..cuda:{count - 1})")
     elif chosen.type == "mps" and not torch.backends.mps.is_available():
-        raise TorchDeviceError(f"--device {device}: Apple MPS is not available here; use --device cpu")
+        raise TorchDeviceError(f"{given}: Apple MPS is not available here; use {cpu}")
     elif chosen.type not in ("cpu", "cuda", "mps"):
-        raise TorchDeviceError(f"--device {device}: choose cpu, cuda, cuda:N or mps")
+        raise TorchDeviceError(f"{given}: choose cpu, cuda, cuda:N or mps")
     return chosen
 
 

@@ -114,6 +114,14 @@ class Settings:
 class OpenAIYesNo(lmms):
     """First-token Yes/No log-probabilities from an OpenAI-compatible server (module docstring)."""
 
+    @classmethod
+    def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None):
+        """Every argument checked before the server is asked anything (``models.arguments``); no
+        torch device here: the server holds the model."""
+        from spatial_tasks.models.arguments import create_checked
+
+        return create_checked(cls, arg_string, additional_config, torch_device=False)
+
     def __init__(self, **args: Any) -> None:
         super().__init__()
         try:

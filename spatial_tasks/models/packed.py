@@ -74,7 +74,10 @@ def packed_choice(value: bool | str, model: torch.nn.Module, grouped: bool) -> b
 
     if isinstance(value, str) and value.strip().lower() == "auto":
         return grouped and packed_by_default(next(model.parameters()).device, model.dtype)
-    return flag(value, "packed")
+    try:
+        return flag(value, "packed")
+    except ValueError:
+        raise ValueError(f"packed must be true, false or auto, not {value!r}") from None
 
 
 # --- stage timing -------------------------------------------------------------------------------

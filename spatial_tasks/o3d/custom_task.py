@@ -23,7 +23,10 @@ def check_folder(local: Path, base_cfg: dict) -> None:
     try:
         configs = set(datasets.get_dataset_config_names(str(local)))
     except Exception as err:  # noqa: BLE001
-        raise ValueError(f"--data {local}: not a dataset folder datasets can read ({first_line(err)})") from None
+        from spatial_tasks.common.validate import folder_link_problem
+
+        raise ValueError(f"--data {local}: " + (folder_link_problem(local) or "not a dataset folder datasets can "
+                                                f"read ({first_line(err)})")) from None
     if "visual_questions" not in configs:
         raise ValueError(f"--data {local}: lacks the config 'visual_questions' (the questions; it has: {sorted(configs)})")
     wanted = Slice.of(base_cfg.get("metadata") or {}, str(base_cfg.get("task"))).subsets
@@ -31,6 +34,11 @@ def check_folder(local: Path, base_cfg: dict) -> None:
     if wanted and not present:
         raise ValueError(f"--data {local}: holds none of the image subsets {list(wanted)} this task reads "
                          f"(it has: {sorted(configs)})")
+    from spatial_tasks.common.validate import dataset_file_problem
+
+    for config in ["visual_questions", *present]:  # every table the task reads must read: checked now
+        if problem := dataset_file_problem(str(local), config):
+            raise ValueError(f"--data {local}: {problem}")
     absent = [c for c in wanted if c not in configs]
     if absent:  # a generated folder may hold some cue sets only: the task evaluates those
         from loguru import logger

@@ -1,0 +1,111 @@
+"""The model arguments of our first-token scorers, checked before any model loads.
+
+lmms-eval builds a model with ``create_from_arg_string``; a bad value found later, inside the
+model's ``__init__`` or its first batch, comes out as lmms-eval's traceback and exit status 0, and
+some never come out at all (``device=cuda`` on a machine without CUDA scored on the CPU). So every
+``_yesno`` twin, ``hf_yesno`` and ``spatial-tasks probe`` read their settings through
+``check_model_args`` first: each value that is set is checked against one table (``RULES``), the
+device against this machine, and a bad one is one line naming the argument, the value and what it
+takes. ``with_device_map`` makes ``device`` imply the matching ``device_map`` (lmms-eval's classes
+default to ``device_map=auto``, which the padded path reads as "the inputs go to cuda"), so every
+scoring path takes the same arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from spatial_tasks.common.errors import UserError
+
+DTYPES = ("bfloat16", "float16", "float32")
+ANSWER_RULES = ("exact", "variants")  # spatial_tasks.models.answer_tokens.RULES
+BOOLEAN = ("true", "false")
+
+
+class ModelArgsError(UserError, ValueError):
+    """A --model_args value a scorer cannot use; the message is one line."""
+
+
+def _choice(*allowed: str) -> Callable[[object], bool]:
+    return lambda value: str(value).strip().lower() in allowed
+
+
+def _boolean(value: object) -> bool:
+    return isinstance(value, bool) or str(value).strip().lower() in ("1", "0", "true", "false", "yes", "no")
+
+
+def _positive_int(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    try:
+        return int(str(value).strip()) >= 1 and float(str(value).strip()) == int(str(value).strip())
+    except ValueError:
+        return False
+
+
+# argument -> (the check, what it takes)
+RULES: dict[str, tuple[Callable[[object], bool], str]] = {
+    "packed": (lambda v: _boolean(v) or _choice("auto")(v), "true, false or auto"),
+    "dtype": (_choice(*DTYPES), ", ".join(DTYPES)),
+    "batch_size": (_positive_int, "a whole number >= 1"),
+    "group_window": (_positive_int, "a whole number >= 1"),
+    "group_images": (_boolean, "true or false"),
+    "share_prefix": (_boolean, "true or false"),
+    "trust_remote_code": (_boolean, "true or false"),
+    "answer_rule": (_choice(*ANSWER_RULES), " or ".join(ANSWER_RULES)),
+}
+
+
+def create_checked(cls: type, arg_string: str, additional_config: Mapping | None, *, torch_device: bool = True):
+    """``cls.create_from_arg_string`` for our scorers: --model_args read with lmms-eval's own parser,
+    every value checked (``check_model_args``) before anything loads, ``device`` implying
+    ``device_map`` (``torch_device``: the model runs here), and a setting the model turns down while
+    it loads ends the run in one line, exit 2 -- not lmms-eval's traceback and exit 0. lmms-eval
+    passes its CLI's ``--batch_size`` and ``--device`` beside --model_args; the latter, more
+    specific, wins (lmms-eval itself would fail on the name given twice)."""
+    from lmms_eval.utils import simple_parse_args_string
+
+    from spatial_tasks.common.errors import stop_run
+
+    name = model_id(cls)
+    given = simple_parse_args_string(arg_string or "")
+    cli = {k: v for k, v in (additional_config or {}).items() if v is not None}
+    try:
+        check_model_args(name, given, torch_device=torch_device)
+        check_model_args(name, cli, torch_device=torch_device)
+        args = {**cli, **given}
+        return cls(**(with_device_map(args) if torch_device else args))
+    except (UserError, ValueError) as error:
+        text = str(error)
+        stop_run(f"spatial-tasks: {text}" if text.startswith(name) else f"spatial-tasks: {name}: {text}")
+
+
+def model_id(cls: type) -> str:
+    """The --model name lmms-eval knows ``cls`` by (``spatial_tasks.harness.MODELS``)."""
+    from spatial_tasks.harness import MODELS
+
+    return next((name for name, path in MODELS.items() if path.rsplit(".", 1)[-1] == cls.__name__), cls.__name__)
+
+
+def check_model_args(model: str, args: Mapping[str, object], *, torch_device: bool = True) -> None:
+    """Raise ``ModelArgsError`` (one line) for the first argument of ``args`` that ``model`` cannot
+    use: a value outside ``RULES``, or (``torch_device``) a ``device`` this machine does not have."""
+    for name, (ok, takes) in RULES.items():
+        if name in args and args[name] is not None and not ok(args[name]):
+            raise ModelArgsError(f"{model}: {name}={args[name]!r} in --model_args; it takes {takes}")
+    device = args.get("device")
+    if torch_device and device not in (None, "", "auto"):
+        from spatial_tasks.models.hidden_states import TorchDeviceError, check_torch_device
+
+        try:
+            check_torch_device(str(device), name="device")
+        except TorchDeviceError as err:
+            raise ModelArgsError(f"{model}: {err} in --model_args") from None
+
+
+def with_device_map(args: Mapping[str, object]) -> dict:
+    """``args`` with ``device_map`` set to ``device`` when a device is given and no device_map is."""
+    out = dict(args)
+    if out.get("device") not in (None, "") and not out.get("device_map"):
+        out["device_map"] = out["device"]
+    return out
