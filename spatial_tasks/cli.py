@@ -151,6 +151,8 @@ def publish_command(
     repo: Annotated[str, typer.Option(help="Hub dataset repo, ORG/NAME.")],
     private: Annotated[bool, typer.Option(help="Create the repo private.")] = False,
     dry_run: Annotated[bool, typer.Option(help="List what would be uploaded; upload nothing.")] = False,
+    replace: Annotated[bool, typer.Option(help="Replace repo files this folder did not upload (refused otherwise).")]
+    = False,
 ) -> None:
     """Upload the card and the data files its configs declare (nothing else) to the Hub."""
     from spatial_tasks.generators.common.publish import publish, upload_plan
@@ -161,7 +163,7 @@ def publish_command(
     if dry_run:
         typer.echo(f"dry run: {len(files)} file(s) would go to {repo}; nothing uploaded")
         return
-    typer.echo(publish(path, repo, private=private, files=files))
+    typer.echo(publish(path, repo, private=private, files=files, replace=replace))
 
 
 
@@ -291,8 +293,9 @@ def tiny_model_command(
     It replaces only a tiny model it built there (the folder's ledger, ``common.owned``)."""
     from spatial_tasks.common.owned import Ledger
     from spatial_tasks.models.tiny_models import build_tiny_model
+    from spatial_tasks.paths import output_folder
 
-    ledger = Ledger(out, "spatial-tasks tiny-model")
+    ledger = Ledger(output_folder(out), "spatial-tasks tiny-model")
     ledger.check([out], what_to_do="Choose a new or empty --out, or move them away.")
     built = build_tiny_model(family, out, seed=seed, shape=shape)
     ledger.record(out)
@@ -435,6 +438,8 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args or os.environ.get(DEBUG_ENV) == "1"
     # huggingface_hub says so for every folder whose README has no YAML header: noise here.
     logging.getLogger("huggingface_hub.repocard").setLevel(logging.ERROR)
+    # datasets logs a bad parquet file before raising; our one line names it (and a link's target).
+    logging.getLogger("datasets.packaged_modules.parquet.parquet").setLevel(logging.CRITICAL)
     args = with_optional_values([a for a in args if a != "--debug"])
     usage_errors = _usage_errors()
     try:

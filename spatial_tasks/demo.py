@@ -103,9 +103,11 @@ def _run(label: str, command: list[str], output: Path, tasks: str, log: Path, le
     # One thread per run: two runs share the two cores (torch would otherwise oversubscribe them).
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "OMP_NUM_THREADS": "1", **offline_bertscore()}
-    with open(log, "w", encoding="utf-8") as fh:
-        code = subprocess.run(command, stdout=fh, stderr=subprocess.STDOUT, env=env).returncode
-    ledger.record(output, log)
+    try:
+        with open(log, "w", encoding="utf-8") as fh:
+            code = subprocess.run(command, stdout=fh, stderr=subprocess.STDOUT, env=env).returncode
+    finally:  # an interrupted demo's partial run is its own too: the next one may replace it
+        ledger.record(output, log)
     try:
         check_run(output, tasks.split(","), log)
     except RunFailed as err:

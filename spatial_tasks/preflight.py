@@ -68,10 +68,14 @@ def given_checkpoint(model_args: dict) -> str | None:
     return str(given).strip() if given else None
 
 
-# What a transformers checkpoint folder holds: (what, any of these names or patterns).
+# What a checkpoint folder holds: (what, any of these names or patterns). Every checkpoint has the
+# first two; a VLM family's lmms-eval class also reads the processor's (``VLM_PARTS``). Hub code
+# (trust_remote_code) and other models (spatial_baseline's depth model) may keep theirs elsewhere.
 CHECKPOINT_PARTS = (
     ("config.json", ("config.json",)),
     ("weights (*.safetensors or *.bin)", ("*.safetensors", "*.bin", "*.safetensors.index.json", "*.bin.index.json")),
+)
+VLM_PARTS = (
     ("processor files (preprocessor_config.json or processor_config.json)",
      ("preprocessor_config.json", "processor_config.json")),
     ("tokenizer files (tokenizer.json, tokenizer.model or tokenizer_config.json)",
@@ -109,10 +113,11 @@ def local_checkpoint_problem(model: str, checkpoint: str | None) -> str | None:
         return f"{head}: no such folder (a local checkpoint folder, or a Hub id ORG/NAME)"
     if not path.is_dir():
         return f"{head}: is a file, not a checkpoint folder (config.json, weights and processor files)"
-    lacks = [what for what, names in CHECKPOINT_PARTS if not any(any(path.glob(name)) for name in names)]
+    expected = expected_families(model)
+    parts = CHECKPOINT_PARTS + (VLM_PARTS if expected else ())
+    lacks = [what for what, names in parts if not any(any(path.glob(name)) for name in names)]
     if lacks:
         return f"{head}: not a model checkpoint folder: it lacks {', '.join(lacks)}"
-    expected = expected_families(model)
     try:
         model_type = json.loads((path / "config.json").read_text(encoding="utf-8")).get("model_type")
     except (OSError, ValueError, AttributeError):

@@ -118,7 +118,7 @@ def test_a_data_file_is_inspected_and_an_unreadable_one_is_named(tmp_path):
     link = tmp_path / "linked.parquet"
     link.symlink_to(foreign)
     assert inspect_source(str(empty)).error == f"{empty}: no rows (a parquet file with only its schema)"
-    assert inspect_source(str(link)).error.startswith(f"{link} (a link to {foreign}): not a readable parquet file")
+    assert inspect_source(str(link)).error == f"{link} is a link to {foreign}, which is a text file (not a parquet file)"
     with pytest.raises(DataError, match="inspect reads a dataset folder, a Hub id, or one data file"):
         inspect_source(str(foreign))
     folder = tmp_path / "folder" / "phase_variation"

@@ -330,3 +330,25 @@ def test_a_cut_off_upload_resumes_without_sending_anything_twice(online, dataset
         before = _commit_count(hub)
         publish(dataset_dir, "my-org/st", endpoint=hub.url, token=TOKEN)  # all there: no commit at all
         assert _commit_count(hub) == before
+
+
+def test_a_repo_file_this_folder_did_not_upload_is_never_replaced(online, dataset_dir):
+    """Issue 50: nothing of the user's is overwritten, on the Hub too. A card written on the Hub stops
+    the upload (nothing sent) unless --replace; a file this folder uploaded is replaced freely."""
+    with FakeHub(repo_exists=True) as hub:
+        hub.stored["README.md"] = b"---\nconfigs: []\n---\nthe card I wrote on the Hub\n"
+        with pytest.raises(PublishError, match=r"my-org/st holds README\.md, which this folder did not upload .*"
+                                               r"nothing was uploaded\. Pass --replace"):
+            publish(dataset_dir, "my-org/st", endpoint=hub.url, token=TOKEN)
+        assert _commit_count(hub) == 0 and hub.stored["README.md"].endswith(b"the card I wrote on the Hub\n")
+        publish(dataset_dir, "my-org/st", endpoint=hub.url, token=TOKEN, replace=True)
+        assert hub.stored["README.md"] == (dataset_dir / "README.md").read_bytes()
+        card = dataset_dir / "README.md"
+        card.write_text(card.read_text() + "\nA line added locally.\n")
+        publish(dataset_dir, "my-org/st", endpoint=hub.url, token=TOKEN)  # ours on the Hub: replaced, no flag
+        assert hub.stored["README.md"] == card.read_bytes()
+        hub.stored["README.md"] = b"edited on the Hub since"
+        card.write_text(card.read_text() + "\nAnother.\n")
+        with pytest.raises(PublishError, match="changed on the Hub since"):
+            publish(dataset_dir, "my-org/st", endpoint=hub.url, token=TOKEN)
+        assert hub.stored["README.md"] == b"edited on the Hub since"

@@ -14,6 +14,12 @@ local whatever their names. The list is printed before anything is sent; ``--dry
 there. The token comes from huggingface_hub's usual places (``HF_TOKEN``, ``hf auth login``) and
 is never printed or logged. Authentication, permission, not-found and network failures become
 one line saying what to do (``PublishError``).
+
+Nothing on the Hub that this folder did not put there is replaced: each upload is recorded in the
+folder's ``.spatial-tasks-published.json`` (repo, file, sha256 and git blob id), and a repo file
+that differs from the local one is replaced only while the repo still holds what this folder
+uploaded; anything else there (a card written on the Hub, another machine's upload) stops the
+upload before anything is sent, naming the files -- ``replace=True`` (``--replace``) replaces them.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from spatial_tasks.common.errors import UserError
 log = logging.getLogger(__name__)
 
 CARD = "README.md"
+PUBLISHED = ".spatial-tasks-published.json"  # in the dataset folder: what it uploaded, per repo
 
 
 class PublishError(UserError, ValueError):
@@ -119,7 +126,7 @@ DEFAULT_BATCH_BYTES = 2 * 1024**3
 
 def publish(path: Path, repo: str, private: bool = False, *, files: list[str] | None = None,
             endpoint: str | None = None, token: str | None = None, commit_message: str | None = None,
-            batch_bytes: int = DEFAULT_BATCH_BYTES) -> str:
+            batch_bytes: int = DEFAULT_BATCH_BYTES, replace: bool = False) -> str:
     """Upload the allowlisted files of the dataset folder ``path`` (``upload_list``; or ``files``,
     already computed) to the Hub dataset repo ``repo``; returns the repo URL.
 
@@ -141,6 +148,13 @@ def publish(path: Path, repo: str, private: bool = False, *, files: list[str] | 
         url = api.create_repo(repo, repo_type="dataset", private=private, exist_ok=True)
         remote = remote_files(api, repo, files)
         todo = [name for name in files if not same_as_remote(root / name, remote.get(name))]
+        uploaded = _published(root).get(repo, {})
+        theirs = [name for name in todo if name in remote and not _uploaded_here(uploaded.get(name), remote[name])]
+        if theirs and not replace:
+            shown = ", ".join(theirs[:3]) + (f" and {len(theirs) - 3} more" if len(theirs) > 3 else "")
+            raise PublishError(f"{repo} holds {shown}, which this folder did not upload (or which changed on the Hub "
+                               "since), and differs from the local copy; nothing was uploaded. Pass --replace to "
+                               "replace it with the local copy, or publish to another --repo")
         batches = _batches(root, sorted(todo, key=lambda n: n == CARD), batch_bytes)
         skipped = len(files) - len(todo)
         log.info("uploading %d file(s) of %s to %s in %d commit(s); %d already there", len(todo), root, repo,
@@ -150,7 +164,38 @@ def publish(path: Path, repo: str, private: bool = False, *, files: list[str] | 
             operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(root / name)) for name in batch]
             api.create_commit(repo_id=repo, repo_type="dataset", operations=operations,
                               commit_message=message if len(batches) == 1 else f"{message} (part {i}/{len(batches)})")
+            _record_published(root, repo, batch)
     return str(url)
+
+
+def _published(root: Path) -> dict[str, dict[str, dict]]:
+    """{repo: {file: {"sha256", "blob"}}} this folder uploaded ({} when none, or unreadable)."""
+    import json
+
+    try:
+        data = json.loads((root / PUBLISHED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _record_published(root: Path, repo: str, names: list[str]) -> None:
+    import json
+
+    from .jobs import atomic_write_text
+
+    data = _published(root)
+    data.setdefault(repo, {}).update({name: {"sha256": _sha256(root / name), "blob": _git_blob_sha1(root / name)}
+                                      for name in names})
+    atomic_write_text(root / PUBLISHED, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def _uploaded_here(record: dict | None, remote: object) -> bool:
+    """The repo's file is still the one this folder uploaded (its LFS sha256 or git blob id)."""
+    if not isinstance(record, dict):
+        return False
+    lfs = getattr(remote, "lfs", None)
+    return (lfs.sha256 == record.get("sha256")) if lfs is not None else getattr(remote, "blob_id", None) == record.get("blob")
 
 
 def remote_files(api, repo: str, names: list[str]) -> dict[str, object]:

@@ -45,11 +45,29 @@ def digest(path: Path) -> tuple[int, str]:
     return size, sha.hexdigest()
 
 
+_READ: dict[str, tuple[tuple[int, int], dict[str, dict]]] = {}  # ledger file -> ((size, mtime), entries)
+
+
 def _read(folder: Path) -> dict[str, dict]:
-    """{relative path: its latest entry} of ``folder``'s ledger ({} when there is none)."""
+    """{relative path: its latest entry} of ``folder``'s ledger ({} when there is none); parsed once
+    per version of the file (a folder of thousands of files asks it once per file)."""
+    path = Path(folder) / LEDGER
+    try:
+        stat = path.stat()
+    except OSError:
+        return {}
+    cached = _READ.get(str(path))
+    if cached is not None and cached[0] == (stat.st_size, stat.st_mtime_ns):
+        return cached[1]
+    entries = _parse(path)
+    _READ[str(path)] = ((stat.st_size, stat.st_mtime_ns), entries)
+    return entries
+
+
+def _parse(path: Path) -> dict[str, dict]:
     entries: dict[str, dict] = {}
     try:
-        lines = (Path(folder) / LEDGER).read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
         return entries
     for line in lines:

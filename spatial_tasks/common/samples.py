@@ -150,8 +150,11 @@ def _say_malformed_values(path: Path, lines: Sequence[tuple[int, dict, dict | No
     how many. Such a question is malformed: its record scores it as an unreadable answer (wrong)."""
     from spatial_tasks.common.yesno import label_mass_problem
 
-    found = [(sample.get("doc_id"), problem) for _, sample, _ in lines
-             if (problem := label_mass_problem(first_response(sample)))]
+    def problem_of(sample: dict, record: dict | None) -> str | None:  # the logged response, as rescored
+        logged = record.get("response") if isinstance(record, dict) else None
+        return label_mass_problem(logged) or label_mass_problem(first_response(sample))
+
+    found = [(sample.get("doc_id"), problem) for _, sample, record in lines if (problem := problem_of(sample, record))]
     if not found:
         return
     stat = Path(path).stat()

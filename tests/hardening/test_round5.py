@@ -186,3 +186,255 @@ def test_the_asset_cache_replaces_only_a_cache_it_made(tmp_path):
     first.unlink()  # an incomplete cache of ours: replaced whole
     assert cli("assets", "pybullet", "--archive", str(archive), env=env).returncode == 0
     assert first.exists()
+
+
+# --------------------------------------------------------------------------- item 2: model arguments
+
+LOGIT_TASK = "spatialtunnel_logit_sample_phase"
+
+
+def stopped(run) -> str:
+    """The one line an lmms-eval run that was stopped before its model loaded ends with (exit 2)."""
+    assert run.returncode == 2, (run.returncode, run.output[-3000:])
+    assert "Traceback" not in run.output, run.output[-3000:]
+    return run.output.strip().splitlines()[-1]
+
+
+BAD_ARGS = [
+    ("packed=maybe", "packed='maybe' in --model_args; it takes true, false or auto"),
+    ("dtype=float64x", "dtype='float64x' in --model_args; it takes bfloat16, float16, float32"),
+    ("batch_size=abc", "batch_size='abc' in --model_args; it takes a whole number >= 1"),
+    ("batch_size=0", "batch_size=0 in --model_args; it takes a whole number >= 1"),
+    ("group_images=perhaps", "group_images='perhaps' in --model_args; it takes true or false"),
+    ("share_prefix=2", "share_prefix=2 in --model_args; it takes true or false"),
+    ("answer_rule=fuzzy", "answer_rule='fuzzy' in --model_args; it takes exact or variants"),
+    ("device=cuda", "device=cuda: torch sees no CUDA GPU on this machine"),
+    ("device=cuda:3", "device=cuda:3: torch sees no CUDA GPU on this machine"),
+]
+
+
+@pytest.mark.parametrize("model", ["qwen2_5_vl_yesno", "hf_yesno", "gemma3_yesno"])
+@pytest.mark.parametrize(("arg", "said"), BAD_ARGS, ids=[a for a, _ in BAD_ARGS])
+def test_a_bad_model_argument_is_one_line_and_exit_2_before_the_model_loads(model, arg, said, tmp_path,
+                                                                             tiny_qwen_dir, tiny_family_dirs):
+    import torch
+    from lmms import run_lmms_eval
+
+    if arg.startswith("device=cuda") and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    checkpoint = tiny_family_dirs("gemma3") if model == "gemma3_yesno" else tiny_qwen_dir
+    run = run_lmms_eval(tmp_path / "out", model, f"pretrained={checkpoint},{arg}", LOGIT_TASK, verbose=False)
+    line = stopped(run)
+    assert line.startswith(f"spatial-tasks: {model}: {said}"), line
+    assert not (tmp_path / "out").exists()
+
+
+def test_openai_yesno_checks_its_arguments_before_asking_the_server(tmp_path):
+    from lmms import run_lmms_eval
+
+    for arg, said in BAD_ARGS[2:3] + BAD_ARGS[6:7]:
+        run = run_lmms_eval(tmp_path / "out", "openai_yesno", f"base_url=http://127.0.0.1:9/v1,model=m,{arg}",
+                            LOGIT_TASK, verbose=False)
+        assert stopped(run) == f"spatial-tasks: openai_yesno: {said}"
+
+
+def test_device_implies_its_device_map_on_every_scoring_path(lmms_run, tiny_qwen_dir):
+    """Issue 50: device=cpu without device_map=cpu ran packed, and died at batch 8 unpacked ("Found
+    no NVIDIA driver")."""
+    runs = {packed: lmms_run("qwen2_5_vl_yesno", f"pretrained={tiny_qwen_dir},device=cpu,packed={packed},"
+                             "min_pixels=3136,max_pixels=50176", LOGIT_TASK, "--batch_size", "8", "--limit", "16")
+            for packed in ("true", "false")}
+    for packed, run in runs.items():
+        assert run.returncode == 0 and run.results is not None, (packed, run.output[-3000:])
+    p = {packed: [s["v"]["p_yes"] for s in run.samples[LOGIT_TASK]] for packed, run in runs.items()}
+    assert len(p["true"]) == 16 and p["true"] == pytest.approx(p["false"], abs=1e-3)  # bfloat16 on 2 paths
+
+
+# --------------------------------------------------------------------------- item 3: the preflight
+
+
+def test_the_preflight_names_a_local_checkpoint_that_cannot_be(tmp_path, tiny_family_dirs):
+    from lmms import run_lmms_eval
+
+    empty = tmp_path / "notes"
+    empty.mkdir()
+    (empty / "config.json").write_text('{"model_type": "qwen2_5_vl"}')
+    cases = [
+        ("qwen2_5_vl", tmp_path / "no" / "such" / "dir", "no such folder (a local checkpoint folder, or a Hub id ORG/NAME)"),
+        ("qwen2_5_vl", empty, "not a model checkpoint folder: it lacks weights (*.safetensors or *.bin), processor "
+                              "files (preprocessor_config.json or processor_config.json), tokenizer files"),
+        ("qwen2_5_vl_yesno", tiny_family_dirs("gemma3"), "is a 'gemma3' checkpoint, but --model qwen2_5_vl_yesno "
+                                                         "loads qwen2_5_vl; --model hf_yesno reads the family"),
+    ]
+    for model, checkpoint, said in cases:
+        task = LOGIT_TASK if model.endswith("_yesno") else "spatialtunnel_sample_phase"
+        run = run_lmms_eval(tmp_path / "out", model, f"pretrained={checkpoint}", task, verbose=False)
+        line = stopped(run)
+        assert line.startswith(f"spatial-tasks: --model {model}: pretrained={checkpoint}: {said}"), line
+
+
+def test_a_near_miss_of_our_task_names_ours_and_other_names_are_lmms_evals(tmp_path):
+    from lmms import run_lmms_eval
+
+    run = run_lmms_eval(tmp_path / "out", "spatial_baseline", "rule=oracle", "o3d_markerz", verbose=False)
+    assert stopped(run) == ("spatial-tasks: --tasks o3d_markerz: no such task; did you mean o3d_markers? "
+                            "(`spatial-tasks list` lists ours)")
+    other = run_lmms_eval(tmp_path / "out2", "spatial_baseline", "rule=oracle", "completely_unrelated_xyz",
+                          verbose=False)
+    assert "Tasks not found: completely_unrelated_xyz" in other.output  # left as lmms-eval makes it
+
+
+def test_a_hub_that_accepts_and_never_answers_gets_its_line_within_15_s(tmp_path):
+    import socket
+    import threading
+    import time
+
+    from lmms import run_lmms_eval
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:  # accepts and never answers
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        env = {"HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0",
+               "HF_ENDPOINT": f"http://127.0.0.1:{listener.getsockname()[1]}"}
+        started = time.monotonic()
+        run = run_lmms_eval(tmp_path / "out", "qwen2_5_vl", "pretrained=someorg/not-cached-anywhere",
+                            "spatialtunnel_sample_phase", env=env, verbose=False, timeout=120)
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        listener.close()
+    line = stopped(run)
+    assert "checkpoint 'someorg/not-cached-anywhere' is not in the local Hugging Face cache" in line, line
+    assert "did not answer within 5 s" in line and took < 15 + 10, (took, line)  # 10 s: lmms-eval's own start
+
+
+# --------------------------------------------------------------------------- item 4: an added benchmark that fails
+
+BROKEN = '''
+import dataclasses
+
+from toybench.benchmark import BENCHMARK as TOY
+
+from spatial_tasks.benchmark import FolderInspection
+
+
+def inspect(folder):
+    raise RuntimeError("boom in inspect")
+
+
+def inspect_split(ds, name, files=()):
+    raise RuntimeError("boom in split")
+
+
+BENCHMARK = dataclasses.replace(TOY, name="brokenbench", capabilities=(FolderInspection(inspect),),
+                                inspect_split=inspect_split)
+'''
+
+
+@pytest.mark.parametrize("only", [False, True])
+def test_inspect_names_a_failing_added_benchmark_and_still_gives_the_others_verdicts(tmp_path, only):
+    from spatial_tasks.paths import benchmark_tasks_dir
+
+    (tmp_path / "broken_inspect.py").write_text(BROKEN)
+    toy = Path(__file__).resolve().parents[1] / "toybench"
+    env = {"SPATIAL_TASKS_BENCHMARKS": "broken_inspect",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(toy), os.environ.get("PYTHONPATH", "")])}
+    run = cli("inspect", str(benchmark_tasks_dir("dori") / "sample"), *(["--benchmark", "brokenbench"] if only else []),
+              env=env)
+    assert run.returncode == 0 and "internal error" not in run.stderr, run.stderr[-2000:]
+    assert ("as a folder, brokenbench: cannot judge: benchmark brokenbench (broken_inspect): its inspect capability "
+            "failed: RuntimeError: boom in inspect") in run.stdout
+    assert ("brokenbench: cannot judge: benchmark brokenbench (broken_inspect): its split reader failed: "
+            "RuntimeError: boom in split") in run.stdout
+    if not only:
+        assert "  dori: accepted: DORI" in run.stdout and run.stdout.strip().endswith("read by: dori"), run.stdout
+
+
+def test_an_added_benchmark_failing_elsewhere_is_named_by_its_module(tmp_path, monkeypatch):
+    """Any other command: the CLI's one line blames the added benchmark's module, not an internal error."""
+    from spatial_tasks import registry
+    from spatial_tasks.cli import describe
+
+    (tmp_path / "bad_summary.py").write_text(BROKEN.replace(
+        "BENCHMARK = dataclasses.replace(TOY,",
+        "def summary(*a, **k):\n    raise ZeroDivisionError('its own bug')\n\n\nBENCHMARK = dataclasses.replace(TOY, "
+        "summary=summary,"))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "toybench"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("SPATIAL_TASKS_BENCHMARKS", "bad_summary")
+    registry._load.cache_clear()
+    try:
+        with pytest.raises(ZeroDivisionError) as caught:
+            registry.benchmarks()["brokenbench"].summary()
+        assert registry.extra_module_in(caught.value) == ("bad_summary", "bad_summary")
+        assert describe(caught.value).startswith(
+            "the benchmark of bad_summary ($SPATIAL_TASKS_BENCHMARKS) failed in bad_summary (ZeroDivisionError: its "
+            "own bug); fix it, or leave it out of $SPATIAL_TASKS_BENCHMARKS")
+        assert describe(ZeroDivisionError("ours")).startswith("internal error")  # not raised by its code
+    finally:
+        monkeypatch.delenv("SPATIAL_TASKS_BENCHMARKS")
+        registry._load.cache_clear()
+
+
+# --------------------------------------------------------------------------- item 5: values read from samples
+
+
+@pytest.mark.parametrize("mass", ["1.5", "-0.2", "NaN", '"lots"'])
+def test_a_label_mass_that_is_not_a_probability_is_named_once_per_file(mass, baseline_run, tmp_path):
+    import json
+
+    run = baseline_run("oracle", LOGIT_TASK)
+    assert run.results is not None, run.output[-3000:]
+    copy = tmp_path / "runs" / "run"
+    shutil.copytree(run.out, copy)
+    samples = next(copy.rglob(f"*_samples_{LOGIT_TASK}.jsonl"))
+    lines = samples.read_text().splitlines()
+    first = json.loads(lines[0])
+    payload = json.loads(first["v"]["response"])
+    payload["label_mass"] = "@@"
+    text = json.dumps(payload).replace('"@@"', mass)
+    first["filtered_resps"] = first["v"]["response"] = text  # as a scorer would have logged it
+    samples.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    shown = "NaN is not a number" if mass == "NaN" else (
+        "'lots' is not a number" if mass == '"lots"' else f"{mass} is outside [0, 1]")
+    said = f"spatial-tasks: {samples}: doc {first['doc_id']}: label_mass {shown}; counted as malformed"
+    for command in (("rescore", "spatialtunnel", str(copy)), ("report", str(tmp_path / "runs"), "--out",
+                                                                  str(tmp_path / "report")),
+                    ("verify", str(tmp_path / "runs"))):
+        done = cli(*command)
+        assert done.returncode in (0, 1), (command, done.stderr[-2000:])
+        assert done.stderr.count(said) == 1, (command, done.stderr[-2000:])
+
+
+def test_a_data_file_that_is_a_link_names_its_target_and_what_it_is(tmp_path):
+    from spatial_tasks.paths import benchmark_tasks_dir
+
+    data = tmp_path / "st"
+    shutil.copytree(benchmark_tasks_dir("spatialtunnel") / "sample", data)
+    shard = data / "phase_variation" / "test-00000-of-00001.parquet"
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a table")
+    cases = [(notes, "which is a text file (not a parquet file)"), (tmp_path / "gone.parquet", "which does not exist"),
+             (tmp_path, "which is a folder")]
+    for target, what in cases:
+        shard.unlink()
+        shard.symlink_to(target)
+        line = one_line(cli("custom-task", "spatialtunnel_phase", "--data", str(data), "--out", str(tmp_path / "t")))
+        assert line == f"error: --data {data}: {shard} is a link to {target}, {what}", line

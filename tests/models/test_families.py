@@ -176,6 +176,7 @@ def test_hf_yesno_on_a_checkpoint_that_is_not_image_text_is_one_line(tmp_path):
     bert = tmp_path / "bert"
     bert.mkdir()
     (bert / "config.json").write_text(json.dumps({"model_type": "bert", "architectures": ["BertModel"]}))
+    (bert / "model.safetensors").write_bytes(b"")  # a checkpoint by its files (the preflight): its family is what is wrong
     with pytest.raises(families.ModelFamilyError, match=r"'bert' checkpoint, not an image-text model.*Qwen2.5-VL"):
         HFYesNo(str(bert), device="cpu")
     run = run_lmms_eval(tmp_path / "out", "hf_yesno", f"pretrained={bert},device=cpu", "spatialtunnel_logit_sample_phase",

@@ -227,7 +227,7 @@ def test_stages_are_timed(tiny):
 
 
 def test_packed_is_a_validated_model_arg(tiny_qwen_dir):
-    with pytest.raises(ValueError, match="packed must be true or false, not 'sometimes'"):
+    with pytest.raises(ValueError, match="packed must be true, false or auto, not 'sometimes'"):
         Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), packed="sometimes", **ARGS)
     auto = Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), **ARGS)
     assert auto.packable() == packed_by_default(torch.device("cpu"), torch.float32)
