@@ -295,7 +295,9 @@ def tiny_model_command(
     from spatial_tasks.models.tiny_models import build_tiny_model
     from spatial_tasks.paths import output_folder
 
-    ledger = Ledger(output_folder(out), "spatial-tasks tiny-model")
+    if out.exists() and not out.is_dir():
+        output_folder(out)  # its one line: "--out X: is a file, expected a folder"
+    ledger = Ledger(out, "spatial-tasks tiny-model")  # nothing is made before the family is known
     ledger.check([out], what_to_do="Choose a new or empty --out, or move them away.")
     built = build_tiny_model(family, out, seed=seed, shape=shape)
     ledger.record(out)

@@ -98,6 +98,7 @@ def tag_image_file(image: Path, boxes: str, out: Path, size: int | None = None) 
     """``spatial-tasks vague tag-persons``: ``image`` with the tags of ``boxes`` (``read_boxes``)
     drawn, written to ``out``; returns the number of tags."""
     from spatial_tasks.common.images import open_image
+    from spatial_tasks.common.owned import Ledger
 
     out = Path(out)
     if out.is_dir():
@@ -114,7 +115,10 @@ def tag_image_file(image: Path, boxes: str, out: Path, size: int | None = None) 
                          f"at most {max(picture.size)} (default here: {tag_size(picture)})")
     tagged, tags = draw_person_tags(picture, read_boxes(boxes, Path(image).name), size)
     out.parent.mkdir(parents=True, exist_ok=True)
+    ledger = Ledger(out.parent, "spatial-tasks vague tag-persons")  # an image of yours there is never replaced
+    ledger.check([out], what_to_do="Choose another --out, or move it away.")
     partial = out.with_name(f".{out.name}.partial{out.suffix}")  # never half an image under the final name
     tagged.save(partial)
     partial.replace(out)
+    ledger.record(out)
     return len(tags)

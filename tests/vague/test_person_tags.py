@@ -79,3 +79,9 @@ def test_cli(tmp_path):
                           "--out", str(tmp_path / "x.png")], capture_output=True, text=True)
     assert bad.returncode == 2 and "box 1" in bad.stderr and not (tmp_path / "x.png").exists()
     assert expected.size == (800, 500)
+    again = [exe, "vague", "tag-persons", str(tmp_path / "frame.jpg"), "--boxes", str(boxes), "--out"]
+    assert subprocess.run([*again, str(tmp_path / "frame_annot.png")], capture_output=True).returncode == 0  # its own
+    (tmp_path / "mine.png").write_bytes(b"a picture of mine")  # issue 50: never overwritten
+    refused = subprocess.run([*again, str(tmp_path / "mine.png")], capture_output=True, text=True)
+    assert refused.returncode == 2 and "holds mine.png, which spatial-tasks did not write" in refused.stderr
+    assert (tmp_path / "mine.png").read_bytes() == b"a picture of mine"
