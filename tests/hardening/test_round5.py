@@ -70,8 +70,7 @@ def test_the_demo_keeps_a_users_notes_beside_a_tiny_model_of_theirs(tmp_path, ti
     """The issue's case: X/tiny-qwen2_5_vl/config.json (built by the user with tiny-model) was taken as
     proof that X was the demo's, and X/report/my_notes.md was deleted."""
     folder = tmp_path / "X"
-    built = cli("tiny-model", "--out", str(folder / "tiny-qwen2_5_vl"))
-    assert built.returncode == 0, built.stderr
+    shutil.copytree(tiny_qwen_dir, folder / "tiny-qwen2_5_vl")  # a checkpoint of the user's, config.json and all
     (folder / "report").mkdir()
     (folder / "report" / "my_notes.md").write_text("my notes")
     line = one_line(cli("demo", "--out", str(folder)))
@@ -81,6 +80,8 @@ def test_the_demo_keeps_a_users_notes_beside_a_tiny_model_of_theirs(tmp_path, ti
 
 
 def test_the_report_replaces_its_own_files_only(baseline_run, tmp_path):
+    from spatial_tasks.report import write_report
+
     run = baseline_run("vertical", "spatialtunnel_sample")
     assert run.results is not None, run.output[-3000:]
     out = tmp_path / "report"
@@ -91,12 +92,12 @@ def test_the_report_replaces_its_own_files_only(baseline_run, tmp_path):
     assert (out / "report.md").read_text() == "my own report"
     assert sorted(p.name for p in out.iterdir()) == [LEDGER, "report.md"]  # the staging folder went too
     (out / "report.md").unlink()
-    assert cli("report", str(run.out), "--out", str(out)).returncode == 0
-    assert cli("report", str(run.out), "--out", str(out)).returncode == 0  # its own: replaced
+    write_report(run.out, out)
+    write_report(run.out, out)  # its own: replaced
     figure = next(p for p in out.glob("*.png"))
     figure.write_bytes(b"edited by hand")
-    line = one_line(cli("report", str(run.out), "--out", str(out)))
-    assert f"holds {figure.name}, {REFUSED}" in line, line
+    with pytest.raises(NotOurs, match=re.escape(f"holds {figure.name}, {REFUSED}")):
+        write_report(run.out, out)
     assert figure.read_bytes() == b"edited by hand"
 
 
@@ -136,11 +137,11 @@ def test_tiny_model_and_custom_task_replace_only_their_own(tmp_path):
     assert line.startswith(f"error: spatial-tasks tiny-model: {mine} holds config.json, {REFUSED}"), line
     assert (mine / "config.json").read_text() == "{}"
 
+    from spatial_tasks.catalog import write_yaml
+
     tasks = tmp_path / "tasks"
-    made = cli("custom-task", "spatialtunnel_phase", "--data", "hub:me/st", "--out", str(tasks))
-    assert made.returncode == 0, made.stderr
-    yaml_file = tasks / "spatialtunnel_phase_custom.yaml"
-    assert cli("custom-task", "spatialtunnel_phase", "--data", "hub:me/st2", "--out", str(tasks)).returncode == 0
+    yaml_file = write_yaml(tasks, "spatialtunnel_phase_custom", {"include": "x.yaml", "dataset_path": "me/st"}, False)
+    write_yaml(tasks, "spatialtunnel_phase_custom", {"include": "x.yaml", "dataset_path": "me/st2"}, False)  # its own
     yaml_file.write_text(yaml_file.read_text() + "# my edit\n")
     line = one_line(cli("custom-task", "spatialtunnel_phase", "--data", "hub:me/st3", "--out", str(tasks)))
     assert "was not written by custom-task (or was edited since); pass --overwrite to replace it" in line, line
@@ -156,11 +157,15 @@ def test_the_probe_overwrites_only_its_own_files(tmp_path, tiny_qwen_dir):
              "--dtype", "float32")
     done = cli(*probe, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert cli(*probe, "--overwrite", timeout=600).returncode == 0  # its own files: replaced
     (out / "metrics.json").write_text("{\"mine\": 1}")
     line = one_line(cli(*probe, "--overwrite", timeout=600))
     assert f"holds metrics.json, {REFUSED}" in line, line
     assert (out / "metrics.json").read_text() == "{\"mine\": 1}" and (out / "probe.json").exists()
+    (out / "metrics.json").unlink()
+    from spatial_tasks.common.owned import Ledger
+    from spatial_tasks.spatialtunnel.probe.run import FILES, PROBE
+
+    Ledger(out, PROBE).check([out / name for name in FILES])  # the rest is the probe's own: --overwrite may go
 
 
 def test_the_asset_cache_replaces_only_a_cache_it_made(tmp_path):
@@ -213,31 +218,53 @@ BAD_ARGS = [
 ]
 
 
-# Every argument on one twin; the others (the same code path: models.arguments.create_checked) on three.
-CASES = [("qwen2_5_vl_yesno", arg, said) for arg, said in BAD_ARGS] + [
-    (model, arg, said) for model in ("hf_yesno", "gemma3_yesno") for arg, said in BAD_ARGS if arg.startswith(
-        ("packed=", "dtype=", "device=cuda:"))]
+# The issue's cases through the real lmms-eval CLI; every argument of the table on every twin through
+# the entry lmms-eval calls (create_from_arg_string), which is where the CLI's line comes from.
+CLI_CASES = [arg for arg, _ in BAD_ARGS if arg.startswith(("packed=", "dtype=", "device=cuda"))]
 
 
-@pytest.mark.parametrize(("model", "arg", "said"), CASES, ids=[f"{m}-{a}" for m, a, _ in CASES])
-def test_a_bad_model_argument_is_one_line_and_exit_2_before_the_model_loads(model, arg, said, tmp_path,
-                                                                             tiny_qwen_dir, tiny_family_dirs):
+@pytest.mark.parametrize("arg", CLI_CASES)
+def test_a_bad_model_argument_is_one_line_and_exit_2_before_the_model_loads(arg, tmp_path, tiny_qwen_dir):
     import torch
     from lmms import run_lmms_eval
 
     if arg.startswith("device=cuda") and torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    checkpoint = tiny_family_dirs("gemma3") if model == "gemma3_yesno" else tiny_qwen_dir
-    run = run_lmms_eval(tmp_path / "out", model, f"pretrained={checkpoint},{arg}", LOGIT_TASK, verbose=False)
+    said = dict(BAD_ARGS)[arg]
+    run = run_lmms_eval(tmp_path / "out", "qwen2_5_vl_yesno", f"pretrained={tiny_qwen_dir},{arg}", LOGIT_TASK,
+                        verbose=False)
     line = stopped(run)
-    assert line.startswith(f"spatial-tasks: {model}: {said}"), line
+    assert line.startswith(f"spatial-tasks: qwen2_5_vl_yesno: {said}"), line
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("model", ["qwen2_5_vl_yesno", "hf_yesno", "gemma3_yesno", "qwen3_vl_yesno",
+                                   "llava_hf_yesno", "openai_yesno"])
+def test_every_scorer_checks_every_argument_before_it_loads(model, capsys):
+    import torch
+
+    from spatial_tasks.common.errors import RunStopped
+    from spatial_tasks.harness import MODELS
+    from spatial_tasks.models.arguments import model_id
+
+    module, name = MODELS[model].rsplit(".", 1)
+    cls = getattr(__import__(module, fromlist=[name]), name)
+    assert model_id(cls) == model
+    for arg, said in BAD_ARGS:
+        if model == "openai_yesno" and arg.startswith(("device=", "packed=", "dtype=", "group_images=", "share_prefix=")):
+            continue  # a server's: no torch device; its own settings are checked by Settings
+        if arg.startswith("device=cuda") and torch.cuda.is_available():
+            continue
+        with pytest.raises(RunStopped) as stop:
+            cls.create_from_arg_string(f"pretrained=/nowhere/needed,{arg}", {"batch_size": 1})
+        assert stop.value.code == 2 and str(stop.value).startswith(f"spatial-tasks: {model}: {said}"), str(stop.value)
+    capsys.readouterr()
 
 
 def test_openai_yesno_checks_its_arguments_before_asking_the_server(tmp_path):
     from lmms import run_lmms_eval
 
-    for arg, said in BAD_ARGS[2:3] + BAD_ARGS[6:7]:
+    for arg, said in BAD_ARGS[6:7]:
         run = run_lmms_eval(tmp_path / "out", "openai_yesno", f"base_url=http://127.0.0.1:9/v1,model=m,{arg}",
                             LOGIT_TASK, verbose=False)
         assert stopped(run) == f"spatial-tasks: openai_yesno: {said}"
@@ -271,11 +298,15 @@ def test_the_preflight_names_a_local_checkpoint_that_cannot_be(tmp_path, tiny_fa
         ("qwen2_5_vl_yesno", tiny_family_dirs("gemma3"), "is a 'gemma3' checkpoint, but --model qwen2_5_vl_yesno "
                                                          "loads qwen2_5_vl; --model hf_yesno reads the family"),
     ]
+    from spatial_tasks.preflight import local_checkpoint_problem
+
     for model, checkpoint, said in cases:
-        task = LOGIT_TASK if model.endswith("_yesno") else "spatialtunnel_sample_phase"
-        run = run_lmms_eval(tmp_path / "out", model, f"pretrained={checkpoint}", task, verbose=False)
-        line = stopped(run)
+        line = local_checkpoint_problem(model, str(checkpoint))
         assert line.startswith(f"spatial-tasks: --model {model}: pretrained={checkpoint}: {said}"), line
+    model, checkpoint, said = cases[0]  # and the line a user meets, through the CLI
+    run = run_lmms_eval(tmp_path / "out", model, f"pretrained={checkpoint}", "spatialtunnel_sample_phase", verbose=False)
+    assert stopped(run).startswith(f"spatial-tasks: --model {model}: pretrained={checkpoint}: {said}")
+    assert local_checkpoint_problem("qwen2_5_vl", "Qwen/Qwen2.5-VL-3B-Instruct") is None  # a Hub id: not a path
 
 
 def test_a_near_miss_of_our_task_names_ours_and_other_names_are_lmms_evals(tmp_path):
@@ -284,9 +315,10 @@ def test_a_near_miss_of_our_task_names_ours_and_other_names_are_lmms_evals(tmp_p
     run = run_lmms_eval(tmp_path / "out", "spatial_baseline", "rule=oracle", "o3d_markerz", verbose=False)
     assert stopped(run) == ("spatial-tasks: --tasks o3d_markerz: no such task; did you mean o3d_markers? "
                             "(`spatial-tasks list` lists ours)")
-    other = run_lmms_eval(tmp_path / "out2", "spatial_baseline", "rule=oracle", "completely_unrelated_xyz",
-                          verbose=False)
-    assert "Tasks not found: completely_unrelated_xyz" in other.output  # left as lmms-eval makes it
+    from spatial_tasks.preflight import closest_task
+
+    assert closest_task("completely_unrelated_xyz") is None  # left to lmms-eval's own "Tasks not found"
+    assert closest_task("spatialtunel_phase") == "spatialtunnel_phase"
 
 
 def test_a_hub_that_accepts_and_never_answers_gets_its_line_within_15_s(tmp_path):
@@ -401,9 +433,24 @@ def test_an_added_benchmark_failing_elsewhere_is_named_by_its_module(tmp_path, m
 # --------------------------------------------------------------------------- item 5: values read from samples
 
 
-@pytest.mark.parametrize("mass", ["1.5", "-0.2", "NaN", '"lots"'])
-def test_a_label_mass_that_is_not_a_probability_is_named_once_per_file(mass, baseline_run, tmp_path):
+def test_every_label_mass_that_is_not_a_probability_is_named():
+    from spatial_tasks.common.yesno import label_mass_problem
+
+    def payload(mass: str) -> str:
+        return '{"spatial_tasks_yesno": 1, "logit_yes": 1.0, "logit_no": 0.0, "text": "Yes", "label_mass": ' + mass + "}"
+
+    assert label_mass_problem(payload("1.5")) == "label_mass 1.5 is outside [0, 1]"
+    assert label_mass_problem(payload("-0.2")) == "label_mass -0.2 is outside [0, 1]"
+    assert label_mass_problem(payload("NaN")) == "label_mass NaN is not a number"
+    assert label_mass_problem(payload('"lots"')) == "label_mass 'lots' is not a number"
+    assert label_mass_problem(payload("true")) == "label_mass True is not a number"
+    assert label_mass_problem(payload("0.75")) is None and label_mass_problem("Yes, it is.") is None
+
+
+def test_a_label_mass_that_is_not_a_probability_is_named_once_per_file(baseline_run, tmp_path):
     import json
+
+    mass = "1.5"
 
     run = baseline_run("oracle", LOGIT_TASK)
     assert run.results is not None, run.output[-3000:]
@@ -417,9 +464,7 @@ def test_a_label_mass_that_is_not_a_probability_is_named_once_per_file(mass, bas
     text = json.dumps(payload).replace('"@@"', mass)
     first["filtered_resps"] = first["v"]["response"] = text  # as a scorer would have logged it
     samples.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
-    shown = "NaN is not a number" if mass == "NaN" else (
-        "'lots' is not a number" if mass == '"lots"' else f"{mass} is outside [0, 1]")
-    said = f"spatial-tasks: {samples}: doc {first['doc_id']}: label_mass {shown}; counted as malformed"
+    said = f"spatial-tasks: {samples}: doc {first['doc_id']}: label_mass 1.5 is outside [0, 1]; counted as malformed"
     for command in (("rescore", "spatialtunnel", str(copy)), ("report", str(tmp_path / "runs"), "--out",
                                                                   str(tmp_path / "report")),
                     ("verify", str(tmp_path / "runs"))):
@@ -438,8 +483,13 @@ def test_a_data_file_that_is_a_link_names_its_target_and_what_it_is(tmp_path):
     notes.write_text("not a table")
     cases = [(notes, "which is a text file (not a parquet file)"), (tmp_path / "gone.parquet", "which does not exist"),
              (tmp_path, "which is a folder")]
+    from spatial_tasks.common.validate import folder_link_problem
+
     for target, what in cases:
         shard.unlink()
         shard.symlink_to(target)
-        line = one_line(cli("custom-task", "spatialtunnel_phase", "--data", str(data), "--out", str(tmp_path / "t")))
-        assert line == f"error: --data {data}: {shard} is a link to {target}, {what}", line
+        assert folder_link_problem(data) == f"{shard} is a link to {target}, {what}"
+    shard.unlink()
+    shard.symlink_to(notes)
+    line = one_line(cli("custom-task", "spatialtunnel_phase", "--data", str(data), "--out", str(tmp_path / "t")))
+    assert line == f"error: --data {data}: {shard} is a link to {notes}, which is a text file (not a parquet file)"
