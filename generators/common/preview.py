@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.owned import Ledger
 
 # A benchmark's reader: a dataset folder -> [(doc, the task's doc_to_visual)], first questions first.
 # Each benchmark hands its own to ``doc_sheet`` (its commands module: ``common.cli.doc_preview``).
@@ -49,6 +50,12 @@ def check_sheet(out: Path, size: int) -> None:
         raise UserError(f"--out {out}: {out.suffix or 'no suffix'}; a sheet is written as {', '.join(SHEET_FORMATS)}")
     if not 32 <= size <= 4096:
         raise UserError(f"--size {size}: a panel side from 32 to 4096 pixels")
+    _sheet_ledger(out).check([out], what_to_do="Choose another --out, or move it away.")
+
+
+def _sheet_ledger(out: Path) -> Ledger:
+    """A sheet replaces only a sheet the previews wrote (its folder's ledger, ``common.owned``)."""
+    return Ledger(Path(out).parent, "spatial-tasks preview")
 
 
 def doc_sheet(benchmark: str, folder: Path, out: Path, *, read: DocReader, count: int = 9, size: int = 200,
@@ -98,4 +105,5 @@ def save_sheet(fig, out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out)
     plt.close(fig)
+    _sheet_ledger(out).record(out)
     return out

@@ -23,9 +23,28 @@ SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 REFUSED = "which spatial-tasks did not write (or which changed since); nothing was deleted or replaced."
 
 
-def cli(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+def console(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    """The ``spatial-tasks`` console script in a process of its own, as a user runs it."""
     return subprocess.run([SPATIAL_TASKS, *args], capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
+
+
+def cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    """The same command through the console script's entry (``spatial_tasks.cli.main``: typer, the
+    one-line errors, the exit status) in this process: no second interpreter to start per call."""
+    import contextlib
+    import io
+
+    from spatial_tasks.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(args))
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    return subprocess.CompletedProcess([SPATIAL_TASKS, *args], code, out.getvalue(), err.getvalue())
 
 
 def one_line(run: subprocess.CompletedProcess) -> str:
@@ -73,7 +92,7 @@ def test_the_demo_keeps_a_users_notes_beside_a_tiny_model_of_theirs(tmp_path, ti
     shutil.copytree(tiny_qwen_dir, folder / "tiny-qwen2_5_vl")  # a checkpoint of the user's, config.json and all
     (folder / "report").mkdir()
     (folder / "report" / "my_notes.md").write_text("my notes")
-    line = one_line(cli("demo", "--out", str(folder)))
+    line = one_line(console("demo", "--out", str(folder)))
     assert line == (f"error: spatial-tasks demo: {folder} holds report/my_notes.md, {REFUSED} Choose another --out "
                     "(a new or empty folder), or move them away.")
     assert (folder / "report" / "my_notes.md").read_text() == "my notes"
@@ -181,15 +200,15 @@ def test_the_asset_cache_replaces_only_a_cache_it_made(tmp_path):
     target.mkdir(parents=True)
     (target / "my_mesh.obj").write_text("mine")  # a folder of the user's at the cache's path
     env = {"SPATIAL_TASKS_ASSETS": str(tmp_path / "cache")}
-    line = one_line(cli("assets", "pybullet", "--archive", str(archive), env=env))
+    line = one_line(console("assets", "pybullet", "--archive", str(archive), env=env))
     assert f"holds {target.name}/my_mesh.obj, {REFUSED}" in line, line
     assert (target / "my_mesh.obj").read_text() == "mine"
     (target / "my_mesh.obj").unlink()
     target.rmdir()
-    assert cli("assets", "pybullet", "--archive", str(archive), env=env).returncode == 0
+    assert assets.fetch_pybullet(tmp_path / "cache", archive=archive) == target
     first = next(p for p in target.rglob("*.obj"))
     first.unlink()  # an incomplete cache of ours: replaced whole
-    assert cli("assets", "pybullet", "--archive", str(archive), env=env).returncode == 0
+    assert assets.fetch_pybullet(tmp_path / "cache", archive=archive) == target
     assert first.exists()
 
 
@@ -393,8 +412,8 @@ def test_inspect_names_a_failing_added_benchmark_and_still_gives_the_others_verd
     toy = Path(__file__).resolve().parents[1] / "toybench"
     env = {"SPATIAL_TASKS_BENCHMARKS": "broken_inspect",
            "PYTHONPATH": os.pathsep.join([str(tmp_path), str(toy), os.environ.get("PYTHONPATH", "")])}
-    run = cli("inspect", str(benchmark_tasks_dir("dori") / "sample"), *(["--benchmark", "brokenbench"] if only else []),
-              env=env)
+    run = console("inspect", str(benchmark_tasks_dir("dori") / "sample"),
+                  *(["--benchmark", "brokenbench"] if only else []), env=env)
     assert run.returncode == 0 and "internal error" not in run.stderr, run.stderr[-2000:]
     assert ("as a folder, brokenbench: cannot judge: benchmark brokenbench (broken_inspect): its inspect capability "
             "failed: RuntimeError: boom in inspect") in run.stdout
@@ -468,7 +487,7 @@ def test_a_label_mass_that_is_not_a_probability_is_named_once_per_file(baseline_
     for command in (("rescore", "spatialtunnel", str(copy)), ("report", str(tmp_path / "runs"), "--out",
                                                                   str(tmp_path / "report")),
                     ("verify", str(tmp_path / "runs"))):
-        done = cli(*command)
+        done = console(*command)  # each command a process: each says it once
         assert done.returncode in (0, 1), (command, done.stderr[-2000:])
         assert done.stderr.count(said) == 1, (command, done.stderr[-2000:])
 
@@ -493,3 +512,16 @@ def test_a_data_file_that_is_a_link_names_its_target_and_what_it_is(tmp_path):
     shard.symlink_to(notes)
     line = one_line(cli("custom-task", "spatialtunnel_phase", "--data", str(data), "--out", str(tmp_path / "t")))
     assert line == f"error: --data {data}: {shard} is a link to {notes}, which is a text file (not a parquet file)"
+
+
+def test_a_preview_replaces_only_a_sheet_it_drew(tmp_path):
+    from spatial_tasks.paths import benchmark_tasks_dir
+
+    sample = str(benchmark_tasks_dir("dori") / "sample")
+    (tmp_path / "mine.png").write_bytes(b"a picture of mine")
+    line = one_line(cli("preview", "dori", sample, "--out", str(tmp_path / "mine.png"), "--count", "1"))
+    assert line == (f"error: spatial-tasks preview: {tmp_path} holds mine.png, {REFUSED} Choose another --out, or "
+                    "move it away.")
+    assert (tmp_path / "mine.png").read_bytes() == b"a picture of mine"
+    for _ in range(2):  # the second replaces the first: its own
+        assert cli("preview", "dori", sample, "--out", str(tmp_path / "sheet.png"), "--count", "1").returncode == 0
