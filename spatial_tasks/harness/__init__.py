@@ -119,6 +119,7 @@ MODELS = {
     "gemma3_yesno": "spatial_tasks.models.lmms_yesno.Gemma3YesNo",
     "llava_hf_yesno": "spatial_tasks.models.lmms_yesno.LlavaHfYesNo",
     "openai_yesno": "spatial_tasks.models.openai_yesno.OpenAIYesNo",
+    "vllm_yesno": "spatial_tasks.models.vllm_yesno.VLLMYesNo",
 }
 
 

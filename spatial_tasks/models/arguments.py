@@ -53,6 +53,8 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "share_prefix": (_boolean, "true or false"),
     "trust_remote_code": (_boolean, "true or false"),
     "answer_rule": (_choice(*ANSWER_RULES), " or ".join(ANSWER_RULES)),
+    "image_first": (_boolean, "true or false"),  # vllm_yesno
+    "window": (_positive_int, "a whole number >= 1"),  # vllm_yesno: questions per engine call
 }
 
 

