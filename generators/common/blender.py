@@ -51,6 +51,13 @@ def install_hint(python: tuple[int, int] = tuple(sys.version_info[:2])) -> str:
 
 INSTALL_HINT = install_hint()
 
+
+def need_bpy() -> None:
+    """Stop in one line (``install_hint``) before a render command makes anything, where bpy cannot be
+    imported: found without importing it, so a check costs nothing where it can."""
+    if importlib.util.find_spec("bpy") is None:
+        raise UserError(INSTALL_HINT)
+
 # Canonical pass names (5.x spelling) for the names a multilayer EXR may carry.
 _PASS_ALIASES = {"IndexOB": "Object Index", "IndexMA": "Material Index", "Z": "Depth"}
 

@@ -43,7 +43,7 @@ import datasets
 import pyarrow.parquet as pq
 from spatial_tasks.generators.common import dataset as ds
 from spatial_tasks.generators.common import provenance
-from spatial_tasks.generators.common.blender import check_device
+from spatial_tasks.generators.common.blender import check_device, need_bpy
 from spatial_tasks.generators.common.folder import OutputFolder
 from spatial_tasks.generators.common.jobs import (
     Shard,
@@ -320,6 +320,8 @@ def generate(out: Path, *, cues: str = "none,all-single", objects: str | None = 
                  seed=seed, resolution=resolution, samples=samples, shard=shard, workers=workers,
                  assets_dir=assets_dir, device=device)
     check_device(device, here=ray_address is None)
+    if ray_address is None:  # a cluster's workers render: bpy is theirs to have
+        need_bpy()
     with OutputFolder(Path(out), WORK_DIR) as folder:
         for config in sel.specs:
             folder.claim(config, sel.identity(config), ds.parquet_files(folder.root / config, SPLIT), overwrite)

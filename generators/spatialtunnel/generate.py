@@ -40,6 +40,7 @@ from typing import Any
 
 from spatial_tasks.generators.common import dataset as ds
 from spatial_tasks.generators.common import provenance
+from spatial_tasks.generators.common.blender import need_bpy
 from spatial_tasks.generators.common.folder import FolderBusyError, OutputFolder
 from spatial_tasks.generators.common.jobs import (
     Shard,
@@ -277,6 +278,8 @@ def generate(variant: str, out: Path, grid: int = 16, per_cell: int | None = Non
     """
     variants, _ = check_flags(variant, grid=grid, per_cell=per_cell, resolution=resolution, samples=samples,
                               seed=seed, shard=shard, workers=workers)
+    if "render" in steps and ray_address is None:  # a cluster's workers render: bpy is theirs to have
+        need_bpy()
     with OutputFolder(Path(out), WORK_DIR) as folder:
         for name in variants:
             claim_variant(folder, name, grid=grid, per_cell=per_cell, resolution=resolution, samples=samples,
