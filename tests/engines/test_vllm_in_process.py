@@ -48,7 +48,7 @@ def _by_question(run, task: str) -> dict[str, dict]:
 def test_vllm_yesno_equals_hf_yesno_on_every_question(tmp_path):
     """Same checkpoint, float32: every question's p and label mass to 1e-4; the payload names the
     engine and the label tokens as hf_yesno's do; the results name vLLM's version; one closing line."""
-    from spatial_tasks.models.vllm_yesno import vllm_version
+    from spatial_tasks.common.environment import vllm_version
 
     tasks = ",".join(QUESTIONS)
     reference = run_lmms_eval(tmp_path / "hf", "hf_yesno", f"pretrained={CHECKPOINT},device=cpu,dtype=float32", tasks)
