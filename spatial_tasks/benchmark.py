@@ -151,6 +151,16 @@ class Demo:
 
 
 @dataclass(frozen=True)
+class SampleView:
+    """One logged question as the report page's sample browser shows it (``Benchmark.browse``)."""
+
+    key: str  # the question's identity across runs: two runs are paired on it
+    gold: str  # the right answer, as text
+    correct: bool | None  # None: not right or wrong per question (VAGUE free-form: BERTScore)
+    fields: Mapping[str, str] = field(default_factory=dict)  # its own fields: shown, and offered as filters
+
+
+@dataclass(frozen=True)
 class Later:
     """Code of the benchmark's own folder, imported on first use: ``"package.module:attribute"``
     (``"package.module"`` for a module). The one way a description says "load later": its task
@@ -304,6 +314,9 @@ class Benchmark:
     # -- the settings its figures depend on, from the records (BERTScore backbone, option-order
     # seed, answer reader, protocol): recorded in every result record and shown in the report
     settings: Callable[[Sequence[dict]], dict[str, str]] | None = None
+    # -- the report page's sample browser: one re-scored record -> ``SampleView`` (None: the
+    # page's generic view: the record's question_id or the doc id, lmms-eval's target, no fields)
+    browse: Callable[[dict], SampleView] | None = None
     # its CLI commands (CLI level: they may use the results layer): a list of ``Command``
     commands: Later | None = None
     # what only some benchmarks do (``Capability``), at most one of each kind

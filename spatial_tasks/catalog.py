@@ -93,17 +93,23 @@ def find_task(name: str) -> TaskEntry:
 
 
 @cache  # a task's YAML is loaded in full (its utils imported) once per process
+def task_config(name: str) -> tuple[Path, dict]:
+    """(path, config) of our task ``name``'s YAML, read in full by lmms-eval's own loader (its
+    includes resolved, its ``!function`` hooks imported); KeyError when no task of ours has the name."""
+    from lmms_eval.utils import load_yaml_config
+
+    entry = find_task(name)
+    return entry.path, load_yaml_config(str(entry.path), mode="full")
+
+
 def scores_payloads(name: str) -> bool | None:
     """Whether our task ``name`` scores first-token payloads (its process_results is marked by
     ``common.yesno.scores_payloads``); None for a task that is not ours (custom or other tasks: not judged)."""
-    from lmms_eval.utils import load_yaml_config
-
     try:
-        entry = find_task(name)
+        _, config = task_config(name)
     except KeyError:
         return None
-    process_results = load_yaml_config(str(entry.path), mode="full").get("process_results")
-    return bool(getattr(process_results, "scores_first_token_payload", False))
+    return bool(getattr(config.get("process_results"), "scores_first_token_payload", False))
 
 
 def parse_prompt_options(items: list[str], flag: str = "--prompt") -> dict[str, str]:

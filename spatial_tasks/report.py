@@ -19,6 +19,7 @@ file. A report that fails leaves the earlier one as it was.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -31,6 +32,7 @@ from spatial_tasks.common.environment import describe, mixed_warning, software
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.owned import Ledger
 from spatial_tasks.common.samples import Run, find_runs, samples_benchmark
+from spatial_tasks.page import PAGE, write_page
 from spatial_tasks.paths import output_folder
 from spatial_tasks.registry import MODULES, BenchmarkFailed, benchmark_module, benchmarks, guarded, offering
 from spatial_tasks.results.scorecard import (
@@ -80,11 +82,14 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
     ledger.record_scratch(staging)  # a report killed midway leaves it: the next one may remove it
     try:
         records = [record for run in runs for record in run_records(run)]  # the tidy headline records
-        staged = _draw(root, runs, by_benchmark, makers, intro, probes, staging, records)
+        staged, page = _draw(root, runs, by_benchmark, makers, intro, probes, staging, records)
         # The leaderboard keeps the rows of the one it replaces (same key: the newer row), also
         # when this report adds none (a probe-only report must not drop it).
+        leaderboard: list[dict] = []
         if records or (out / LEADERBOARD_JSON).exists() or (out / LEADERBOARD_CSV).exists():
             staged += write_leaderboard(records, staging, previous=out)
+            leaderboard = json.loads((staging / LEADERBOARD_JSON).read_text(encoding="utf-8"))["records"]
+        staged += write_page(staging, leaderboard=leaderboard, **page)  # the page shows the leaderboard as written
         # Nothing of the user's is replaced: every file this report replaces, and every one the
         # earlier report wrote that this one drops, must be in the ledger, unchanged since.
         staged = list(dict.fromkeys(staged))  # a file drawn twice (a run and its copy: one label) is moved once
@@ -97,11 +102,20 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
     ledger.remove(*stale)
     written = []
     for path in staged:
+        if path.is_dir() and (out / path.name).is_dir():  # the thumbnails' folder: its old files went with stale
+            _remove_empty(out / path.name)
         os.replace(path, out / path.name)
         written.append(out / path.name)
         ledger.record(out / path.name)
     ledger.remove(staging)
     return written
+
+
+def _remove_empty(folder: Path) -> None:
+    """Remove ``folder`` and the empty folders in it (the ledger check left nothing else there)."""
+    for sub in sorted((p for p in folder.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        sub.rmdir()
+    folder.rmdir()
 
 
 def _section(benchmark: Benchmark, entries: list, out: Path) -> tuple[list[Path], list[str]]:
@@ -112,10 +126,15 @@ def _section(benchmark: Benchmark, entries: list, out: Path) -> tuple[list[Path]
     return guarded(benchmark, "its report section", benchmark.report.write, entries, out)
 
 
+def software_rows(runs: Sequence[Run]) -> list[tuple[str, dict]]:
+    """(run, the software it recorded) per run."""
+    return [(run.label, software_of(run)) for run in runs]
+
+
 def software_lines(runs: Sequence[Run]) -> list[str]:
     """The "Software" section: each run's recorded versions, a warning when runs compared in this
     report differ in torch or transformers, and what scored them (this spatial-tasks)."""
-    rows = [(run.label, software_of(run)) for run in runs]
+    rows = software_rows(runs)
     lines = ["| run | python | torch | transformers | lmms-eval | datasets | spatial-tasks | commit | lock |",
              "|---|---|---|---|---|---|---|---|---|"]
     for label, env in rows:
@@ -130,10 +149,10 @@ def software_lines(runs: Sequence[Run]) -> list[str]:
     return lines + (["", f"**{warning}**"] if warning else [])
 
 
-def settings_lines(by_benchmark: dict[str, list]) -> list[str]:
-    """The "Scoring settings" section: per run and benchmark, the settings its figures depend on
-    (each benchmark's ``settings`` of its records: BERTScore backbone, option-order seed, answer
-    reader, protocol), as the result records carry them."""
+def settings_rows(by_benchmark: dict[str, list]) -> list[tuple[str, str, dict[str, str]]]:
+    """(run, benchmark title, settings) per run and benchmark: the settings its figures depend on (each
+    benchmark's ``settings`` of its records: BERTScore backbone, option-order seed, answer reader,
+    protocol), as the result records carry them."""
     specs = benchmarks()
     rows = []
     for name, entries in by_benchmark.items():
@@ -145,32 +164,44 @@ def settings_lines(by_benchmark: dict[str, list]) -> list[str]:
         for label, records in per_run.items():
             found = specs[name].settings(records)
             if found:
-                rows.append(f"| `{label}` | {specs[name].title} | "
-                            + "; ".join(f"{k} = `{v}`" for k, v in found.items()) + " |")
+                rows.append((label, specs[name].title, found))
+    return rows
+
+
+def settings_lines(rows: Sequence[tuple[str, str, dict[str, str]]]) -> list[str]:
+    """The "Scoring settings" section: ``settings_rows`` as a table."""
     if not rows:
         return ["No run recorded a setting its figures depend on."]
-    return ["| run | benchmark | settings |", "|---|---|---|", *rows, "",
+    return ["| run | benchmark | settings |", "|---|---|---|",
+            *(f"| `{label}` | {title} | " + "; ".join(f"{k} = `{v}`" for k, v in found.items()) + " |"
+              for label, title, found in rows), "",
             "What each figure was scored with; the same settings are in every result record (`settings`)."]
 
 
 def _draw(root: Path | None, runs: list, by_benchmark: dict, makers: dict, intro: Sequence[str],
-          probes: Sequence[Path], out: Path, records: Sequence = ()) -> list[Path]:
-    """Every figure and report.md, drawn into ``out`` (the staging folder); the files written."""
+          probes: Sequence[Path], out: Path, records: Sequence = ()) -> tuple[list[Path], dict]:
+    """Every figure and report.md, drawn into ``out`` (the staging folder): (the files written, what
+    the report page shows besides the leaderboard)."""
     written: list[Path] = []
     source = (f"Source: `{root}` ({len(runs)} lmms-eval run(s)). Every figure is recomputed from the logged "
               "samples with the functions of the live run.") if root is not None else (
               "Source: probe folders only (no lmms-eval results).")
-    sections = ["# spatial-tasks report", "", *intro, "" if intro else "", source, ""]
+    sections = ["# spatial-tasks report", "", *intro, "" if intro else "", source, "",
+                f"The same report as a page to look at, with every sample and its image: `{PAGE}` (open it in a "
+                "browser; it fetches nothing).", ""]
     card = scorecard_lines(records)
     if card:
         sections += ["## Scorecard", "", *card, "", f"The same rows are in `{LEADERBOARD_JSON}` / `{LEADERBOARD_CSV}` "
                      "(schema: `spatial_tasks/results/record.schema.json`).", ""]
+    cells, settings = [], []
     if runs:
-        from spatial_tasks.results.verify import paper_rows_lines
+        from spatial_tasks.results.verify import paper_cells, paper_rows_lines
 
-        sections += ["## Beside the papers", "", *paper_rows_lines(runs), ""]
+        cells, settings = paper_cells(runs), settings_rows(by_benchmark)
+        sections += ["## Beside the papers", "", *paper_rows_lines(cells), ""]
         sections += ["## Software", "", *software_lines(runs), ""]
-        sections += ["## Scoring settings", "", *settings_lines(by_benchmark), ""]
+        sections += ["## Scoring settings", "", *settings_lines(settings), ""]
+    figures: list[tuple[str, list[Path]]] = []  # (section title, its figures) in the report's order
     for name in (name for name in makers if name in by_benchmark):  # in registry order
         try:
             files, lines = _section(makers[name], by_benchmark[name], out)
@@ -178,13 +209,17 @@ def _draw(root: Path | None, runs: list, by_benchmark: dict, makers: dict, intro
             print(f"spatial-tasks: {failed}; its section is left out", file=sys.stderr)
             files, lines = [], [f"**Not drawn**: {failed}."]
         written += files
+        figures.append((makers[name].title_for_report(), files))
         sections += [f"## {makers[name].title_for_report()}", "", *lines, ""]
         sections += [f"![{p.stem}]({p.name})" for p in files] + [""]
     for benchmark, study in _studies_of(probes):
         files, lines = study.section.write([f for f in probes if study.holds(Path(f))], out)
         written += files
+        figures.append((study.section.title or benchmark.title, files))
         sections += [f"## {study.section.title or benchmark.title}", "", *lines, ""]
         sections += [f"![{p.stem}]({p.name})" for p in files] + [""]
     index = out / "report.md"
     index.write_text("\n".join(sections), encoding="utf-8")
-    return [*written, index]
+    page = {"intro": intro, "source": source, "papers": cells, "runs": runs, "versions": software_rows(runs),
+            "settings": settings, "figures": figures, "by_benchmark": by_benchmark}
+    return [*written, index], page

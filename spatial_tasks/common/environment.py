@@ -16,6 +16,8 @@ from importlib import metadata
 from pathlib import Path
 
 ENVIRONMENT_KEY = "spatial_tasks_environment"
+# where the harness records the data each task read (after the documented source override)
+DATA_KEY = "spatial_tasks_data"
 # Written by .ci/setup after it installed requirements.lock into the environment: the lock's sha256.
 LOCK_STAMP = "spatial-tasks-lock.sha256"
 # (record field, distribution): the packages whose versions every result names.

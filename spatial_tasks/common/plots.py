@@ -28,11 +28,23 @@ def wrap_label(label: str, width: int = LABEL_WIDTH) -> str:
     return "\n".join(textwrap.wrap(spaced, width=width, break_long_words=True, break_on_hyphens=False)) or label
 
 
-def save(fig: Figure, path: str | Path) -> Path:
+CAPTION_KEY = "Title"  # the PNG text chunk that carries a figure's caption (the report page reads it)
+
+
+def caption_of(fig: Figure) -> str:
+    """A figure's caption: its suptitle, else its axes' titles, on one line ("" when it has none)."""
+    titles = [fig._suptitle.get_text()] if fig._suptitle is not None else []
+    titles = titles or [ax.get_title() for ax in fig.axes]
+    return " ".join(" ".join(t.split()) for t in titles if t.strip())
+
+
+def save(fig: Figure, path: str | Path, dpi: float = 150) -> Path:
+    """Write ``fig`` as a PNG with its caption (``caption_of``) in the file's ``CAPTION_KEY`` text."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    FigureCanvasAgg(fig)
-    fig.savefig(path, dpi=150, bbox_inches="tight")
+    if fig.canvas is None or not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata={CAPTION_KEY: caption_of(fig)})
     return path
 
 

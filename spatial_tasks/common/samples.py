@@ -281,6 +281,18 @@ def find_runs(root: Path) -> list[Run]:
     for run in out:
         if labels.count(run.label) > 1:
             run.label += f" [{run.stamp}]"
+    # Runs that started in the same second (parallel runs of one model): the shortest end of their
+    # folders' paths that tells them apart.
+    clashes: dict[str, list[Run]] = {}
+    for run in out:
+        clashes.setdefault(run.label, []).append(run)
+    for same in (group for group in clashes.values() if len(group) > 1):
+        for depth in range(1, max(len(r.folder.parts) for r in same) + 1):
+            ends = ["/".join(r.folder.parts[-depth:]) for r in same]
+            if len(set(ends)) == len(ends):
+                break
+        for run, end in zip(same, ends):
+            run.label = f"{run.label[:-1]}, {end}]" if run.label.endswith("]") else f"{run.label} [{end}]"
     return out
 
 

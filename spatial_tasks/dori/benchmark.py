@@ -44,6 +44,7 @@ BENCHMARK = Benchmark(
     baselines=Later("spatial_tasks.dori.baselines"),
     prompt_kind=lambda doc: (doc["task"], doc["granularity"]),
     custom_data=Later("spatial_tasks.dori.custom_task:data_spec"),
+    browse=Later("spatial_tasks.dori.records:sample_view"),
     commands=Later("spatial_tasks.dori.commands:COMMANDS"),
     demo=DEMO,
     settings=lambda records: distinct(records, "seed"),

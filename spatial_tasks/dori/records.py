@@ -96,3 +96,13 @@ def score_question(reference: dict, prediction: str) -> dict:
     """One question's record (``Benchmark.score``) from its logged record and a model output."""
     LoggedRecord.model_validate(reference)
     return score(reference, prediction)
+
+
+def sample_view(record: Mapping):
+    """The report page's view: the orientation task, its granularity and the object's category."""
+    from spatial_tasks.benchmark import SampleView
+
+    fields = {"task": str(record["task"]), "granularity": str(record["granularity"]),
+              "category": str(record.get("category") or "—")}
+    return SampleView(key=str(record["question_id"]), gold=str(record.get("answer")),
+                      correct=bool(record["correct"]), fields=fields)

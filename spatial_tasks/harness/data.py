@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from spatial_tasks.common.environment import DATA_KEY
 from spatial_tasks.common.origin import LOCAL_BUILDERS
 from spatial_tasks.common.validate import DataError
 
@@ -75,6 +76,29 @@ class TaskData:
         kwargs = {k: v for k, v in self.kwargs.items() if k not in ("revision", "data_files", "data_dir")}
         return replace(self, path=resolved, kwargs=kwargs, override=env)
 
+    def as_recorded(self) -> dict:
+        """This data as a run records it (``DATA_KEY`` in its results file): plain JSON."""
+        import json
+
+        return {"path": self.path, "name": self.name, "split": self.split,
+                "kwargs": json.loads(json.dumps(dict(self.load_kwargs()), default=str)), "override": self.override}
+
+    def as_run_read_it(self, config: Mapping[str, Any]) -> TaskData | None:
+        """This task's data (from its YAML) with the source one run's results file says the task
+        read (``config``: the file's config of the task): what the run recorded under ``DATA_KEY``
+        (after any source override), else -- a run made before it recorded it -- the config's own
+        dataset fields; None when the config names no data."""
+        metadata = config.get("metadata") if isinstance(config.get("metadata"), Mapping) else {}
+        saved = metadata.get(DATA_KEY)
+        if isinstance(saved, Mapping) and isinstance(saved.get("path"), str):
+            return replace(self, path=saved["path"], name=saved.get("name"), split=str(saved.get("split") or "test"),
+                           kwargs=dict(saved.get("kwargs") or {}), override=saved.get("override"))
+        if not isinstance(config.get("dataset_path"), str):
+            return None
+        kwargs = config.get("dataset_kwargs") if isinstance(config.get("dataset_kwargs"), Mapping) else {}
+        return replace(self, path=config["dataset_path"], name=config.get("dataset_name"),
+                       split=str(config.get("test_split") or "test"), kwargs=dict(kwargs), override=None)
+
     @classmethod
     def of_task(cls, task) -> TaskData:
         """The TaskData of an lmms-eval ConfigurableTask (its config, as lmms-eval resolved it)."""
@@ -92,7 +116,11 @@ class TaskData:
         (includes and relative data_files resolved as lmms-eval does), outside any lmms-eval run."""
         from lmms_eval.utils import load_yaml_config
 
-        config = load_yaml_config(str(path), mode="full")
+        return cls.from_config(path, load_yaml_config(str(path), mode="full"))
+
+    @classmethod
+    def from_config(cls, path: str | Path, config: Mapping[str, Any]) -> tuple[TaskData, DocsHook]:
+        """``from_yaml`` of a YAML already loaded in full (``config``)."""
         specific = config.get("lmms_eval_specific_kwargs") or {}
         data = cls(task=str(config.get("task")), path=str(config.get("dataset_path")),
                    name=config.get("dataset_name"), split=str(config.get("test_split")),

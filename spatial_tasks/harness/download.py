@@ -27,7 +27,7 @@ def install_download() -> None:
         if not isinstance(hook, DocsHook):
             return original(self, dataset_kwargs)
         data = hook.resolve(TaskData.of_task(self))
-        _record_software(self.config)
+        _record_software(self.config, data)
         try:
             check_hub_reachable(data)
             if hook.reads_source(data):
@@ -54,11 +54,14 @@ def install_download() -> None:
     ConfigurableTask.download = download
 
 
-def _record_software(config) -> None:
-    """11. The run's software into the task's config metadata, which lmms-eval writes to the
-    results file (``configs.<task>.metadata``); results.tidy copies it into every record."""
-    from spatial_tasks.common.environment import ENVIRONMENT_KEY, software
+def _record_software(config, data: TaskData) -> None:
+    """11. The run's software, and the data its docs came from (after the documented source
+    override, which lmms-eval's own config does not show), into the task's config metadata, which
+    lmms-eval writes to the results file (``configs.<task>.metadata``); results.tidy copies both
+    into every record, and the report page reads its images back from that data."""
+    from spatial_tasks.common.environment import DATA_KEY, ENVIRONMENT_KEY, software
 
     metadata = dict(config.metadata) if isinstance(config.metadata, Mapping) else {}
     metadata[ENVIRONMENT_KEY] = software()
+    metadata[DATA_KEY] = data.as_recorded()
     config.metadata = metadata

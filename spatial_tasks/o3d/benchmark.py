@@ -59,6 +59,7 @@ BENCHMARK = Benchmark(
     inspect_split=Later("spatial_tasks.o3d.inspect:inspect_split"),
     baselines=Later("spatial_tasks.o3d.baselines"),
     custom_data=Later("spatial_tasks.o3d.custom_task:data_spec"),
+    browse=Later("spatial_tasks.o3d.records:sample_view"),
     commands=Later("spatial_tasks.o3d.commands:COMMANDS"),
     demo=DEMO,
     capabilities=(

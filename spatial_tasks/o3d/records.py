@@ -91,3 +91,18 @@ def score_question(reference: dict, prediction: str) -> dict:
         return record(reference, prediction, icl=bool(reference.get("icl", False)))
     LoggedRecord.model_validate({**reference, "response": prediction})
     return rescored({**reference, "response": prediction})
+
+
+def sample_view(record: Mapping[str, Any]):
+    """The report page's view: the pictorial cues and their strength, the question's clarity, whether
+    the image is marked, real, and which subset it comes from."""
+    from spatial_tasks.benchmark import SampleView
+
+    strength = record.get("cue_strength")
+    fields = {"cue": ", ".join(record.get("cues") or ()) or "none",
+              "strength": "—" if strength is None else f"{strength:g}",
+              "clarity": str(record.get("clarity_level") or record.get("ques_clarity")),
+              "subset": str(record.get("subset_name")), "marked": "yes" if record.get("is_marked") else "no",
+              "real": "yes" if record.get("is_real") else "no"}
+    return SampleView(key=str(record["question_id"]), gold=str(record["gt_position"]),
+                      correct=bool(record["correct"]), fields=fields)

@@ -266,9 +266,13 @@ def verify_lines(result: dict) -> list[str]:
     return lines
 
 
-def paper_rows_lines(runs: list[Run]) -> list[str]:
-    """The report's "Beside the papers" section: every cell of a run whose model has a paper row."""
-    cells = [cell for run in runs for cell in verify_run(run)[0]]
+def paper_cells(runs: list[Run]) -> list[Cell]:
+    """Every paper cell of the runs whose model has a paper row (the report's "Beside the papers")."""
+    return [cell for run in runs for cell in verify_run(run)[0]]
+
+
+def paper_rows_lines(cells: list[Cell]) -> list[str]:
+    """The report's "Beside the papers" section: ``paper_cells`` as a table."""
     if not cells:
         return ["No run's model has a row in the papers' tables (`tasks/<benchmark>/paper_results.yaml` lists "
                 "each paper's models with their Hub ids and other names)."]

@@ -48,6 +48,7 @@ BENCHMARK = Benchmark(
     baselines=Later("spatial_tasks.spatialtunnel.baselines"),
     prompt_kind=lambda doc: doc.get("template_id"),
     custom_data=Later("spatial_tasks.spatialtunnel.custom_task:data_spec"),
+    browse=Later("spatial_tasks.spatialtunnel.records:sample_view"),
     commands=Later("spatial_tasks.spatialtunnel.commands:COMMANDS"),
     demo=DEMO,
     settings=lambda records: distinct(records, "protocol"),

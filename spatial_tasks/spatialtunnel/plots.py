@@ -12,6 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.patches import Patch, Rectangle  # noqa: E402
 
+from spatial_tasks.common.plots import save  # noqa: E402
+
 
 def heatmap(grid: list[list[float]], relations: list[list[str | None]] | None,
             three_way: list[list[str | None]] | None, title: str, path: Path) -> Path:
@@ -49,7 +51,7 @@ def heatmap(grid: list[list[float]], relations: list[list[str | None]] | None,
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=len(handles), fontsize=7.5,
               frameon=False)
     fig.tight_layout()
-    fig.savefig(path, bbox_inches="tight")
+    save(fig, path, dpi=fig.dpi)
     plt.close(fig)
     return path
 
@@ -85,6 +87,6 @@ def size_curves(curves: dict[str, dict[str, dict[float, float]]], title: str, pa
     fig.legend(list(handles.values()), list(handles), loc="upper center", bbox_to_anchor=(0.5, 0.0),
                ncol=2, fontsize=7.5, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, bbox_inches="tight")
+    save(fig, path, dpi=fig.dpi)
     plt.close(fig)
     return path

@@ -113,3 +113,18 @@ def score_question(reference: dict, prediction: str, protocol: str = "auto") -> 
     if chosen not in ("logit", "exact"):
         raise ValueError(f"protocol must be auto, exact or logit, not {protocol!r}")
     return (logit_record if chosen == "logit" else exact_match_record)(reference, [prediction])
+
+
+def sample_view(record: dict):
+    """The report page's view of a question: its relation three ways and two ways (the paper's
+    consistent / counter split), and for the size variant the farther object's size step s1.
+    Right when the score (1/0 under exact match, p of the right answer under logit) is over 1/2."""
+    from spatial_tasks.benchmark import SampleView
+
+    fields = {"variant": record["variant"], "relation": record["relation"],
+              "two-way": record["relation_two_way"], "template": str(record["template_id"])}
+    if record["variant"] == "size" and record.get("size1_nominal") is not None:
+        fields["size step"] = f"{record['size1_nominal']:g}"
+    score = record.get("score")
+    return SampleView(key=record["question_id"], gold=record["answer"],
+                      correct=None if score is None else score > 0.5, fields=fields)

@@ -45,6 +45,7 @@ BENCHMARK = Benchmark(
     inspect_split=Later("spatial_tasks.vague.inspect:inspect_split"),
     baselines=Later("spatial_tasks.vague.baselines"),
     custom_data=Later("spatial_tasks.vague.custom_task:data_spec"),
+    browse=Later("spatial_tasks.vague.records:sample_view"),
     commands=Later("spatial_tasks.vague.commands:COMMANDS"),
     demo=DEMO,
     settings=lambda records: distinct(records, "bertscore_model", "bertscore_revision", "bertscore_layers"),

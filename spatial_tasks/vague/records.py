@@ -90,3 +90,24 @@ def score_question(reference: dict, prediction: str, setting: str | None = None)
     if not setting:
         raise ValueError("no setting: pass setting=lm|sm|vlm|... (a doc carries none; a logged record does)")
     return (score_freeform if setting.startswith("freeform") else score_mcq)(reference, prediction, setting)
+
+
+# How the page names what a wrong option is (the paper's failure types, Table 2).
+FAILURE_NAMES = {"FS": "fake scene", "SU": "superficial", "NE": "nonexistent entity", "correct": "none (right)"}
+
+
+def sample_view(record: Mapping):
+    """The report page's view: the setting, the subset, and for multiple choice the failure type
+    of the option chosen (fake scene / superficial / nonexistent entity, or unreadable). A free-form
+    answer is scored by BERTScore over the whole set, so it is not right or wrong on its own."""
+    from spatial_tasks.benchmark import SampleView
+
+    fields = {"setting": str(record["setting"]), "subset": str(record.get("subset") or "—")}
+    if record.get("kind") == "freeform":
+        return SampleView(key=f"{record['item_id']}/{record['setting']}", gold=str(record["correct_intention"]),
+                          correct=None, fields=fields)
+    chosen = record.get("chosen_type")
+    fields["failure type"] = FAILURE_NAMES.get(chosen, str(chosen)) if chosen is not None else "unreadable"
+    return SampleView(key=f"{record['item_id']}/{record['setting']}",
+                      gold=f"{record['answer']}. {record['correct_intention']}", correct=bool(record["correct"]),
+                      fields=fields)

@@ -99,6 +99,18 @@ def test_run_labels_are_short_and_keep_what_tells_runs_apart(results, label):
                          "x")) <= 48
 
 
+def test_runs_that_started_in_the_same_second_keep_apart(docs, tmp_path):
+    """Parallel runs of one model (the demo's two generation settings) share model, args and stamp:
+    the ends of their folders tell them apart, so no table, figure or page merges them."""
+    root = tmp_path / "out"
+    write_run(root / "settings_0" / "m", "20260101_000001", "a_model", "pretrained=/ckpt/a", docs, truth)
+    write_run(root / "settings_1" / "m", "20260101_000001", "a_model", "pretrained=/ckpt/a", docs, yes)
+    write_run(root / "other", "20260101_000009", "b_model", "", docs, yes)
+    assert [r.label for r in find_runs(root)] == ["b_model", "a_model(pretrained=a) [20260101_000001, settings_0/m]",
+                                                  "a_model(pretrained=a) [20260101_000001, settings_1/m]"]
+    assert set(rescore(root)["runs"]) == {r.label for r in find_runs(root)}
+
+
 def test_a_report_that_fails_leaves_the_earlier_one_whole(docs, tmp_path):
     root = tmp_path / "out"
     write_run(root / "a", "20260101_000001", "a_model", "", docs, truth)

@@ -37,6 +37,7 @@ BENCHMARK = Benchmark(
     report=Section(Later("spatial_tasks.spatialtunnel.resplit.report:resplit_figures"),
                    title="SpatialTunnel: consistent / counter re-splits of real benchmarks"),
     baselines=Later("spatial_tasks.spatialtunnel.resplit.baselines"),
+    browse=Later("spatial_tasks.spatialtunnel.resplit.records:sample_view"),
     demo=DEMO,
     settings=lambda records: distinct(records, "answer_reader"),
 )

@@ -28,3 +28,12 @@ def records_from_samples(path: Path) -> list[dict]:
         return record
 
     return rescore_file(path, ("acc_all",), metrics.BENCHMARK, checked)
+
+
+def sample_view(record: dict):
+    """The report page's view: the source benchmark and the shortcut relation of the question."""
+    from spatial_tasks.benchmark import SampleView
+
+    return SampleView(key=f"{record.get('source')}/{record['question_id']}", gold=str(record.get("answer")),
+                      correct=None if record.get("score") is None else record["score"] >= 1,
+                      fields={"source": str(record.get("source")), "relation": record["relation"]})

@@ -1,0 +1,144 @@
+"""The report page: ``index.html`` beside ``report.md``, one self-contained view of a report.
+
+It shows what the report holds and one thing it does not: the scorecard (sortable, each figure with
+its interval, n and protocol; exactly ``leaderboard.json``'s records), the papers' cells beside
+ours with ``verify``'s grade, each run's software and scoring settings, every figure with its
+caption in the report's order, and a browser over every logged sample with its images
+(``samples``, ``images``): filters on the benchmark's own fields, wrong-only and free text, and two
+runs side by side with the questions they disagree on first.
+
+The page is only a view: its data is the leaderboard and the logged samples, embedded as one JSON
+block that the page's own script (``assets/page.js``, written for this page, no library) renders
+as text nodes -- nothing from a sample is ever parsed as HTML. Opened from disk it fetches nothing:
+the script and style are inline, images are the report's PNGs and the ``thumbs/`` folder beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+
+from spatial_tasks.common.samples import Run
+from spatial_tasks.page.images import THUMBS, ImageShelf
+from spatial_tasks.page.samples import Strings, benchmark_rows
+
+PAGE = "index.html"
+
+
+def _asset(name: str) -> str:
+    return resources.files("spatial_tasks.page").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _plain(line: str) -> str:
+    """A markdown line of the report as plain text (the page shows it as text, never as HTML)."""
+    return re.sub(r"\*\*|`", "", line).strip()
+
+
+def _figure_caption(path: Path) -> str:
+    """The caption a figure carries in its PNG text (``common.plots.save``), else its file name."""
+    from PIL import Image
+
+    from spatial_tasks.common.plots import CAPTION_KEY
+
+    try:
+        with Image.open(path) as image:
+            caption = image.info.get(CAPTION_KEY) or getattr(image, "text", {}).get(CAPTION_KEY)
+    except OSError:
+        caption = None
+    return caption or path.stem.replace("_", " ")
+
+
+def scorecard(records: Sequence[Mapping]) -> dict:
+    """The leaderboard's records as the page's table: one row per (model, model_args), one column per
+    benchmark headline (registry order, then any other metric), each cell every record of it."""
+    from spatial_tasks.registry import benchmarks
+
+    specs = benchmarks()
+    order: dict[tuple[str, str], str] = {}
+    for name, spec in specs.items():
+        for headline in spec.scorecard.headlines if spec.scorecard is not None else ():
+            order[(name, headline.metric)] = f"{spec.title} {headline.label}"
+    present = {(r["benchmark"], r["metric"]) for r in records}
+    keys = [k for k in order if k in present] + sorted(present - set(order))
+    columns = [{"key": f"{b}/{m}", "benchmark": b, "metric": m,
+                "title": order.get((b, m)) or f"{specs[b].title if b in specs else b} {m}"} for b, m in keys]
+    rows: dict[tuple[str, str], dict] = {}
+    for index, r in enumerate(records):
+        row = rows.setdefault((r["model"], r["model_args"] or ""), {"model": r["model"], "model_args": r["model_args"] or "",
+                                                                   "cells": {}})
+        settings = r.get("settings") or {}
+        row["cells"].setdefault(f"{r['benchmark']}/{r['metric']}", []).append({
+            "record": index, "value": r["value"], "low": r.get("ci_low"), "high": r.get("ci_high"), "n": r["n"],
+            "method": r.get("ci_method"), "protocol": settings.get("protocol", "exact"), "task": r["task"],
+            "settings": {k: v for k, v in settings.items() if k != "protocol"}, "run_id": r["run_id"]})
+    return {"columns": columns, "rows": sorted(rows.values(), key=lambda row: (row["model"], row["model_args"]))}
+
+
+def page_data(*, intro: Sequence[str], source: str, leaderboard: Sequence[Mapping], papers: Sequence,
+              runs: Sequence[Run], versions: Sequence[tuple[str, Mapping]], settings: Sequence[tuple[str, str, Mapping]],
+              figures: Sequence[tuple[str, Sequence[Path]]], by_benchmark: Mapping[str, list], shelf: ImageShelf) -> dict:
+    """Everything the page shows, as one JSON-able dict."""
+    from spatial_tasks.registry import benchmarks
+
+    specs = benchmarks()
+    strings = Strings()
+    run_index = {run.label: i for i, run in enumerate(runs)}
+    configs = {f"{run.label}\x00{task}": config for run in runs
+               for task, config in (run.results().get("configs") or {}).items() if isinstance(config, dict)}
+    samples: list[dict] = []
+    browsed = []
+    for name in (n for n in specs if n in by_benchmark):  # registry order, as the report
+        rows, fields = benchmark_rows(specs[name], by_benchmark[name], run_index, strings, shelf, configs)
+        for row in rows:
+            row["b"] = len(browsed)
+        samples += rows
+        browsed.append({"name": name, "title": specs[name].title, "fields": fields})
+    return {
+        "title": "spatial-tasks report", "intro": [_plain(line) for line in intro if line.strip()], "source": _plain(source),
+        "scorecard": scorecard(leaderboard),
+        "papers": [{"model": Path(c.model).name, "paper_model": c.paper_model, "benchmark": c.benchmark, "table": c.table,
+                    "column": c.column, "scope": c.scope, "ours": c.ours, "paper": c.paper, "delta": c.delta_points,
+                    "grade": c.grade} for c in papers],
+        "versions": [{"run": label, **{k: v for k, v in env.items()}} for label, env in versions],
+        "settings": [{"run": label, "benchmark": title, "settings": dict(found)} for label, title, found in settings],
+        "sections": [{"title": title, "figures": [{"src": p.name, "caption": _figure_caption(p)} for p in files]}
+                     for title, files in figures if files],
+        "runs": [{"label": run.label, "folder": str(run.folder), "stamp": run.stamp} for run in runs], "benchmarks": browsed,
+        "strings": strings.table, "samples": samples, "thumbs": THUMBS,
+        "image_problems": dict(sorted(shelf.problems.items())),
+    }
+
+
+def embed(data: dict) -> str:
+    """``data`` as JSON safe inside a <script> element: no "<", ">" or "&" survives as itself."""
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render(data: dict) -> str:
+    """The page's HTML: the template with its style, script and data inline."""
+    html = _asset("page.html")
+    for marker, value in (("/*STYLE*/", _asset("page.css")), ("/*SCRIPT*/", _asset("page.js")), ("/*DATA*/", embed(data))):
+        if html.count(marker) != 1:
+            raise RuntimeError(f"page.html: expected one {marker} marker")
+        head, _, tail = html.partition(marker)
+        html = head + value + tail
+    return html
+
+
+def write_page(out: Path, **parts) -> list[Path]:
+    """Write ``index.html`` (and ``thumbs/`` when a sample has an image) into ``out``; the files written."""
+    out = Path(out)
+    shelf = ImageShelf(out)
+    data = page_data(shelf=shelf, **parts)
+    if shelf.problems:  # the page says it on every such sample; the terminal once
+        (task, why), more = next(iter(sorted(shelf.problems.items()))), len(shelf.problems) - 1
+        print(f"spatial-tasks: report page: the images of {task} could not be read ({why})"
+              + (f"; {more} more task(s) likewise, listed on the page" if more else ""), file=sys.stderr)
+    index = out / PAGE
+    index.write_text(render(data), encoding="utf-8")
+    return [index, *([shelf.folder] if shelf.written else [])]
