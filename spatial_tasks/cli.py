@@ -216,7 +216,8 @@ def report_command(
                                                          "may be left out with --probe.")] = None,
     probe: Annotated[list[Path] | None, typer.Option(help="A `spatial-tasks probe` folder to add (repeatable).")] = None,
 ) -> None:
-    """Turn lmms-eval results (and logged samples) and probe folders into report.md and plots."""
+    """Turn lmms-eval results (and logged samples) and probe folders into report.md, plots, and
+    index.html: one page with the scorecard, every figure and every sample with its image."""
     from spatial_tasks.report import write_report
 
     if results_dir is None and not probe:

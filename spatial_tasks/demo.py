@@ -209,4 +209,6 @@ def run_demo(out: Path, workers: int = 2) -> Path:
     files = write_report(out / "runs", out / "report", intro=intro(), probes=studies)
     report = next(p for p in files if p.name == "report.md")
     console.print(f"[bold]Report[/]: {report}  ({time.time() - started:.0f} s in all)")
+    console.print(f"[bold]Page[/]: {report.with_name('index.html')}  (open it in a browser: the scorecard, "
+                  "every figure, and every sample with its image)")
     return report
