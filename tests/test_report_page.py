@@ -36,6 +36,10 @@ def test_embedded_data_cannot_close_its_script_element():
     assert json.loads(text) == {"prompt": "</script><script>alert(1)</script>", "amp": "a & b", "more": "x > y"}
 
 
+def test_undefined_figures_are_embedded_as_null():
+    assert json.loads(embed({"ours": float("nan"), "rows": [{"p": float("inf")}, 0.5]})) == {"ours": None, "rows": [{"p": None}, 0.5]}
+
+
 def test_thumbnails_fit_the_limit_and_keep_the_picture():
     wide = Image.new("RGBA", (1000, 250), (255, 0, 0, 255))
     import io

@@ -16,6 +16,7 @@ the script and style are inline, images are the report's PNGs and the ``thumbs/`
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -113,9 +114,20 @@ def page_data(*, intro: Sequence[str], source: str, leaderboard: Sequence[Mappin
     }
 
 
+def _finite(value):
+    """``value`` with every NaN or infinity (a figure undefined for its rows) as None: JSON has none."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def embed(data: dict) -> str:
     """``data`` as JSON safe inside a <script> element: no "<", ">" or "&" survives as itself."""
-    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    text = json.dumps(_finite(data), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

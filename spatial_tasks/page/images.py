@@ -100,8 +100,12 @@ class ImageShelf:
         self.problems: dict[str, str] = {}  # task -> why its images could not be had (one line each)
 
     def shown(self, task: str, config: Mapping[str, Any], doc_id: object, record: Mapping[str, Any]) -> Shown:
-        source = json.dumps({"task": task, "metadata": config.get("metadata"), "path": config.get("dataset_path"),
-                             "kwargs": config.get("dataset_kwargs")}, sort_keys=True, default=str)
+        from spatial_tasks.common.environment import ENVIRONMENT_KEY
+
+        metadata = config.get("metadata") if isinstance(config.get("metadata"), Mapping) else {}
+        source = json.dumps({"task": task, "path": config.get("dataset_path"), "kwargs": config.get("dataset_kwargs"),
+                             "metadata": {k: v for k, v in metadata.items() if k != ENVIRONMENT_KEY}},
+                            sort_keys=True, default=str)  # runs by other software read the same docs
         docs = self._tasks.get(source)
         if docs is None:
             docs = self._tasks[source] = _TaskDocs(task, config)
