@@ -26,7 +26,6 @@ module holds ``qwen2_5_vl_yesno``; ``lmms_yesno`` the other twins; ``hf_auto`` t
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import re
 from collections import Counter
@@ -51,7 +50,7 @@ from spatial_tasks.models.answer_tokens import (  # noqa: F401  (re-exported: th
     single_token_id,
     yes_no_token_ids,
 )
-from spatial_tasks.models.lmms_requests import as_list, refuse_text_tasks, request_item
+from spatial_tasks.models.lmms_requests import as_list, image_key, refuse_text_tasks, request_item
 from spatial_tasks.models.packed import PREPARE, Prompt, Stages, packed_choice, stage
 
 Qwen2_5_VL, process_vision_info = lmms_eval_qwen2_5_vl()  # the seam with lmms-eval's internals
@@ -408,13 +407,6 @@ class QwenImageFeatures:
         if features:
             kept["mm_encoder_outputs"] = families.qwen_encoder_outputs(features)
         return self.first_token_logits_batch(kept)
-
-
-def image_key(image: Image.Image) -> str:
-    """What makes two images the same input: mode, size and the decoded pixels (BLAKE2b)."""
-    digest = hashlib.blake2b(image.tobytes(), digest_size=16)
-    digest.update(f"{image.mode}:{image.size}".encode())
-    return digest.hexdigest()
 
 
 class Qwen2_5_VLYesNo(QwenImageFeatures, HFYesNoMixin, Qwen2_5_VL):

@@ -5,6 +5,7 @@ against a server), so that all of them read a request the same way."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -52,3 +53,10 @@ def refuse_text_tasks(model_name: str, requests: Sequence[Any]) -> None:
                  f"them take (`spatial-tasks list`: scores first-token logits); {', '.join(text)} score(s) generated "
                  "text: run them with a model that generates (for example qwen2_5_vl, or lmms-eval's openai for a "
                  "served model)")
+
+
+def image_key(image: Image.Image) -> str:
+    """What makes two images the same input: mode, size and the decoded pixels (BLAKE2b)."""
+    digest = hashlib.blake2b(image.tobytes(), digest_size=16)
+    digest.update(f"{image.mode}:{image.size}".encode())
+    return digest.hexdigest()

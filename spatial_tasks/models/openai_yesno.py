@@ -38,8 +38,7 @@ from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.validate import flag, http_url
 from spatial_tasks.common.yesno import encode_payload, warn_on_label_mass
 from spatial_tasks.models import served
-from spatial_tasks.models.hf_yesno import image_key
-from spatial_tasks.models.lmms_requests import refuse_text_tasks, request_item, request_name
+from spatial_tasks.models.lmms_requests import image_key, refuse_text_tasks, request_item, request_name
 
 KNOWN_ARGS = ("model_version", "model", "base_url", "api_key", "num_concurrent", "timeout", "max_retries",
               "retry_backoff_s", "dialect", "top_logprobs", "tokenizer", "yes_text", "no_text", "answer_rule",
