@@ -169,3 +169,28 @@ def golden_runs(tmp_path_factory: pytest.TempPathFactory, baseline_run) -> Path:
     from golden_figures import make_runs
 
     return shared_across_workers(tmp_path_factory, "golden_runs", lambda root: make_runs(root, baseline_run))
+
+
+@pytest.fixture(scope="session")
+def page_runs(tmp_path_factory: pytest.TempPathFactory, golden_runs, baseline_run) -> Path:
+    """For the report page's tests: every benchmark's golden run, and the oracle on the SpatialTunnel
+    samples (the vertical golden run's questions, answered right), made once per session. Read-only."""
+    import shutil
+
+    def make(root: Path) -> None:
+        for folder in ("spatialtunnel", "o3d", "dori", "vague"):
+            shutil.copytree(golden_runs / folder, root / folder)
+        oracle = baseline_run("oracle", "spatialtunnel_sample,spatialtunnel_logit_sample")
+        assert oracle.results is not None, oracle.output[-3000:]
+        shutil.copytree(oracle.out, root / "oracle")
+
+    return shared_across_workers(tmp_path_factory, "page_runs", make)
+
+
+@pytest.fixture(scope="session")
+def page_report(tmp_path_factory: pytest.TempPathFactory, page_runs) -> Path:
+    """``spatial-tasks report`` of ``page_runs`` (index.html and thumbs/ with it), made once per session. Read-only."""
+    from spatial_tasks.report import write_report
+
+    folder = shared_across_workers(tmp_path_factory, "page_report", lambda root: write_report(page_runs, root / "report"))
+    return folder / "report"
