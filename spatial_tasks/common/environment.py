@@ -3,7 +3,8 @@ was installed from. Every result names these (a VLM's score moves with transform
 and chat templates), and the report and ``verify`` warn when compared rows differ.
 
 ``software()`` is what an lmms-eval run records (in each of our tasks' config metadata, under
-``ENVIRONMENT_KEY``) and what the tidy records copy.
+``ENVIRONMENT_KEY``) and what the tidy records copy. Beside it a run records the data each task
+read (``DATA_KEY``); ``data_read`` is the one reader of it.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import functools
 import platform
 import subprocess
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 ENVIRONMENT_KEY = "spatial_tasks_environment"
 # where the harness records the data each task read (after the documented source override)
@@ -111,3 +114,21 @@ def mixed_warning(envs: list[dict[str, str | None]], what: str = "rows compared 
     listed = "; ".join(f"{field} {', '.join(values)}" for field, values in found.items())
     return (f"Warning: the {what} ran with different versions ({listed}): a VLM's scores move with its "
             f"processor and chat template, so differences between these rows may come from the software.")
+
+
+def data_read(config: Mapping[str, Any]) -> dict | None:
+    """The data one task of a run read, from the task's config in the run's results file:
+    {"path", "name", "split", "kwargs", "override", "recorded"}. ``recorded``: the run recorded it
+    (``DATA_KEY``, after any source override); else -- a run made before it did -- lmms-eval's own
+    dataset fields, which name the YAML's source. None when the config names no data."""
+    metadata = config.get("metadata") if isinstance(config.get("metadata"), Mapping) else {}
+    saved = metadata.get(DATA_KEY)
+    if isinstance(saved, Mapping) and isinstance(saved.get("path"), str):
+        return {"path": saved["path"], "name": saved.get("name"), "split": str(saved.get("split") or "test"),
+                "kwargs": dict(saved.get("kwargs") or {}), "override": saved.get("override"), "recorded": True}
+    if not isinstance(config.get("dataset_path"), str):
+        return None
+    kwargs = config.get("dataset_kwargs") if isinstance(config.get("dataset_kwargs"), Mapping) else {}
+    return {"path": config["dataset_path"], "name": config.get("dataset_name"),
+            "split": str(config.get("test_split") or "test"), "kwargs": dict(kwargs), "override": None,
+            "recorded": False}

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from spatial_tasks.common.environment import DATA_KEY
+from spatial_tasks.common.environment import data_read
 from spatial_tasks.common.origin import LOCAL_BUILDERS
 from spatial_tasks.common.validate import DataError
 
@@ -83,22 +83,6 @@ class TaskData:
         return {"path": self.path, "name": self.name, "split": self.split,
                 "kwargs": json.loads(json.dumps(dict(self.load_kwargs()), default=str)), "override": self.override}
 
-    def as_run_read_it(self, config: Mapping[str, Any]) -> TaskData | None:
-        """This task's data (from its YAML) with the source one run's results file says the task
-        read (``config``: the file's config of the task): what the run recorded under ``DATA_KEY``
-        (after any source override), else -- a run made before it recorded it -- the config's own
-        dataset fields; None when the config names no data."""
-        metadata = config.get("metadata") if isinstance(config.get("metadata"), Mapping) else {}
-        saved = metadata.get(DATA_KEY)
-        if isinstance(saved, Mapping) and isinstance(saved.get("path"), str):
-            return replace(self, path=saved["path"], name=saved.get("name"), split=str(saved.get("split") or "test"),
-                           kwargs=dict(saved.get("kwargs") or {}), override=saved.get("override"))
-        if not isinstance(config.get("dataset_path"), str):
-            return None
-        kwargs = config.get("dataset_kwargs") if isinstance(config.get("dataset_kwargs"), Mapping) else {}
-        return replace(self, path=config["dataset_path"], name=config.get("dataset_name"),
-                       split=str(config.get("test_split") or "test"), kwargs=dict(kwargs), override=None)
-
     @classmethod
     def of_task(cls, task) -> TaskData:
         """The TaskData of an lmms-eval ConfigurableTask (its config, as lmms-eval resolved it)."""
@@ -160,6 +144,18 @@ class DocsHook:
 
     def resolve(self, data: TaskData) -> TaskData:
         return data.with_source(self.source_env, self.default_source)
+
+    def as_run_read_it(self, data: TaskData, config: Mapping[str, Any]) -> TaskData | None:
+        """``data`` (a task's, from its YAML) with the source one run read, as its results file's
+        task ``config`` says (``common.environment.data_read``): the source the run recorded, or
+        for a run made before it recorded one, the config's, resolved as a run now would. None when
+        the config names no data."""
+        read = data_read(config)
+        if read is None:
+            return None
+        found = replace(data, path=read["path"], name=read["name"], split=read["split"], kwargs=read["kwargs"],
+                        override=read["override"])
+        return found if read["recorded"] else self.resolve(found)
 
     def __call__(self, dataset, data: TaskData | None = None):
         if data is None:

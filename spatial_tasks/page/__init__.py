@@ -54,19 +54,18 @@ def _figure_caption(path: Path) -> str:
 
 
 def scorecard(records: Sequence[Mapping]) -> dict:
-    """The leaderboard's records as the page's table: one row per (model, model_args), one column per
-    benchmark headline (registry order, then any other metric), each cell every record of it."""
+    """The leaderboard's records as the page's table: one row per (model, model_args), the report's
+    scorecard columns (``scorecard_columns``, then any other metric a record has), each cell every
+    record of it."""
     from spatial_tasks.registry import benchmarks
+    from spatial_tasks.results.scorecard import scorecard_columns
 
     specs = benchmarks()
-    order: dict[tuple[str, str], str] = {}
-    for name, spec in specs.items():
-        for headline in spec.scorecard.headlines if spec.scorecard is not None else ():
-            order[(name, headline.metric)] = f"{spec.title} {headline.label}"
-    present = {(r["benchmark"], r["metric"]) for r in records}
-    keys = [k for k in order if k in present] + sorted(present - set(order))
-    columns = [{"key": f"{b}/{m}", "benchmark": b, "metric": m,
-                "title": order.get((b, m)) or f"{specs[b].title if b in specs else b} {m}"} for b, m in keys]
+    headed = scorecard_columns({r["benchmark"] for r in records})
+    others = sorted({(r["benchmark"], r["metric"]) for r in records} - {(b, m) for b, m, _ in headed})
+    columns = [{"key": f"{b}/{m}", "benchmark": b, "metric": m, "title": title} for b, m, title in headed] + [
+        {"key": f"{b}/{m}", "benchmark": b, "metric": m, "title": f"{specs[b].title if b in specs else b} {m}"}
+        for b, m in others]
     rows: dict[tuple[str, str], dict] = {}
     for index, r in enumerate(records):
         row = rows.setdefault((r["model"], r["model_args"] or ""), {"model": r["model"], "model_args": r["model_args"] or "",
@@ -88,7 +87,7 @@ def page_data(*, intro: Sequence[str], source: str, leaderboard: Sequence[Mappin
     specs = benchmarks()
     strings = Strings()
     run_index = {run.label: i for i, run in enumerate(runs)}
-    configs = {f"{run.label}\x00{task}": config for run in runs
+    configs = {(run.label, task): config for run in runs
                for task, config in (run.results().get("configs") or {}).items() if isinstance(config, dict)}
     samples: list[dict] = []
     browsed = []
@@ -104,7 +103,7 @@ def page_data(*, intro: Sequence[str], source: str, leaderboard: Sequence[Mappin
         "papers": [{"model": Path(c.model).name, "paper_model": c.paper_model, "benchmark": c.benchmark, "table": c.table,
                     "column": c.column, "scope": c.scope, "ours": c.ours, "paper": c.paper, "delta": c.delta_points,
                     "grade": c.grade} for c in papers],
-        "versions": [{"run": label, **{k: v for k, v in env.items()}} for label, env in versions],
+        "versions": [{"run": label, **env} for label, env in versions],
         "settings": [{"run": label, "benchmark": title, "settings": dict(found)} for label, title, found in settings],
         "sections": [{"title": title, "figures": [{"src": p.name, "caption": _figure_caption(p)} for p in files]}
                      for title, files in figures if files],

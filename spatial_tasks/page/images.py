@@ -69,7 +69,6 @@ class _TaskDocs:
 
 def _load(task: str, config: Mapping[str, Any]):
     from spatial_tasks.catalog import task_config
-    from spatial_tasks.common.environment import DATA_KEY
     from spatial_tasks.harness.data import TaskData, load_docs
     from spatial_tasks.harness.failures import check_hub_reachable
 
@@ -78,12 +77,9 @@ def _load(task: str, config: Mapping[str, Any]):
     except KeyError:
         raise LookupError(f"no task YAML named {task!r} is installed here, so its docs cannot be loaded") from None
     yaml_data, hook = TaskData.from_config(path, full)
-    data = yaml_data.as_run_read_it(config)
+    data = hook.as_run_read_it(yaml_data, config)
     if data is None:
         raise LookupError(f"the run's results file does not say which data {task} read")
-    metadata = config.get("metadata") if isinstance(config.get("metadata"), Mapping) else {}
-    if DATA_KEY not in metadata:  # a run from before the data was recorded: resolved as a run now would
-        data = hook.resolve(data)
     check_hub_reachable(data)
     return load_docs(data, hook), full.get("doc_to_visual"), data.label
 

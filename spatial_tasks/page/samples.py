@@ -12,7 +12,6 @@ keys) are stored once in a string table.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,10 +49,6 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _finite(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
-
-
 def answer_of(response: str) -> dict:
     """The answer as the page shows it: {"text"} for a text answer; for a first-token payload also
     "p_yes" (σ(l_Yes − l_No)), "margin" (l_Yes − l_No) and "mass" (the label mass, when logged)."""
@@ -63,7 +58,7 @@ def answer_of(response: str) -> dict:
     margin = fields["logit_yes"] - fields["logit_no"]
     valid, mass = payload_label_mass(fields)
     out = {"text": _cut(str(fields.get("answer") or fields.get("text") or "")),
-           "p_yes": _finite(sigmoid(margin)) if not math.isnan(margin) else None, "margin": _finite(margin)}
+           "p_yes": sigmoid(margin), "margin": margin}  # NaN / inf: embedded as null, shown as n/a
     if "label_mass" in fields:
         out["mass"] = mass if valid else None
     return out
@@ -74,13 +69,13 @@ def generic_view(record: Mapping[str, Any], sample: Mapping[str, Any]) -> Sample
     key = record.get("question_id", sample.get("doc_id"))
     correct = record.get("correct", record.get("score"))
     return SampleView(key=str(key), gold=_text(sample.get("target")),
-                      correct=None if _finite(correct) is None else float(correct) >= 1)
+                      correct=float(correct) >= 1 if isinstance(correct, (int, float)) else None)
 
 
 def benchmark_rows(benchmark: Benchmark, entries: Sequence[tuple[Run, str, Path]], run_index: Mapping[str, int],
-                   strings: Strings, shelf: ImageShelf, configs: Mapping[str, Mapping]) -> tuple[list[dict], list[str]]:
+                   strings: Strings, shelf: ImageShelf, configs: Mapping[tuple[str, str], Mapping]) -> tuple[list[dict], list[str]]:
     """(rows, field names) of one benchmark's samples files: ``entries`` are (run, task, samples
-    path) as the report groups them; ``configs``: the run label + task -> its results-file config."""
+    path) as the report groups them; ``configs``: (run label, task) -> its results-file config."""
     view_of = benchmark.browse
     rows: list[dict] = []
     field_names: dict[str, None] = {}
@@ -89,7 +84,7 @@ def benchmark_rows(benchmark: Benchmark, entries: Sequence[tuple[Run, str, Path]
         samples = [sample for _, sample in numbered_samples(path)]
         if len(records) != len(samples):  # rescore keeps every sample, in order: anything else is a bug
             raise RuntimeError(f"{path}: {len(records)} records re-scored from {len(samples)} samples")
-        config = configs.get(f"{run.label}\x00{task}") or {}
+        config = configs.get((run.label, task)) or {}
         for record, sample in zip(records, samples):
             view = view_of(record) if view_of is not None else generic_view(record, sample)
             response = record.get("response")

@@ -61,23 +61,29 @@ def _cell(records: Sequence[ResultRecord], options: Sequence[str]) -> str:
     return "; ".join(_value(r) + label(r) for r in sorted(records, key=lambda r: sorted(r.settings.items())))
 
 
+def scorecard_columns(present: set[str]) -> list[tuple[str, str, str]]:
+    """(benchmark, metric, heading) of the scorecard's columns: every headline of each benchmark in
+    ``present``, in registry order (the report's table and the page's share them)."""
+    return [(name, h.metric, f"{b.title} {h.label}") for name, b in benchmarks().items()
+            if b.scorecard is not None and name in present for h in b.scorecard.headlines]
+
+
 def scorecard_lines(records: Sequence[ResultRecord]) -> list[str]:
     """A markdown table (and its legend) of ``headline_records(records)``."""
     chosen = headline_records(records)
     if not chosen:
         return []
     specs = {name: b for name, b in benchmarks().items() if b.scorecard is not None}
-    present = [b for b in specs if any(r.benchmark == b for r in chosen)]
-    columns = [(b, h) for b in present for h in specs[b].scorecard.headlines]
+    shown = scorecard_columns({r.benchmark for r in chosen})
     models = sorted({(r.model, r.model_args) for r in chosen})
     by_key: dict[tuple, list[ResultRecord]] = {}
     for r in chosen:
         by_key.setdefault((r.model, r.model_args, r.benchmark, r.metric), []).append(r)
-    head = ["model", *(f"{specs[b].title} {h.label}" for b, h in columns)]
+    head = ["model", *(title for _, _, title in shown)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for model, args in models:
         name = f"`{model}({args})`" if args else f"`{model}`"
-        cells = [_cell(by_key.get((model, args, b, h.metric), []), specs[b].options) for b, h in columns]
+        cells = [_cell(by_key.get((model, args, b, m), []), specs[b].options) for b, m, _ in shown]
         lines.append("| " + " | ".join([name, *cells]) + " |")
     scopes = sorted({(r.benchmark, r.task, r.n) for r in chosen})
     warning = mixed_warning([record_software(r) for r in chosen], "rows of this scorecard")

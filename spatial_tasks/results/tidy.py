@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from spatial_tasks.benchmark import Benchmark, DeclaredMetrics, ReleasedOutputs
-from spatial_tasks.common.environment import DATA_KEY, ENVIRONMENT_KEY, software
+from spatial_tasks.common.environment import ENVIRONMENT_KEY, data_read, software
 from spatial_tasks.common.intervals import ITERATIONS, SEED
 from spatial_tasks.common.samples import LABEL_DROPS, Run, find_runs, samples_benchmark
 from spatial_tasks.registry import benchmarks, get
@@ -96,12 +96,8 @@ def _finite(value: float) -> float | None:
 def _data_source(config: dict) -> tuple[str | None, str | None]:
     """(dataset_path -- or "<builder>:<local files>" for local data -- and revision) of one task config:
     the data the run recorded it read (``DATA_KEY``: after a source override), else the config's."""
-    metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
-    recorded = metadata.get(DATA_KEY) if isinstance(metadata.get(DATA_KEY), dict) else None
-    if recorded is not None and isinstance(recorded.get("path"), str):
-        config = {"dataset_path": recorded["path"], "dataset_kwargs": recorded.get("kwargs") or {}}
-    kwargs = config.get("dataset_kwargs") if isinstance(config.get("dataset_kwargs"), dict) else {}
-    source = config.get("dataset_path")
+    read = data_read(config) or {"kwargs": {}, "path": None}
+    kwargs, source = read["kwargs"], read["path"]
     files = kwargs.get("data_files")
     if source in ("parquet", "json", "csv", "arrow") and files:
         source = f"{source}:{';'.join(sorted(str(f) for f in (files.values() if isinstance(files, dict) else [files])))}"
