@@ -294,6 +294,10 @@ class Benchmark:
     paper: Paper
     report: Section
     source: Source | None = None  # None: no default release (``--data`` names one)
+    # its lmms-eval metrics: aggregation-name prefix -> Later of a {metric: function of the records}
+    # table. Each entry is registered with lmms-eval as ``<prefix>_<metric>`` (what a task YAML's
+    # ``aggregation:`` names) and recomputed over the pooled records for a group.
+    metrics: Mapping[str, Later] = field(default_factory=dict)
     demo: Demo | None = None  # its part of ``spatial-tasks demo``
     # its task YAMLs: a folder under this package's tasks/ (default: its name), or a path outside it
     tasks_dir: str | Path | None = None

@@ -30,6 +30,7 @@ BENCHMARK = Benchmark(
     name=NAME,
     title="DORI",
     source=Source("appledora/DORI-Benchmark", env="SPATIAL_TASKS_DORI_SOURCE", note="configs discovered at load time"),
+    metrics={NAME: Later("spatial_tasks.dori.metrics:TASK_METRICS")},
     record=Later("spatial_tasks.dori.records:LoggedRecord"),
     records_from_samples=Later("spatial_tasks.dori.rescore:records_from_samples"),
     summary=Later("spatial_tasks.dori.rescore:summary"),

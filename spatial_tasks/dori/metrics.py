@@ -122,3 +122,14 @@ def _average(granularity: str) -> Headline:
 
 
 SCORECARD = Scorecard(unit=lambda r: r["question_id"], headlines=(_average("coarse"), _average("granular")))
+
+
+# The task metrics lmms-eval aggregates, by name: registered as ``dori_<name>`` (``Benchmark.metrics``),
+# named so in the task YAMLs, recomputed over the pooled records for a group.
+TASK_METRICS = {
+    "acc": accuracy,
+    "soft": soft_accuracy,
+    "unparseable": unparseable_share,
+    "declined": declined_share,
+    "refused": refused_share,
+}

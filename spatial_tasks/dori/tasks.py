@@ -19,7 +19,7 @@ from PIL import Image, ImageDraw
 from spatial_tasks.common import images, prompts
 from spatial_tasks.common.choice import LETTERS
 from spatial_tasks.common.validate import reads_docs
-from spatial_tasks.dori import load, metrics
+from spatial_tasks.dori import load
 from spatial_tasks.dori.records import LoggedRecord, answer_position, score, shown_options  # noqa: F401
 from spatial_tasks.dori.schema import (
     BENCHMARK,
@@ -175,13 +175,6 @@ def process_results_granular(doc, results):
 def process_results_any(doc, results):
     """dori_sample mixes both granularities: every metric (soft = acc on coarse questions)."""
     return fan_out(score(doc, results[0] if results else ""), GRANULAR_METRICS)
-
-
-agg_acc = aggregation("acc", metrics.accuracy)
-agg_soft = aggregation("soft", metrics.soft_accuracy)
-agg_unparseable = aggregation("unparseable", metrics.unparseable_share)
-agg_declined = aggregation("declined", metrics.declined_share)
-agg_refused = aggregation("refused", metrics.refused_share)
 
 
 TASK_NAMES = tuple(f"{t}_{g}" for t in TASKS for g in GRANULARITIES)

@@ -29,7 +29,10 @@ What lives here, and why:
    and then exits 0 after a long traceback. For our tasks the download runs once; any failure
    raises ``TaskDataFailed`` (a ``SystemExit``, which lmms-eval's CLI does not catch), so the
    terminal ends with our line -- what failed, what to do -- and the exit status is 2.
-4. **Group metrics from pooled records.** A group's ``aggregate_metric_list`` aggregation receives
+4. **Metrics by name, group metrics from pooled records.** Each benchmark's metric table
+   (``Benchmark.metrics``) is registered with lmms-eval's aggregation registry when the entry point
+   runs (``register_aggregations``): a task YAML names ``aggregation: o3d_acc``.
+   **Group metrics from pooled records.** A group's ``aggregate_metric_list`` aggregation receives
    only the subtasks' final values and sizes, so a weighted mean is all it could compute: wrong for
    an SDGM, a bias, Delta = v_cons - v_ctr or any accuracy on a subset. ``aggregation`` returns a
    ``PooledValue``, a float that also carries the records and the metric function inside the
@@ -89,6 +92,8 @@ from spatial_tasks.harness.pooling import (  # noqa: F401
     aggregation,
     fan_out,
     pool_subtasks,
+    register_aggregations,
+    registered_name,
     unwrap,
 )
 from spatial_tasks.harness.upstream import (  # noqa: F401
@@ -131,6 +136,7 @@ def install() -> None:
     install_task_discovery()
     install_download()
     install_fast_yaml()
+    register_aggregations()
 
 
 def model_manifests():

@@ -60,6 +60,11 @@ def contract_problems() -> list[str]:
           "and matches metric names as substrings",
           lambda: all(s in inspect.getsource(__import__("lmms_eval.evaluator_utils", fromlist=["x"]).consolidate_group_results)
                       for s in ("aggregate_fn(", 'metric_config["metric"] not in metric')))
+    check("(4) a task's string aggregation is looked up in lmms-eval's registry (get_aggregation) when the task is "
+          "built, and the models' entry points load when lmms_eval.models is imported (registration precedes tasks)",
+          lambda: "get_aggregation(agg_name)" in inspect.getsource(configurable_task()._prepare_metric_and_aggregation)
+          and "load_entrypoint_manifests" in inspect.getsource(__import__("lmms_eval.models", fromlist=["x"]))
+          and __import__("lmms_eval.api.registry", fromlist=["x"]).get_aggregation("o3d_acc") is not None)
     check("(5) logged samples write unknown objects with str()",
           lambda: __import__("lmms_eval.utils", fromlist=["x"]).handle_non_serializable(RecordRef({}, "k"))
           == "<spatial-tasks record: see 'k'>")

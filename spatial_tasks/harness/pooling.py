@@ -80,7 +80,41 @@ def aggregation(name: str, function: MetricFunction) -> Callable[[list], PooledV
 
     agg.__name__ = agg.__qualname__ = f"agg_{name}"
     agg.__doc__ = function.__doc__
+    agg.metric_function = function  # what makes registering it again a no-op
     return agg
+
+
+def registered_name(prefix: str, metric: str) -> str:
+    """The lmms-eval aggregation name of a benchmark's metric: ``o3d_acc``."""
+    return f"{prefix}_{metric}"
+
+
+def register_aggregations() -> list[str]:
+    """Register every benchmark's metric table (``Benchmark.metrics``) with lmms-eval, each metric
+    as ``<prefix>_<metric>``, so a task YAML names it as a string (``aggregation: o3d_acc``).
+
+    Runs in the entry point (``install``), i.e. whenever ``lmms_eval.models`` is imported -- in the
+    CLI and in every process of a multi-process run, before any task is built. lmms-eval resolves
+    a string aggregation when it builds a task (``get_aggregation``, which only warns on an unknown
+    name), but a group's ``aggregate_metric_list`` takes only "mean" or a function: group configs
+    keep ``!function utils.pool_subtasks``. Idempotent; a name another package holds is an error."""
+    from lmms_eval.api.registry import AGGREGATION_REGISTRY, register_aggregation
+
+    from spatial_tasks.registry import benchmarks
+
+    names = []
+    for benchmark in benchmarks().values():
+        for prefix, table in benchmark.metrics.items():
+            for metric, function in table.load().items():
+                name = registered_name(prefix, metric)
+                held = AGGREGATION_REGISTRY.get(name)
+                if held is None:
+                    register_aggregation(name)(aggregation(metric, function))
+                elif getattr(held, "metric_function", None) is not function:
+                    raise ValueError(f"{benchmark.name}: the lmms-eval aggregation name {name!r} is already "
+                                     f"registered by {getattr(held, '__module__', '?')}; rename the metric or its prefix")
+                names.append(name)
+    return names
 
 
 def computed(name: str, function: MetricFunction, records: list) -> float | None:

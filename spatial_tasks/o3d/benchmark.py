@@ -46,6 +46,7 @@ BENCHMARK = Benchmark(
     name=NAME,
     title="O3-D",
     source=Source("liuyiqian/O3-D", env="SPATIAL_TASKS_O3D_SOURCE"),
+    metrics={NAME: Later("spatial_tasks.o3d.metric_sets:METRICS")},
     record=Later("spatial_tasks.o3d.records:LoggedRecord"),
     records_from_samples=Later("spatial_tasks.o3d.rescore:records_from_samples"),
     # ddof 0: the paper's population standard deviation; 1: the authors' pandas

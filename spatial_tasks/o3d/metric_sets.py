@@ -1,7 +1,7 @@
 """O3-D's live metrics by name: one pure function per figure the lmms-eval tasks report, each a thin
 wrapper over ``spatial_tasks.o3d.metrics`` (``METRICS``), and the metric set of each task. No
-lmms-eval here: ``rescore`` and the tidy records use the same functions (task_metrics wraps them
-as aggregations)."""
+lmms-eval here: ``rescore`` and the tidy records use the same functions, and ``METRICS`` is the
+table lmms-eval aggregates by name (``o3d_<metric>``, registered by ``spatial_tasks.harness``)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from spatial_tasks.common.validate import reads_docs
 from spatial_tasks.harness import fan_out
 from spatial_tasks.o3d.records import record
 from spatial_tasks.o3d.schema import BENCHMARK
-from spatial_tasks.o3d.task_metrics import (
+from spatial_tasks.o3d.metric_sets import (
     BASIC_METRICS,
     ICL_METRICS,
     LANGUAGE_METRICS,

@@ -21,8 +21,8 @@ Where each concern lives (this module only gathers what the YAMLs name):
 * ``model_input`` -- ``doc_to_visual`` / ``doc_to_text`` / ``doc_to_messages_icl`` / ``doc_to_target``;
 * ``records`` / ``task_results`` -- ``process_results_*``: ONE per-doc record (``record``) fanned out to every metric
   key of the task;
-* ``task_metrics`` -- each aggregation (``agg_<metric>``), a thin wrapper over a pure function of
-  ``spatial_tasks.o3d.metrics`` (``METRICS``), and the metric sets. The record carries everything those functions and
+* ``metric_sets`` -- the metric table (``METRICS``; lmms-eval aggregates each entry by the name
+  ``o3d_<metric>``, ``Benchmark.metrics``) and each task's metric set. The record carries everything those functions and
 ``spatial-tasks rescore o3d --format lmms-samples`` need (question, response, ground truth, cues,
 strength, clarity, the question's language tags), so saved samples can be re-scored.
 
@@ -70,7 +70,7 @@ from spatial_tasks.o3d.task_docs import (  # noqa: F401
     process_docs,
     subset_source,
 )
-from spatial_tasks.o3d.task_metrics import (  # noqa: F401
+from spatial_tasks.o3d.metric_sets import (  # noqa: F401
     BASIC_METRICS,
     ICL_METRICS,
     LANGUAGE_METRICS,
@@ -78,31 +78,6 @@ from spatial_tasks.o3d.task_metrics import (  # noqa: F401
     METRIC_SETS,
     METRICS,
     REAL_METRICS,
-    agg_acc,
-    agg_acc_0cue,
-    agg_acc_1cue,
-    agg_acc_2cue,
-    agg_acc_far,
-    agg_acc_FO,
-    agg_acc_FS,
-    agg_acc_HP,
-    agg_acc_LS,
-    agg_acc_near,
-    agg_acc_OC,
-    agg_acc_RS,
-    agg_acc_SA,
-    agg_acc_TG,
-    agg_bias_nf,
-    agg_consistency,
-    agg_msdgm_clarity_level,
-    agg_msdgm_formality,
-    agg_msdgm_order,
-    agg_msdgm_query,
-    agg_msdgm_vocabulary,
-    agg_sdgm_language,
-    agg_sdgm_vision,
-    agg_unparseable,
-    aggregate,
     unparseable_share,
 )
 from spatial_tasks.o3d.task_results import (  # noqa: F401

@@ -35,6 +35,8 @@ BENCHMARK = Benchmark(
     name=NAME,
     title="SpatialTunnel",
     source=Source("cubec/spatialtunnel"),  # the authors' tables (the task YAMLs' dataset_path)
+    metrics={NAME: Later("spatial_tasks.spatialtunnel.metrics:TASK_METRICS"),
+             f"{NAME}_resplit": Later("spatial_tasks.spatialtunnel.resplit.metrics:TASK_METRICS")},
     record=Later("spatial_tasks.spatialtunnel.records:LoggedRecord"),
     records_from_samples=Later("spatial_tasks.spatialtunnel.rescore:records_from_samples"),
     summary=Later("spatial_tasks.spatialtunnel.rescore:summary"),

@@ -227,3 +227,43 @@ def paper_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]
         if len(kinds) == 1 and (kind := kinds.pop()) in TABLES:
             out.append((TABLES[kind], task, summary(records)))
     return out
+
+
+def _v_cons(records):
+    """v_cons (Table 3) / Acc_con (Table 8): consistent pairs (the farther object higher)."""
+    return mean_by_relation(records, "consistent")
+
+
+def _v_ctr(records):
+    """v_ctr (Table 3) / Acc_ctr (Table 8): counter pairs (the farther object lower)."""
+    return mean_by_relation(records, "counter")
+
+
+def _v_amb(records):
+    """v over the ambiguous pairs (|dy| < 5% of the image height), reported separately."""
+    return mean_by_relation(records, "ambiguous", two_way=False)
+
+
+def _v_s010(records):
+    """v(s1 = 0.1) (Table 9): the far object small, size consistent with depth."""
+    return mean_at_size(records, SIZE_SMALL_FAR)
+
+
+def _v_s030(records):
+    """v(s1 = 0.3) (Table 9): the far object large, size conflicting with depth."""
+    return mean_at_size(records, SIZE_LARGE_FAR)
+
+
+# The task metrics lmms-eval aggregates, by name: registered as ``spatialtunnel_<name>``
+# (``Benchmark.metrics``), named so in the task YAMLs, recomputed over the pooled records for a group.
+TASK_METRICS = {
+    "v": mean_score,
+    "v_cons": _v_cons,
+    "v_ctr": _v_ctr,
+    "delta": consistency_gap,
+    "v_amb": _v_amb,
+    "v_s010": _v_s010,
+    "v_s030": _v_s030,
+    "delta_s": size_gap,
+    "unparseable": unparseable_share,
+}

@@ -18,7 +18,7 @@ from spatial_tasks.common.errors import stop_run
 from spatial_tasks.common.validate import DataError, reads_docs
 from spatial_tasks.common.yesno import scores_payloads
 from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out, pool_subtasks  # noqa: F401
-from spatial_tasks.spatialtunnel import load, metrics
+from spatial_tasks.spatialtunnel import load
 from spatial_tasks.spatialtunnel.records import (  # noqa: F401
     LoggedRecord,
     LogitsMissingError,
@@ -107,38 +107,3 @@ def process_results_logit_size(doc, results):
     return fan_out(logit_record(doc, results), SIZE_METRICS)
 
 
-def _v_cons(records):
-    """v_cons (Table 3) / Acc_con (Table 8): consistent pairs (the farther object higher)."""
-    return metrics.mean_by_relation(records, "consistent")
-
-
-def _v_ctr(records):
-    """v_ctr (Table 3) / Acc_ctr (Table 8): counter pairs (the farther object lower)."""
-    return metrics.mean_by_relation(records, "counter")
-
-
-def _v_amb(records):
-    """v over the ambiguous pairs (|dy| < 5% of the image height), reported separately."""
-    return metrics.mean_by_relation(records, "ambiguous", two_way=False)
-
-
-def _v_s010(records):
-    """v(s1 = 0.1) (Table 9): the far object small, size consistent with depth."""
-    return metrics.mean_at_size(records, metrics.SIZE_SMALL_FAR)
-
-
-def _v_s030(records):
-    """v(s1 = 0.3) (Table 9): the far object large, size conflicting with depth."""
-    return metrics.mean_at_size(records, metrics.SIZE_LARGE_FAR)
-
-
-# Aggregations: thin wrappers over spatial_tasks.spatialtunnel.metrics (groups pool the records).
-agg_v = aggregation("v", metrics.mean_score)
-agg_v_cons = aggregation("v_cons", _v_cons)
-agg_v_ctr = aggregation("v_ctr", _v_ctr)
-agg_delta = aggregation("delta", metrics.consistency_gap)
-agg_v_amb = aggregation("v_amb", _v_amb)
-agg_v_s010 = aggregation("v_s010", _v_s010)
-agg_v_s030 = aggregation("v_s030", _v_s030)
-agg_delta_s = aggregation("delta_s", metrics.size_gap)
-agg_unparseable = aggregation("unparseable", metrics.unparseable_share)

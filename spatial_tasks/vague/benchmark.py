@@ -33,6 +33,7 @@ BENCHMARK = Benchmark(
     name=NAME,
     title="VAGUE",
     source=Source("HazelNam/vague-bench", env="SPATIAL_TASKS_VAGUE_SOURCE"),
+    metrics={NAME: Later("spatial_tasks.vague.metrics:TASK_METRICS")},
     record=Later("spatial_tasks.vague.records:LoggedRecord"),
     records_from_samples=Later("spatial_tasks.vague.rescore:records_from_samples"),
     summary=Later("spatial_tasks.vague.rescore:summary"),

@@ -21,7 +21,8 @@ from loguru import logger as log
 from spatial_tasks.benchmark import Headline, Scorecard, binary
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.stats import mean
-from spatial_tasks.vague.schema import WRONG_TYPES
+from spatial_tasks.common.choice import DECLINED, REFUSED, UNPARSEABLE, outcome_share
+from spatial_tasks.vague.schema import FAKE_SCENE, NONEXISTENT, SURFACE, WRONG_TYPES
 
 # BERTScore backbone: the paper does not name one; bert_score's default for English
 # (roberta-large, layer 17, no baseline rescaling) is the common choice and reproduces the
@@ -260,6 +261,38 @@ def mean_bertscore(records: Sequence[dict]) -> float:
 
 
 # --- The scorecard: MCQ accuracy in the VLM setting (Table 1), defined once here.
+
+
+def _wrong_type(kind: str):
+    def share(records: Sequence[dict]) -> float:
+        return wrong_type_share(records, kind)
+
+    share.__doc__ = f"Share of the wrong answers of type {kind} (the paper's failure analysis, Table 3)."
+    return share
+
+
+def _outcome(outcome: str):
+    def share(records: Sequence[dict]) -> float:
+        return outcome_share(records, outcome)
+
+    share.__doc__ = f"Share of the answers read as {outcome}."
+    return share
+
+
+# The task metrics lmms-eval aggregates, by name: registered as ``vague_<name>`` (``Benchmark.metrics``),
+# named so in the task YAMLs, recomputed over the pooled records for a group.
+TASK_METRICS = {
+    "acc": accuracy,
+    "fs_rate": _wrong_type(FAKE_SCENE),
+    "su_rate": _wrong_type(SURFACE),
+    "ne_rate": _wrong_type(NONEXISTENT),
+    "unparseable": _outcome(UNPARSEABLE),
+    "declined": _outcome(DECLINED),
+    "refused": _outcome(REFUSED),
+    "bleu1": mean_bleu1,
+    "bertscore_f1": mean_bertscore,
+}
+
 
 def _mcq(rows) -> list[dict]:
     return [r for r in rows if r.get("kind") == "mcq"]

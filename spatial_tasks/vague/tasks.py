@@ -24,10 +24,9 @@ import datasets
 from PIL import Image
 
 from spatial_tasks.common import images, prompts
-from spatial_tasks.common.choice import DECLINED, REFUSED, UNPARSEABLE, outcome_share
 from spatial_tasks.common.origin import fingerprint
 from spatial_tasks.common.validate import reads_docs
-from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out
+from spatial_tasks.harness import DocsHook, TaskData, fan_out
 from spatial_tasks.vague import load, metrics
 from spatial_tasks.vague.person_tags import draw_person_tags
 from spatial_tasks.vague.records import (  # noqa: F401
@@ -39,10 +38,7 @@ from spatial_tasks.vague.records import (  # noqa: F401
 )
 from spatial_tasks.vague.schema import (
     BENCHMARK,
-    FAKE_SCENE,
-    NONEXISTENT,
     SUBSETS,
-    SURFACE,
 )
 
 # Every doc hook reads a doc our loader made (a clear error otherwise, not a KeyError mid-run).
@@ -265,12 +261,3 @@ PROCESS_RESULTS = {**{s: _mcq(s) for s in ("lm", "sm", "sm_gpt", "vlm", "vlm_cot
                    **{s: _freeform(s) for s in ("freeform", "freeform_cot")}}
 
 
-agg_acc = aggregation("acc", metrics.accuracy)
-agg_fs_rate = aggregation("fs_rate", lambda rs: metrics.wrong_type_share(rs, FAKE_SCENE))
-agg_su_rate = aggregation("su_rate", lambda rs: metrics.wrong_type_share(rs, SURFACE))
-agg_ne_rate = aggregation("ne_rate", lambda rs: metrics.wrong_type_share(rs, NONEXISTENT))
-agg_unparseable = aggregation("unparseable", lambda rs: outcome_share(rs, UNPARSEABLE))
-agg_declined = aggregation("declined", lambda rs: outcome_share(rs, DECLINED))
-agg_refused = aggregation("refused", lambda rs: outcome_share(rs, REFUSED))
-agg_bleu1 = aggregation("bleu1", metrics.mean_bleu1)
-agg_bertscore_f1 = aggregation("bertscore_f1", metrics.mean_bertscore)

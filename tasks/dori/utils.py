@@ -9,11 +9,6 @@
 """
 
 from spatial_tasks.dori.tasks import (  # noqa: F401
-    agg_acc,
-    agg_declined,
-    agg_refused,
-    agg_soft,
-    agg_unparseable,
     doc_to_target,
     doc_to_text,
     doc_to_visual,

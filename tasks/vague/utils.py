@@ -10,15 +10,6 @@
 
 from spatial_tasks.vague.tasks import (  # noqa: F401
     PROCESS_RESULTS,
-    agg_acc,
-    agg_bertscore_f1,
-    agg_bleu1,
-    agg_declined,
-    agg_fs_rate,
-    agg_ne_rate,
-    agg_refused,
-    agg_su_rate,
-    agg_unparseable,
     doc_to_target,
     doc_to_target_freeform,
     doc_to_text_freeform,

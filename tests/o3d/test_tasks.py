@@ -78,6 +78,7 @@ def _doc(docs, question_id: str) -> dict:
 
 def test_every_task_and_group_registers_and_resolves():
     from lmms_eval.tasks import TaskManager
+    from lmms_eval.api.registry import get_aggregation
     from lmms_eval.utils import load_yaml_config
 
     tm = TaskManager(include_path=str(TASKS_DIR), include_defaults=False)
@@ -90,7 +91,9 @@ def test_every_task_and_group_registers_and_resolves():
         kind = next(k for k in TASK_HOOKS if name.endswith(k))
         declared = tuple(m["metric"] for m in cfg["metric_list"])
         assert declared == TASK_HOOKS[kind][1], name
-        assert all(callable(m["aggregation"]) for m in cfg["metric_list"])
+        # each metric aggregated by its registered name: one entry of the table, one YAML line
+        assert [m["aggregation"] for m in cfg["metric_list"]] == [f"o3d_{m}" for m in declared]
+        assert all(get_aggregation(m["aggregation"]).metric_function is T.METRICS[m["metric"]] for m in cfg["metric_list"])
         assert cfg["metadata"] == {"version": 0.2, **TASK_HOOKS[kind][0]} and cfg["test_split"] == "train"
         assert cfg["process_docs"] is T.process_docs
         if "sample" in name:
@@ -241,22 +244,30 @@ def test_records_carry_what_the_metrics_need(sample_docs):
 # ---- metrics and group pooling ------------------------------------------------------------------
 
 
+def _agg(metric):
+    """O3-D's aggregation of ``metric`` as lmms-eval finds it by name (registered by the entry point)."""
+    import lmms_eval.models  # noqa: F401 -- loads our entry point, which registers the table
+    from lmms_eval.api.registry import get_aggregation
+
+    return get_aggregation(f"o3d_{metric}")
+
+
 def _records(sample_docs, kind, answer):
     return [T.record(d, answer(d)) for d in sample_docs[kind]]
 
 
 def test_aggregations_wrap_the_pure_metric_functions(sample_docs):
     recs = _records(sample_docs, "markers", lambda d: "A")
-    assert T.agg_acc(recs) == pytest.approx(metrics.accuracy(recs)["acc"])
-    assert T.agg_bias_nf(recs) == pytest.approx(metrics.near_far_bias(recs)["bias"])
-    assert T.agg_acc_HP(recs) == pytest.approx(metrics.accuracy_by_cue(recs)["HP"]["acc"])
-    assert T.agg_acc_1cue(recs) == pytest.approx(metrics.accuracy_by_num_cues(recs)[1]["acc"])
-    assert T.agg_sdgm_language(recs) == pytest.approx(metrics.sdgm_language(recs)["sdgm"])
-    assert T.agg_consistency(recs) == pytest.approx(1 - metrics.sdgm_language(recs)["sdgm"])
-    assert T.agg_msdgm_order(recs) == pytest.approx(metrics.modified_sdgm(recs, "order")["sdgm"])
+    assert _agg("acc")(recs) == pytest.approx(metrics.accuracy(recs)["acc"])
+    assert _agg("bias_nf")(recs) == pytest.approx(metrics.near_far_bias(recs)["bias"])
+    assert _agg("acc_HP")(recs) == pytest.approx(metrics.accuracy_by_cue(recs)["HP"]["acc"])
+    assert _agg("acc_1cue")(recs) == pytest.approx(metrics.accuracy_by_num_cues(recs)[1]["acc"])
+    assert _agg("sdgm_language")(recs) == pytest.approx(metrics.sdgm_language(recs)["sdgm"])
+    assert _agg("consistency")(recs) == pytest.approx(1 - metrics.sdgm_language(recs)["sdgm"])
+    assert _agg("msdgm_order")(recs) == pytest.approx(metrics.modified_sdgm(recs, "order")["sdgm"])
     refs = [T.process_results_markers(d, ["A"])[n] for d in sample_docs["markers"] for n in ("acc_near",)]
-    assert T.agg_acc_near(refs) == pytest.approx(metrics.near_far_bias(recs)["acc_near"])  # RecordRefs unwrap
-    assert math.isnan(T.agg_acc_FS([]))  # undefined -> NaN, never an exception
+    assert _agg("acc_near")(refs) == pytest.approx(metrics.near_far_bias(recs)["acc_near"])  # RecordRefs unwrap
+    assert math.isnan(_agg("acc_FS")([]))  # undefined -> NaN, never an exception
 
 
 def test_unparseable_counts_every_row():
@@ -271,7 +282,7 @@ def test_group_pools_records_not_means(sample_docs):
 
     parts = {k: _records(sample_docs, k, answer) for k in ("clarity_med", "clarity_high", "markers")}
     for name in ("acc", "bias_nf", "sdgm_vision", "sdgm_language", "consistency", "msdgm_clarity_level"):
-        values = [T.aggregate(name, list(recs)) for recs in parts.values()]
+        values = [_agg(name)(list(recs)) for recs in parts.values()]
         pooled = T.pool_subtasks(values, [len(r) for r in parts.values()], True)
         assert isinstance(pooled, T.PooledValue) and pooled.metric == name
         expected = T.METRICS[name]([r for recs in parts.values() for r in recs])
@@ -283,7 +294,7 @@ def test_group_pools_records_not_means(sample_docs):
 
 
 def test_pooled_values_are_plain_floats_outside_the_process(sample_docs):
-    value = T.aggregate("acc", _records(sample_docs, "real", lambda d: "A"))
+    value = _agg("acc")(_records(sample_docs, "real", lambda d: "A"))
     assert type(pickle.loads(pickle.dumps(value))) is float
     import copy
 

@@ -86,6 +86,21 @@ def unparseable_share(records: Sequence[dict]) -> float:
     return share(records, lambda r: r.get("parsed") == "unparseable")
 
 
+# The re-split tasks' metrics lmms-eval aggregates, by name: registered as
+# ``spatialtunnel_resplit_<name>`` (``Benchmark.metrics``), named so in their YAMLs.
+TASK_METRICS = {
+    "acc_all": accuracy,
+    "acc_cons": acc_consistent,
+    "acc_ctr": acc_counter,
+    "delta": gap,
+    "acc_amb": acc_ambiguous,
+    "n_cons": n_consistent,
+    "n_ctr": n_counter,
+    "n_amb": n_ambiguous,
+    "unparseable": unparseable_share,
+}
+
+
 def paper_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:
     """Per task: Table 2's consistent / counter accuracy of its source benchmark."""
     out = []

@@ -25,7 +25,6 @@ from spatial_tasks.common.validate import DataError
 from spatial_tasks.harness import (
     DocsHook,
     TaskData,
-    aggregation,
     cv_bench_answer_letter,
     embspatial_answer_letter,
     fan_out,
@@ -83,12 +82,3 @@ def process_results_cv_bench_depth(doc: dict, results: list[str]) -> dict:
     return fan_out(_record(doc, doc["idx"], str(doc["answer"]).strip("()"), parsed, response), METRICS)
 
 
-agg_acc_all = aggregation("acc_all", metrics.accuracy)
-agg_acc_cons = aggregation("acc_cons", metrics.acc_consistent)
-agg_acc_ctr = aggregation("acc_ctr", metrics.acc_counter)
-agg_delta = aggregation("delta", metrics.gap)
-agg_acc_amb = aggregation("acc_amb", metrics.acc_ambiguous)
-agg_n_cons = aggregation("n_cons", metrics.n_consistent)
-agg_n_ctr = aggregation("n_ctr", metrics.n_counter)
-agg_n_amb = aggregation("n_amb", metrics.n_ambiguous)
-agg_unparseable = aggregation("unparseable", metrics.unparseable_share)
