@@ -18,7 +18,7 @@ from typing import Annotated
 
 import typer
 
-from spatial_tasks.common.cli import PLAIN, RAY_LOCAL, print_json
+from spatial_tasks.cli_helpers import PLAIN, RAY_LOCAL, print_json
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, help=__doc__.split("\n")[0], **PLAIN)
 # The command groups; a benchmark adds its own commands to them (``Benchmark.commands``), and a
@@ -337,7 +337,7 @@ def _rescore_command(name: str, title: str):
         samples: Annotated[list[Path], typer.Argument(help="lmms-eval --output_path folder(s) or *_samples_*.jsonl.")],
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     ) -> None:
-        from spatial_tasks.common.cli import figures_line
+        from spatial_tasks.cli_helpers import figures_line
         from spatial_tasks.common.samples import SamplesError, find_runs, samples_benchmark
         from spatial_tasks.registry import get
         from spatial_tasks.results.tidy import benchmark_records

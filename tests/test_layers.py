@@ -1,4 +1,4 @@
-"""The house's floors (architecture.md): common and the statistics, then the benchmarks (pure: no
+"""The house's floors (docs/architecture.md, "The floors"): common and the statistics, then the benchmarks (pure: no
 lmms-eval, no seam), then the registry, then the aggregators and the CLI; the lmms-eval seam on top,
 used only by task hooks and model classes. No import loops -- static ones (every import statement,
 at module level or inside a function) nor through importlib (the registry's benchmark modules, the
@@ -50,15 +50,31 @@ def test_descriptions_records_metrics_rescore_and_results_never_import_lmms_eval
     assert out.stdout.strip() == "[]", out.stdout
 
 
+# The folders the wheel maps into the package (pyproject's package-dir): the code imports them by
+# these names, so the graph must hold them too.
+MAPPED = {"spatial_tasks.generators": PACKAGE.parent / "generators", "spatial_tasks.tasks": PACKAGE.parent / "tasks"}
+
+
 def _module_of(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    for name, folder in MAPPED.items():
+        if path.is_relative_to(folder):
+            parts = (*name.split("."), *path.relative_to(folder).with_suffix("").parts)
+            break
+    else:
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _sources() -> list[Path]:
+    """Every module of the package and of the folders mapped into it."""
+    return [*PACKAGE.rglob("*.py"), *(p for folder in MAPPED.values() for p in folder.rglob("*.py"))]
 
 
 def import_graph() -> dict[str, set[str]]:
     """module -> the spatial_tasks modules it imports (any import statement; ``from X import Y``
-    counts X.Y when that is a module), plus the importlib edges the registry makes."""
-    modules = {_module_of(p): p for p in PACKAGE.rglob("*.py")}
+    counts X.Y when that is a module), plus the importlib edges the registry makes. The generators/
+    and tasks/ folders count under their mapped names (``spatial_tasks.generators.o3d.scene``)."""
+    modules = {_module_of(p): p for p in _sources()}
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -123,8 +139,8 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_no_import_cycles():
     graph = import_graph()
     # package __init__ modules hold no imports of their own modules: an edge to a package is not a loop
-    graph = {k: {m for m in v if not (PACKAGE.parent / m.replace(".", "/") / "__init__.py").exists()}
-             for k, v in graph.items()}
+    packages = {_module_of(p) for p in _sources() if p.name == "__init__.py"}
+    graph = {k: v - packages for k, v in graph.items()}
     assert _cycle(graph) is None, " -> ".join(_cycle(graph))
 
 
@@ -283,3 +299,35 @@ def test_no_private_name_is_read_from_another_module():
                     and isinstance(node.value, ast.Name) and node.value.id in ours:
                 found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} reads {node.value.id}.{node.attr}")
     assert not found, found
+
+
+def _floor(module: str) -> int:
+    """The floor of a module in docs/architecture.md's map, bottom (0) to top (5)."""
+    parts = module.split(".")
+    if module in ("spatial_tasks", "spatial_tasks.benchmark", "spatial_tasks.paths") or parts[1] == "common":
+        return 0  # the ground: common/, the description type, where the data files are
+    if parts[1] == "tasks":
+        return 5  # the task folders' hook lists: lmms-eval imports them, nothing of ours does
+    if parts[1] in ("cli", "cli_helpers", "demo") or parts[-1] == "commands":
+        return 4  # the commands
+    if parts[1] == "generators":
+        return 3  # the generators: below the commands that start them
+    if parts[1] in BENCHMARK_FOLDERS and not parts[-1].startswith("task"):
+        return 1  # a benchmark's own code (its loaders, parsers, metrics, records)
+    return 2  # the registry, the harness seam and the task hooks, results, report, page, models
+
+
+def test_no_arrow_goes_up_to_the_generators_or_the_task_folders():
+    """Issue 53, item 5: generators/ and tasks/ enter the graph under their mapped names; only the
+    commands import a generator, a generator imports nothing above itself (no seam, no results, no
+    commands), and no module of ours imports a task folder's hook list."""
+    graph = import_graph()
+    generators = {m for m in graph if m.startswith("spatial_tasks.generators.")}
+    task_lists = {m for m in graph if m.startswith("spatial_tasks.tasks.")}
+    assert len(generators) > 20 and len(task_lists) >= 4
+    up = sorted(f"{m} -> {t}" for m in graph for t in graph[m]
+                if (m in generators or t in generators or t in task_lists) and _floor(t) > _floor(m))
+    assert not up, up
+    # and the graph does see a mapped import (a generator's own helpers, the commands' generators)
+    assert "spatial_tasks.generators.common.jobs" in graph["spatial_tasks.generators.dori.sampling"]
+    assert "spatial_tasks.generators.o3d.generate" in graph["spatial_tasks.o3d.commands"]

@@ -17,7 +17,7 @@ from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.owned import Ledger
 
 # A benchmark's reader: a dataset folder -> [(doc, the task's doc_to_visual)], first questions first.
-# Each benchmark hands its own to ``doc_sheet`` (its commands module: ``common.cli.doc_preview``).
+# Each benchmark hands its own to ``doc_sheet`` (its commands module: ``spatial_tasks.cli_helpers.doc_preview``).
 DocReader = Callable[[Path], list[tuple[dict, Callable]]]
 
 

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from spatial_tasks.benchmark import Command
-from spatial_tasks.common.cli import (
+from spatial_tasks.cli_helpers import (
     DeviceOption,
     OverwriteOption,
     RayOption,

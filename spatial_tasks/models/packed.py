@@ -1,6 +1,6 @@
 """Packed first-token scoring: a pipeline over windows of images, not a loop over questions.
 
-``QwenPacked`` (Qwen2.5-VL, Qwen3-VL, Qwen3-VL-MoE; architecture.md, "The model side"), one window
+``QwenPacked`` (Qwen2.5-VL, Qwen3-VL, Qwen3-VL-MoE; docs/architecture.md, "The model side"), one window
 at a time:
 
 * **prepare** -- each distinct image once, in a worker pool, while the device works on the previous

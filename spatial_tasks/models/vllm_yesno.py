@@ -64,7 +64,7 @@ class VLLMYesNo(VLLM):
 
         if vllm_version() is None:
             raise UserError("vllm_yesno runs vLLM's engine in this process, and vLLM is not installed here: install "
-                            "spatial-tasks beside vLLM (README, 'Scoring through vLLM'), or serve the model and use "
+                            "spatial-tasks beside vLLM (docs/served.md, 'Scoring through vLLM'), or serve the model and use "
                             "openai_yesno")
         for name in NOT_FOR_THE_ENGINE:
             kwargs.pop(name, None)

@@ -134,7 +134,7 @@ def test_served_scores_equal_in_process_scores(dialect, served_runs, in_process)
                 assert censored == ["No", "Yes"] and record["p_yes"] == 0.5
                 assert record["label_mass"] <= truth["label_mass"] + SLACK  # a lower bound
     assert gaps, "every question censored: nothing to compare"
-    # the lane prints this line (pytest -s): the README's agreement figures
+    # the lane prints this line (pytest -s): docs/served.md's agreement figures
     print(f"\nagreement: {DTYPE}, dialect {dialect}: max |p_served - p_in_process| {max(gaps):.1e} over {len(gaps)} "
           f"questions (median {sorted(gaps)[len(gaps) // 2]:.1e})")
 

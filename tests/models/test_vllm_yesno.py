@@ -22,7 +22,7 @@ def test_without_vllm_the_run_stops_in_one_line_naming_the_way_to_install_it(tmp
     last = run.output.strip().splitlines()[-1]
     assert run.returncode == 2 and run.results is None, run.output[-2000:]
     assert last == ("spatial-tasks: vllm_yesno runs vLLM's engine in this process, and vLLM is not "
-                    "installed here: install spatial-tasks beside vLLM (README, 'Scoring through vLLM'), or serve "
+                    "installed here: install spatial-tasks beside vLLM (docs/served.md, 'Scoring through vLLM'), or serve "
                     "the model and use openai_yesno"), last
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from spatial_tasks.benchmark import Command
-from spatial_tasks.common.cli import doc_preview
+from spatial_tasks.cli_helpers import doc_preview
 
 
 def preview_docs(folder: Path) -> list[tuple[dict, object]]:

@@ -1,0 +1,86 @@
+"""What a newcomer reads holds: the README stays short (issue 53, item 4) and every relative link and
+every file the README and docs/ name exists -- a renamed module breaks this test, not a reader's
+afternoon."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+CODE = re.compile(r"`([^`\n]+)`")
+# A name in backquotes is a file of ours when it starts at one of these folders (repository root or
+# the package) or is a bare file name of these kinds.
+ROOTS = {"spatial_tasks", "tasks", "generators", "tests", "benchmarks", ".ci", "docs", "common", "results",
+         "models", "harness", "page", "o3d", "dori", "vague", "spatialtunnel", "resplit", "probe",
+         "metric_modules"}
+SOURCE = (".py", ".yaml", ".jinja", ".toml", ".lock", ".sh")
+# Names of files a command writes (in the user's folders), not files of the repository.
+WRITTEN = {"report.md", "leaderboard.json", "results.jsonl", "index.html", "provenance.json", "dataset.json",
+           "settings.json", "sdgm.png"}
+
+
+def _repository_files() -> list[str]:
+    skip = {".venv", "build", ".git", "__pycache__", ".uv", "node_modules"}
+    return [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*")
+            if not skip & set(p.relative_to(ROOT).parts) and (p.is_file() or p.is_dir())]
+
+
+FILES = _repository_files()
+
+
+def _exists(name: str) -> bool:
+    """A repository path, or the tail of one (``resplit/tasks.py``, ``packed.py``)."""
+    name = name.rstrip("/")
+    return any(f == name or f.endswith("/" + name) for f in FILES)
+
+
+def _named_files(text: str) -> list[str]:
+    inline = "\n".join(line for line in text.splitlines() if not line.startswith("    "))  # not the command blocks
+    named = []
+    for token in CODE.findall(inline):
+        token = token.strip().split("::")[0].split(":")[0] if token.endswith(".py") or "::" in token else token.strip()
+        if not re.fullmatch(r"[\w.\-/]+", token) or token in WRITTEN or token.startswith(("-", ".venv")):
+            continue
+        first = token.split("/")[0]
+        if ("/" in token and first in ROOTS) or ("/" not in token and token.endswith(SOURCE)):
+            named.append(token)
+    return named
+
+
+def test_the_readme_is_read_in_ten_minutes():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 250
+    assert readme.index("    bash .ci/setup && ") < readme.index("## With a GPU")  # the commands near the top
+    for benchmark in ("spatialtunnel", "o3d", "dori", "vague"):
+        assert f"(tasks/{benchmark}/README.md)" in readme  # each benchmark keeps its own page
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_relative_link_and_named_file_exists(page):
+    text = page.read_text(encoding="utf-8")
+    broken = []
+    for target in LINK.findall(text):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue
+        if not (page.parent / target.split("#")[0]).exists():
+            broken.append(f"link {target}")
+    broken += [f"file {name}" for name in _named_files(text) if not _exists(name)]
+    assert not broken, f"{page.relative_to(ROOT)}: {broken}"
+
+
+def test_the_checker_sees_a_missing_file_and_a_broken_link(tmp_path):
+    text = "See `spatial_tasks/o3d/task_metrics.py`, `packed.py`, `demo-out/report/index.html` and [x](nowhere.md)."
+    assert _named_files(text) == ["spatial_tasks/o3d/task_metrics.py", "packed.py"]
+    assert [_exists(n) for n in _named_files(text)] == [False, True]
+    assert LINK.findall(text) == ["nowhere.md"]
+
+
+def test_every_docs_page_is_reachable_from_the_readme():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    linked = {target for target in LINK.findall(readme)}
+    assert {f"docs/{p.name}" for p in PAGES[1:]} <= linked
