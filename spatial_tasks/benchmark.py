@@ -43,6 +43,7 @@ from spatial_tasks.common.intervals import (
     grouped_bootstrap,
     wilson,
 )
+from spatial_tasks.common.read_once import remember
 
 Rows = Sequence[dict]
 C = TypeVar("C", bound="Capability")
@@ -111,14 +112,16 @@ class Scorecard:
                   figures: Sequence[Headline] | None = None) -> dict[str, tuple[float, float, float, str]]:
         """metric -> (value, low, high, method) of ``figures`` (default: every headline and detail
         figure) over these rows; NaN where the figure is undefined."""
-        out = {}
-        for figure in (*self.headlines, *self.details) if figures is None else figures:
-            value = figure.value(rows)
-            if isinstance(value, (int, float)) and math.isfinite(value):
-                out[figure.metric] = (float(value), *figure.interval(rows, self.unit, iterations, seed))
-            else:
-                out[figure.metric] = (math.nan, math.nan, math.nan, "none")
-        return out
+        rows_named = tuple(map(id, rows))  # within one command the same records are the same objects
+        return {figure.metric: remember((id(self), id(figure), rows_named, iterations, seed), (self, figure, rows),
+                                        lambda figure=figure: self._interval(figure, rows, iterations, seed))
+                for figure in ((*self.headlines, *self.details) if figures is None else figures)}
+
+    def _interval(self, figure: Headline, rows: Rows, iterations: int, seed: int) -> tuple[float, float, float, str]:
+        value = figure.value(rows)
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            return (float(value), *figure.interval(rows, self.unit, iterations, seed))
+        return (math.nan, math.nan, math.nan, "none")
 
 
 # What ``verify`` compares: (paper table id, where the figure comes from, {column: our value}).

@@ -19,6 +19,7 @@ from typing import Annotated
 import typer
 
 from spatial_tasks.cli_helpers import PLAIN, RAY_LOCAL, print_json
+from spatial_tasks.common.read_once import read_once
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, help=__doc__.split("\n")[0], **PLAIN)
 # The command groups; a benchmark adds its own commands to them (``Benchmark.commands``), and a
@@ -446,7 +447,8 @@ def main(argv: list[str] | None = None) -> None:
     args = with_optional_values([a for a in args if a != "--debug"])
     usage_errors = _usage_errors()
     try:
-        code = app(args=args, prog_name="spatial-tasks", standalone_mode=False)
+        with read_once():  # a command reads each run once, whichever parts of it ask (common.read_once)
+            code = app(args=args, prog_name="spatial-tasks", standalone_mode=False)
     except KeyboardInterrupt:
         print("spatial-tasks: interrupted", file=sys.stderr)
         raise SystemExit(130) from None

@@ -31,6 +31,7 @@ from spatial_tasks.benchmark import Benchmark, Study
 from spatial_tasks.common.environment import describe, mixed_warning, software
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.owned import Ledger
+from spatial_tasks.common.read_once import read_once
 from spatial_tasks.common.samples import Run, find_runs, samples_benchmark
 from spatial_tasks.page import PAGE, write_page
 from spatial_tasks.paths import output_folder
@@ -62,6 +63,7 @@ def _studies_of(folders: Sequence[Path]) -> list[tuple[Benchmark, Study]]:
     return [(b, study) for b, study in studies if any(study.holds(Path(f)) for f in folders)]
 
 
+@read_once()  # every run read once: tidy rows, checks, settings, sections, page (common.read_once)
 def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes: Sequence[Path] = ()) -> list[Path]:
     """Write every benchmark's figures and report.md under ``out`` (an earlier report there is
     replaced); ``intro`` lines go under the title; ``probes`` are ``spatial-tasks probe`` folders

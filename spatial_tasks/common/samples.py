@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import re
 import sys
@@ -11,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spatial_tasks.common import read_once
 from spatial_tasks.common.errors import UserError
 
 
@@ -32,13 +34,13 @@ def iter_json_lines(path: Path, error: type[ValueError] = SamplesError) -> Itera
     path = Path(path)
     if path.is_dir():
         raise error(f"{path}: is a folder, expected a JSON-lines file")
-    with open(path, "rb") as fh:
-        gzipped = fh.read(2) == b"\x1f\x8b"
-    opener = gzip.open if gzipped else open
     number = 0
     try:
-        with opener(path, "rt", encoding="utf-8") as fh:
-            for number, line in enumerate(fh, 1):
+        with open(path, "rb") as raw:  # opened once: the first two bytes say whether it is gzip
+            gzipped = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            stream = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
+            for number, line in enumerate(io.TextIOWrapper(stream, encoding="utf-8"), 1):
                 if not line.strip():
                     continue
                 try:
@@ -76,7 +78,12 @@ def samples_benchmark(samples_path: Path) -> str | None:
 
 
 def numbered_samples(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line number, logged sample) of one JSONL file, checked as ``iter_samples`` checks them."""
+    """(line number, logged sample) of one JSONL file, checked as ``iter_samples`` checks them; read
+    once per command (``common.read_once``)."""
+    return read_once.lines(path, lambda: _read_samples(path))
+
+
+def _read_samples(path: Path) -> Iterator[tuple[int, dict]]:
     seen: dict[object, int] = {}
     for number, sample in iter_json_lines(path):
         if "doc_id" not in sample or "filtered_resps" not in sample:

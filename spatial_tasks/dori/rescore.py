@@ -12,12 +12,14 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+from spatial_tasks.common.read_once import per_file
 from spatial_tasks.common.samples import SamplesError, find_runs, first_response, rescore_file
 from spatial_tasks.dori import metrics
 from spatial_tasks.dori.records import LoggedRecord, score
 from spatial_tasks.dori.schema import BENCHMARK, GRANULARITIES
 
 
+@per_file  # read once per command (common.read_once)
 def records_from_samples(path: Path) -> list[dict]:
     """Every logged answer of one samples file, checked (``tasks.LoggedRecord``) and re-scored."""
     def rescored(record: dict, sample: dict) -> dict:

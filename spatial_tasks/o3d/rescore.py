@@ -44,6 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.read_once import per_file
 from spatial_tasks.common.samples import iter_json_lines
 from spatial_tasks.common.stats import is_defined, share
 from spatial_tasks.o3d import metrics
@@ -329,6 +330,7 @@ def compare_to_paper(result: dict, decimals: int = 4) -> list[dict]:
 
 
 
+@per_file  # read once per command (common.read_once)
 def records_and_metric_names(path: Path) -> tuple[list[dict], tuple[str, ...]]:
     """(re-scored records, metric names the task declared) of one ``*_samples_<task>.jsonl`` file.
 
@@ -353,10 +355,11 @@ def records_and_metric_names(path: Path) -> tuple[list[dict], tuple[str, ...]]:
 
 
 def records_from_samples(path: Path) -> list[dict]:
-    """The re-scored records of one samples file."""
-    return records_and_metric_names(path)[0]
+    """The re-scored records of one samples file (a list of its own: the records are shared)."""
+    return list(records_and_metric_names(path)[0])
 
 
+@per_file  # read once per command (common.read_once)
 def metric_names(path: Path) -> tuple[str, ...]:
     """The metric names the file's task declared (every sample carries the same keys: the first's)."""
     from spatial_tasks.common.samples import is_record_ref, numbered_samples

@@ -13,6 +13,7 @@ from typing import Any
 from spatial_tasks.benchmark import Benchmark, DeclaredMetrics, ReleasedOutputs
 from spatial_tasks.common.environment import ENVIRONMENT_KEY, data_read, software
 from spatial_tasks.common.intervals import ITERATIONS, SEED
+from spatial_tasks.common.read_once import read_once
 from spatial_tasks.common.samples import LABEL_DROPS, Run, find_runs, samples_benchmark
 from spatial_tasks.registry import benchmarks, get
 from spatial_tasks.results.schema import SOFTWARE_FIELDS, ResultRecord
@@ -146,6 +147,7 @@ def _provenance(results: dict, task: str, model: str, args: str, run_id: str) ->
             "data_source": joined[0], "data_revision": joined[1]}
 
 
+@read_once()  # every run read once, whoever asks (common.read_once)
 def collect(roots: Sequence[Path], iterations: int = ITERATIONS, seed: int = SEED, options: Options = {}
             ) -> list[ResultRecord]:
     """Every run's headline records under the given folders, in a stable order."""

@@ -35,6 +35,7 @@ from pathlib import Path
 from spatial_tasks.benchmark import Benchmark, ReleasedOutputs, Study
 from spatial_tasks.common.environment import mixed_warning
 from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.read_once import read_once
 from spatial_tasks.common.samples import Run, SamplesError, find_runs, samples_benchmark
 from spatial_tasks.common.yesno import label_mass_below_half, label_mass_median, label_mass_warning
 from spatial_tasks.registry import benchmarks, get, offering
@@ -197,6 +198,7 @@ def verify_studies(root: Path) -> tuple[list[Cell], list[str]]:
     return cells, unmatched
 
 
+@read_once()  # every run read once, whoever asks (common.read_once)
 def verify(paths: list[Path]) -> dict:
     """Every checked cell under ``paths``, the unmatched models, and the verdict."""
     cells: list[Cell] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from spatial_tasks.common.read_once import per_file
 from spatial_tasks.common.samples import SamplesError, find_runs, first_response, rescore_file
 from spatial_tasks.common.yesno import is_payload
 from spatial_tasks.spatialtunnel import metrics
@@ -21,6 +22,7 @@ def _summary(records: list[dict]) -> dict:
     return {**metrics.summary(records), "protocol": "+".join(sorted({r["protocol"] for r in records}))}
 
 
+@per_file  # read once per command (common.read_once)
 def records_from_samples(path: Path, protocol: str = "auto") -> list[dict]:
     """Per-question records of ONE samples file, re-scored from the logged record and response.
 

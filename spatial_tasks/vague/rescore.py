@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from spatial_tasks.common.choice import DECLINED, REFUSED, UNPARSEABLE, outcome_share
+from spatial_tasks.common.read_once import per_file
 from spatial_tasks.common.samples import SamplesError, find_runs, first_response, rescore_file
 from spatial_tasks.vague import metrics
 from spatial_tasks.vague.records import LoggedRecord, score_freeform, score_mcq
 from spatial_tasks.vague.schema import BENCHMARK, SUBSETS, WRONG_TYPES
 
 
+@per_file  # read once per command (common.read_once)
 def records_from_samples(path: Path) -> list[dict]:
     """Every logged answer of one samples file, checked (``tasks.LoggedRecord``) and re-scored."""
     def rescored(record: dict, sample: dict) -> dict:

@@ -282,7 +282,7 @@ def test_headline_figures_equal_the_live_metric_functions_on_real_records(baseli
     language rows), SpatialTunnel on real runs, DORI on random records of every task."""
     from spatial_tasks.dori import metrics as dori_metrics
     from spatial_tasks.o3d.rescore import records_from_released
-    from spatial_tasks.o3d.task_metrics import METRICS
+    from spatial_tasks.o3d.metric_sets import METRICS
 
     specs = headlines()
     checked = set()

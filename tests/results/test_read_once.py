@@ -1,0 +1,99 @@
+"""Each run is read once per command (issue 53, item 3): ``report``, ``verify``, ``results`` and
+``rescore`` parse every samples file once, and every consumer gets the same records."""
+
+from __future__ import annotations
+
+import builtins
+import gzip
+import io
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from spatial_tasks.common.read_once import read_once
+from spatial_tasks.common.samples import SamplesError, numbered_samples
+from spatial_tasks.registry import benchmarks
+
+
+@pytest.fixture
+def opens(monkeypatch) -> Counter:
+    """How often each samples file is opened, by any of Python's openers."""
+    counted: Counter = Counter()
+
+    def counting(opener):
+        def open_(file, *args, **kwargs):
+            if isinstance(file, (str, Path)) and "_samples_" in Path(file).name:
+                counted[Path(file).name] += 1
+            return opener(file, *args, **kwargs)
+        return open_
+
+    for module, name in ((builtins, "open"), (io, "open"), (gzip, "open")):
+        monkeypatch.setattr(module, name, counting(getattr(module, name)))
+    return counted
+
+
+def _samples_files(root: Path) -> list[str]:
+    return sorted(p.name for p in root.rglob("*_samples_*.jsonl"))
+
+
+def test_the_report_opens_each_samples_file_at_most_twice(page_runs, tmp_path, opens):
+    from spatial_tasks.report import write_report
+
+    write_report(page_runs, tmp_path / "report")
+    files = _samples_files(page_runs)
+    assert len(files) >= 8 and set(opens) == set(files)  # every file was read...
+    assert max(opens.values()) <= 2, opens.most_common(3)  # ...once (a fingerprint may look again)
+
+
+@pytest.mark.parametrize("command", [["verify"], ["results", "--json"]])
+def test_verify_and_results_open_each_samples_file_at_most_twice(page_runs, opens, command, capsys):
+    from spatial_tasks.cli import main
+
+    try:
+        main([*command, str(page_runs)])
+    except SystemExit as exit:  # verify: 1 when a baseline's figure is far from the paper's
+        assert exit.code in (0, 1), capsys.readouterr().err
+    capsys.readouterr()
+    assert set(opens) == set(_samples_files(page_runs)) and max(opens.values()) <= 2, opens.most_common(3)
+
+
+def test_rescore_opens_each_samples_file_at_most_twice(page_runs, opens, capsys):
+    from spatial_tasks.cli import main
+
+    for name in benchmarks():
+        folder = page_runs / name
+        if folder.is_dir():
+            opens.clear()
+            main(["rescore", name, str(folder), "--json"])
+            assert max(opens.values()) <= 2, (name, opens.most_common(3))
+    capsys.readouterr()
+
+
+def test_every_consumer_gets_the_same_records_and_a_changed_file_is_read_again(page_runs, tmp_path):
+    source = next((page_runs / "dori").rglob("*_samples_*.jsonl"))
+    path = tmp_path / source.name
+    shutil.copy(source, path)
+    dori = benchmarks()["dori"]
+    with read_once():
+        first, second = dori.records_from_samples(path), dori.records_from_samples(path)
+        assert first == second and first is not second and all(a is b for a, b in zip(first, second))
+        lines = path.read_text(encoding="utf-8").splitlines()
+        path.write_text("\n".join(lines[:1]) + "\n", encoding="utf-8")  # the file changes: read again
+        assert len(dori.records_from_samples(path)) == 1
+    assert len(dori.records_from_samples(path)) == 1  # outside the block: read as always
+
+
+def test_a_bad_line_is_reported_the_same_to_every_reader(tmp_path):
+    path = tmp_path / "x_samples_t.jsonl"
+    good = json.dumps({"doc_id": 0, "filtered_resps": ["a"]})
+    path.write_text(f"{good}\nnot json\n", encoding="utf-8")
+    with read_once():
+        for _ in range(2):
+            seen = []
+            with pytest.raises(SamplesError, match=r"x_samples_t\.jsonl:2: not a JSON object"):
+                for number, _sample in numbered_samples(path):
+                    seen.append(number)
+            assert seen == [1]  # the lines before the bad one, as an unread file gives them
