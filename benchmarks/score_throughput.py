@@ -34,6 +34,7 @@ import argparse
 import os
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -88,8 +89,8 @@ def _sync() -> None:
 def _run(model, requests: list[Instance], settings: dict) -> tuple[float, list, Stages]:
     """Questions/s, the scores and the stage times of one setting on the loaded model."""
     model.batch_size_per_gpu = settings["batch_size"]
-    model.group_images, model.share_prefix, model.packed = (settings[k] for k in ("group_images", "share_prefix",
-                                                                                    "packed"))
+    model.options = replace(model.options, **{k: settings[k] for k in ("group_images", "share_prefix", "packed")})
+    model.scoring = model.choose_path()  # the path these settings choose, as a model loaded with them would
     model.stages = None
     model.generate_until(requests[:8])  # warm-up (kernels, allocator, the prefix cache)
     model.stages = Stages(model.model.device)
@@ -180,7 +181,7 @@ def _family_rates(family: str, docs: list[dict], requests: list[Instance], args,
                     "batch 8 ungrouped": dict(batch_size=8, group_images=False, packed=False)}
         if families.FAMILIES[family].grouping:
             settings["batch 8 grouped"] = dict(batch_size=8, group_images=True, packed=False)
-        settings["batch 8 packed"] = dict(batch_size=8, packed=True)  # Molmo2 falls back (says so)
+        settings["batch 8 packed"] = dict(batch_size=8, packed=True)  # Molmo2's entry offers no pipeline: padded
         rates, scores = {}, {}
         for name, kwargs in settings.items():
             model = HFYesNo(**common, **kwargs)

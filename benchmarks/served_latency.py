@@ -21,7 +21,7 @@ import numpy as np
 from PIL import Image
 
 from spatial_tasks.models import served
-from spatial_tasks.models.hf_yesno import image_key
+from spatial_tasks.models.lmms_requests import image_key
 
 
 def _questions(side: int, n: int, seed: int) -> list[served.Question]:

@@ -23,7 +23,7 @@ import httpx
 from PIL import Image, ImageDraw
 
 from spatial_tasks.models import served
-from spatial_tasks.models.hf_yesno import image_key
+from spatial_tasks.models.lmms_requests import image_key
 
 TARGET_CONCURRENCY, TARGET_SHARE = 16, 0.85
 

@@ -14,6 +14,7 @@ scoring path takes the same arguments.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 
 from spatial_tasks.common.errors import UserError
 
@@ -111,3 +112,44 @@ def with_device_map(args: Mapping[str, object]) -> dict:
     if out.get("device") not in (None, "") and not out.get("device_map"):
         out["device_map"] = out["device"]
     return out
+
+
+GROUP_WINDOW = 256  # requests whose visuals are loaded and ordered by image at a time (group_window)
+
+
+@dataclass(frozen=True)
+class ScoringOptions:
+    """The model_args every in-process first-token scorer adds to its host class's, read here once
+    for every twin and ``hf_yesno``: the answer words and rule (``answer_tokens``), how questions are
+    scored (``group_images``, ``group_window``, ``share_prefix``, ``packed``: ``scoring_paths.choose``)
+    and ``dtype`` (the twins cast the model after their host's load; ``hf_yesno`` loads in it)."""
+
+    yes_text: str = "Yes"
+    no_text: str = "No"
+    answer_rule: str = "exact"
+    group_images: bool = True
+    group_window: int = GROUP_WINDOW
+    share_prefix: bool = True
+    packed: bool | str = "auto"  # true, false or "auto"
+    dtype: str | None = None
+
+    @classmethod
+    def take(cls, model: str, kwargs: dict) -> ScoringOptions:
+        """Pop these options out of ``kwargs`` (what is left is the host's), each checked (``RULES``)."""
+        given = {f.name: kwargs.pop(f.name) for f in fields(cls) if kwargs.get(f.name) is not None}
+        check_model_args(model, given, torch_device=False)
+        for name in ("group_images", "share_prefix"):
+            if name in given:
+                given[name] = _truth(given[name])
+        if "packed" in given and str(given["packed"]).strip().lower() != "auto":
+            given["packed"] = _truth(given["packed"])
+        if "group_window" in given:
+            given["group_window"] = int(str(given["group_window"]).strip())
+        for name in ("yes_text", "no_text", "answer_rule", "dtype"):
+            if name in given:
+                given[name] = str(given[name]).strip() if name in ("answer_rule", "dtype") else str(given[name])
+        return cls(**given)
+
+
+def _truth(value: object) -> bool:
+    return value if isinstance(value, bool) else str(value).strip().lower() in ("1", "true", "yes")

@@ -4,8 +4,9 @@ A family is a transformers ``model_type`` (what a checkpoint's config.json says)
 here is transformers-native: ``AutoProcessor`` + ``AutoModelForImageTextToText`` load it, and its
 processor's chat template builds the prompt. Two things differ per family and live here:
 
-* ``grouping``: whether the forward accepts precomputed image features, so that each distinct
-  image goes through the vision tower once (``mm_encoder_outputs``; Qwen2.5-VL and Qwen3-VL);
+* ``paths``: the scoring paths the model allows (``scoring_paths``), e.g. whether the forward
+  accepts precomputed image features, so that each distinct image goes through the vision tower
+  once (``mm_encoder_outputs``; Qwen2.5-VL and Qwen3-VL);
 * the decoder layers whose outputs probing reads (``decoder_layers``: the language model's
   ``layers``, found the same way for every family).
 
@@ -27,6 +28,7 @@ import torch
 from PIL import Image
 
 from spatial_tasks.common.errors import UserError
+from spatial_tasks.models.scoring_paths import GROUPED, ONE_BY_ONE, PACKED, PADDED, PREPARED_ONCE, SHARED_PREFIX
 
 
 class ModelFamilyError(UserError, ValueError):
@@ -35,24 +37,43 @@ class ModelFamilyError(UserError, ValueError):
 
 @dataclass(frozen=True)
 class Family:
+    """One family, one entry: what it is, lmms-eval's model for it, and the scoring paths the model
+    allows, fastest first (``scoring_paths``): ``packed`` where the forward takes precomputed image
+    features and M-RoPE positions computed ahead (the Qwen families), ``prepared_once`` for the
+    others; ``grouped`` where the forward takes precomputed image features; ``shared_prefix``
+    where the prompt up to the image can run once on a KV cache; ``padded`` and ``one_by_one``
+    for every family. A new family that packs is one entry here (and its tiny builder in
+    ``tiny_models.TINY_FAMILIES``, which the equality tests run over)."""
+
     model_type: str
     title: str
-    grouping: bool  # forward accepts precomputed image features (each distinct image encoded once)
     lmms_eval_model: str | None  # lmms-eval's own generation model for it (its ``<id>_yesno`` twin), if any
+    paths: tuple[str, ...] = (PADDED, ONE_BY_ONE)
+
+    @property
+    def grouping(self) -> bool:
+        """Whether each distinct image can go through the vision tower once per window of questions."""
+        return GROUPED in self.paths
 
 
+_QWEN = (PACKED, GROUPED, PADDED, ONE_BY_ONE)
+_PREPARED = (PREPARED_ONCE, PADDED, ONE_BY_ONE)
 FAMILIES: dict[str, Family] = {f.model_type: f for f in (
-    Family("qwen2_5_vl", "Qwen2.5-VL", True, "qwen2_5_vl"),
-    Family("qwen3_vl", "Qwen3-VL", True, "qwen3_vl"),
-    Family("qwen3_vl_moe", "Qwen3-VL-MoE", True, "qwen3_vl"),
-    Family("llava_onevision", "LLaVA-OneVision", False, "llava_hf"),
-    Family("internvl", "InternVL (-hf)", False, None),
-    Family("gemma3", "Gemma 3", False, "gemma3"),
-    Family("molmo2", "Molmo2", False, None),
+    Family("qwen2_5_vl", "Qwen2.5-VL", "qwen2_5_vl", (PACKED, SHARED_PREFIX, GROUPED, PADDED, ONE_BY_ONE)),
+    Family("qwen3_vl", "Qwen3-VL", "qwen3_vl", _QWEN),
+    Family("qwen3_vl_moe", "Qwen3-VL-MoE", "qwen3_vl", _QWEN),
+    Family("llava_onevision", "LLaVA-OneVision", "llava_hf", _PREPARED),
+    Family("internvl", "InternVL (-hf)", None, _PREPARED),
+    Family("gemma3", "Gemma 3", "gemma3", _PREPARED),
+    # Molmo2's image_token_pooling indexes its patches another way than PreparedOnce assembles rows
+    Family("molmo2", "Molmo2", None),
 )}
 
-QWEN_GROUPING = ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe")
-PACKED = ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe")  # scored through spatial_tasks.models.packed (one packed forward per window)
+
+def paths_of(model_type: str) -> tuple[str, ...]:
+    """The scoring paths a family allows (a family not listed: padded batches and one by one)."""
+    family = FAMILIES.get(model_type)
+    return family.paths if family is not None else (PADDED, ONE_BY_ONE)
 
 
 def is_image_text(model_type: str) -> bool:

@@ -27,6 +27,7 @@ device (``accelerator.device``; CPU processes with ``--cpu``) and lmms-eval spli
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -34,36 +35,39 @@ import torch
 from lmms_eval.api.model import lmms
 from PIL import Image
 
-from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.validate import flag
 from spatial_tasks.models import families
-from spatial_tasks.models.hf_yesno import GROUP_WINDOW, HFYesNoMixin, QwenImageFeatures
-from spatial_tasks.models.packed import PreparedOnce, Prompt, packed_choice
+from spatial_tasks.models.arguments import ModelArgsError, ScoringOptions
+from spatial_tasks.models.hf_yesno import HFYesNoMixin, QwenImageFeatures
+from spatial_tasks.models.packed import Prompt
 from spatial_tasks.models.remote_code import adapter_for
-
-DTYPES = ("bfloat16", "float16", "float32")
-
-
-class ModelArgsError(UserError, ValueError):
-    """A --model_args value hf_yesno cannot use."""
+from spatial_tasks.models.scoring_paths import (
+    GROUPED,
+    ONE_BY_ONE,
+    PACKED,
+    PADDED,
+    PREPARED_ONCE,
+    PathUnavailable,
+)
 
 
 class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
     """First-token Yes/No logits of any ``AutoModelForImageTextToText`` checkpoint (module docstring)."""
 
+    # every path a family may allow: hf_yesno implements the hooks generically (a Hub-code adapter:
+    # one by one, ``offered_paths``)
+    PATHS = (PACKED, PREPARED_ONCE, GROUPED, PADDED, ONE_BY_ONE)
+
     def __init__(self, pretrained: str, device: str | None = None, device_map: str | None = None,
-                 dtype: str = "bfloat16", batch_size: int | str = 1, trust_remote_code: bool | str = False,
+                 batch_size: int | str = 1, trust_remote_code: bool | str = False,
                  attn_implementation: str | None = None, system_prompt: str | None = None,
-                 yes_text: str = "Yes", no_text: str = "No", answer_rule: str = "exact",
-                 group_images: bool | str = True, group_window: int | str = GROUP_WINDOW,
-                 packed: bool | str = "auto", max_memory_gb: float | str | None = None, **unknown: Any) -> None:
+                 max_memory_gb: float | str | None = None, **others: Any) -> None:
         super().__init__()
-        if unknown:
-            raise ModelArgsError(f"hf_yesno: unknown --model_args {sorted(unknown)}; it takes pretrained, device, "
+        options = ScoringOptions.take("hf_yesno", others)
+        if others:
+            raise ModelArgsError(f"hf_yesno: unknown --model_args {sorted(others)}; it takes pretrained, device, "
                                  "device_map, dtype, batch_size, trust_remote_code, attn_implementation, system_prompt, "
-                                 "yes_text, no_text, answer_rule, group_images, group_window, packed, max_memory_gb")
-        if dtype not in DTYPES:
-            raise ModelArgsError(f"hf_yesno: dtype={dtype!r}; choose one of {', '.join(DTYPES)}")
+                                 f"max_memory_gb, {', '.join(f.name for f in fields(ScoringOptions) if f.name != 'dtype')}")
         self.pretrained = pretrained
         self.trust_remote_code = flag(trust_remote_code, "trust_remote_code")
         self.family = families.read_model_type(pretrained, self.trust_remote_code)
@@ -74,18 +78,13 @@ class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
                 "checkpoints that transformers' AutoModelForImageTextToText loads (tested: "
                 f"{', '.join(f.title for f in families.FAMILIES.values())}), and Molmo or NVILA Hub code with "
                 "trust_remote_code=true")
-        self._place(device, device_map)
-        self._load(dtype, attn_implementation, max_memory_gb)
-        self.system_prompt = system_prompt or None
-        self.yes_text, self.no_text, self.answer_rule = str(yes_text), str(no_text), str(answer_rule)
         self.batch_size_per_gpu = int(batch_size)
-        known = families.FAMILIES.get(self.family)
-        self.group_images = flag(group_images, "group_images") and known is not None and known.grouping
-        self.group_window = int(group_window)
-        self.packed = packed_choice(packed, self._model, flag(group_images, "group_images"))
-        if self.batch_size_per_gpu < 1 or self.group_window < 1:
-            raise ModelArgsError(f"hf_yesno: batch_size and group_window must be >= 1 (got {batch_size}, {group_window})")
-        self.answer_tokens()  # a tokenizer without single-token answers fails at load time
+        if self.batch_size_per_gpu < 1:
+            raise ModelArgsError(f"hf_yesno: batch_size must be >= 1 (got {batch_size})")
+        self._place(device, device_map)
+        self._load(options.dtype or "bfloat16", attn_implementation, max_memory_gb)
+        self.system_prompt = system_prompt or None
+        self._scoring_setup(options, cast=False)  # loaded in its dtype
 
     # --- loading and placement ----------------------------------------------------------------
     def _place(self, device: str | None, device_map: str | None) -> None:
@@ -147,14 +146,7 @@ class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
     @property
     def device(self):
         return self._device
-
-    @property
-    def rank(self) -> int:
-        return self._rank
-
-    @property
-    def world_size(self) -> int:
-        return self._world_size
+    # rank and world_size: lmms' own properties over _rank and _world_size (set by _place)
 
     # --- prompts ------------------------------------------------------------------------------
     def _items(self, items: Sequence[tuple[str, list]]) -> list[tuple[str, list[Image.Image]]]:
@@ -177,18 +169,16 @@ class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
             return self.adapter.inputs(self.processor, question, images, self._input_device())
         return self._inputs([(context, visuals)])
 
-    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor] | None:
-        if self.adapter is not None or len({len(visuals) == 0 for _, visuals in items}) > 1:
-            return None  # adapters prepare one prompt at a time; text-only beside image prompts: one by one
+    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
+        if len({len(visuals) == 0 for _, visuals in items}) > 1:
+            raise PathUnavailable("a prompt without an image beside prompts with one (the processor pads them apart)")
         return self._inputs(items)
 
-    # --- the packed pipeline (Qwen families: spatial_tasks.models.packed) ---------------------------
-    def _packed_pipeline(self) -> type | None:
-        """Qwen families: ``QwenPacked``; other families (not Hub-code adapters): ``PreparedOnce``."""
-        if self.adapter is not None:
-            return None
-        return super()._packed_pipeline() if self.family in families.PACKED else PreparedOnce
+    def offered_paths(self) -> tuple[str, ...]:
+        """The family's paths (``families.FAMILIES``); a Hub-code adapter prepares one prompt at a time."""
+        return (ONE_BY_ONE,) if self.adapter is not None else super().offered_paths()
 
+    # --- the packed pipelines (spatial_tasks.models.packed) -----------------------------------------
     def _packed_prompt(self, context: str, visuals: list) -> Prompt:
         (question, images), = self._items([(context, visuals)])
         messages = [families.chat_messages(question, images, self.system_prompt)]
@@ -200,6 +190,3 @@ class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
         resize then runs on the device."""
         return np.array(image.convert("RGB"))
 
-    # --- each distinct image encoded once (Qwen families: QwenImageFeatures) -----------------------
-    def _yesno_image_parts(self, inputs: Mapping[str, torch.Tensor]) -> list[dict[str, torch.Tensor]] | None:
-        return super()._yesno_image_parts(inputs) if self.family in families.QWEN_GROUPING else None

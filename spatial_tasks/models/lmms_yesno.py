@@ -9,9 +9,9 @@ Families without an lmms-eval class of their own (InternVL-hf, Molmo2, ...) use 
     lmms-eval --model gemma3_yesno   --model_args pretrained=google/gemma-3-4b-it ...
     lmms-eval --model llava_hf_yesno --model_args pretrained=llava-hf/llava-onevision-qwen2-7b-ov-hf ...
 
-Extra model_args on top of the lmms-eval class's: ``yes_text``/``no_text``/``answer_rule``,
-``group_images``/``group_window`` (Qwen3-VL: each distinct image through the vision tower once),
-``dtype`` (``HFYesNoMixin._yesno_options``).
+Extra model_args on top of the lmms-eval class's: ``arguments.ScoringOptions`` (the answer
+words and rule, ``group_images``/``group_window``: Qwen3-VL encodes each distinct image once,
+``dtype``). Each twin lists in ``PATHS`` the scoring paths whose hooks it implements.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from PIL import Image
 from spatial_tasks.harness import lmms_eval_model_module
 from spatial_tasks.models import families
 from spatial_tasks.models.families import ModelFamilyError
-from spatial_tasks.models.hf_yesno import GROUP_WINDOW, HFYesNoMixin, QwenImageFeatures
+from spatial_tasks.models.arguments import ScoringOptions
+from spatial_tasks.models.hf_yesno import HFYesNoMixin, QwenImageFeatures
+from spatial_tasks.models.scoring_paths import GROUPED, ONE_BY_ONE, PADDED, PathUnavailable
 
 _qwen3_vl = lmms_eval_model_module("qwen3_vl")
 _gemma3 = lmms_eval_model_module("gemma3")
@@ -47,9 +49,10 @@ class Qwen3_VLYesNo(QwenImageFeatures, HFYesNoMixin, _qwen3_vl.Qwen3_VL):
     lmms-eval picks the MoE class from the checkpoint NAME (``A<n>B``, as in Qwen3-VL-235B-A22B);
     a qwen3_vl_moe checkpoint whose name lacks it is refused here instead of loading wrongly."""
 
-    def __init__(self, pretrained: str = "Qwen/Qwen3-VL-4B-Instruct", yes_text: str = "Yes", no_text: str = "No",
-                 answer_rule: str = "exact", group_images: bool | str = True,
-                 group_window: int | str = GROUP_WINDOW, dtype: str | None = None, **kwargs: Any) -> None:
+    PATHS = (GROUPED, PADDED, ONE_BY_ONE)
+
+    def __init__(self, pretrained: str = "Qwen/Qwen3-VL-4B-Instruct", **kwargs: Any) -> None:
+        options = ScoringOptions.take("qwen3_vl_yesno", kwargs)
         model_type = families.read_model_type(pretrained, trust_remote_code=False)
         if model_type == "qwen3_vl_moe" and not re.search(r"A\d+B", pretrained):
             raise ModelFamilyError(
@@ -57,14 +60,13 @@ class Qwen3_VLYesNo(QwenImageFeatures, HFYesNoMixin, _qwen3_vl.Qwen3_VL):
                 "when the name carries the active size (e.g. Qwen3-VL-235B-A22B). Rename the folder to include "
                 "A<n>B, or use --model hf_yesno (it reads the family from config.json).")
         super().__init__(pretrained=pretrained, **kwargs)
-        self._yesno_options(yes_text, no_text, answer_rule, group_images, group_window, dtype=dtype)
+        self._scoring_setup(options)
 
     def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
         return self._chunk_inputs([(context, visuals)])
 
-    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor] | None:
-        # Qwen3_VL pads (left) only when its batch_size > 1; one by one otherwise.
-        return self._chunk_inputs(items) if self.batch_size > 1 else None
+    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
+        return self._chunk_inputs(items)  # left-padded, as Qwen3_VL pads when its batch_size > 1
 
     def _chunk_inputs(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
         """``_preprocess_chunk`` over these (context, visuals): it looks visuals up as
@@ -98,10 +100,12 @@ class Gemma3YesNo(HFYesNoMixin, _gemma3.Gemma3):
     model's dtype (lmms-eval casts to bfloat16, its load dtype). Images only: a video visual is an
     error (lmms-eval's gemma3 samples frames from it)."""
 
-    def __init__(self, pretrained: str = "google/gemma-3-27b-it", yes_text: str = "Yes", no_text: str = "No",
-                 answer_rule: str = "exact", dtype: str | None = None, **kwargs: Any) -> None:
+    PATHS = (PADDED, ONE_BY_ONE)
+
+    def __init__(self, pretrained: str = "google/gemma-3-27b-it", **kwargs: Any) -> None:
+        options = ScoringOptions.take("gemma3_yesno", kwargs)
         super().__init__(pretrained=pretrained, **kwargs)
-        self._yesno_options(yes_text, no_text, answer_rule, group_images=False, dtype=dtype)
+        self._scoring_setup(options)
 
     def _messages(self, context: str, visuals: list) -> list[dict]:
         context = context.replace("<image>", "")
@@ -141,9 +145,9 @@ class Gemma3YesNo(HFYesNoMixin, _gemma3.Gemma3):
     def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
         return self._inputs([(context, visuals)])
 
-    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor] | None:
+    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
         if len({len(visuals) == 0 for _, visuals in items}) > 1:
-            return None  # text-only rows beside image rows: one by one
+            raise PathUnavailable("a prompt without an image beside prompts with one")
         return self._inputs(items)
 
 
@@ -160,10 +164,12 @@ class LlavaHfYesNo(HFYesNoMixin, _llava_hf.LlavaHf):
     llava_hf generates one request at a time; batches here are left-padded (it sets the
     tokenizer's padding side to left for that). Images only."""
 
-    def __init__(self, pretrained: str = "llava-hf/llava-1.5-7b-hf", yes_text: str = "Yes", no_text: str = "No",
-                 answer_rule: str = "exact", dtype: str | None = None, **kwargs: Any) -> None:
-        if dtype is not None:
-            kwargs["dtype"] = dtype  # LlavaHf loads in this dtype itself
+    PATHS = (PADDED, ONE_BY_ONE)
+
+    def __init__(self, pretrained: str = "llava-hf/llava-1.5-7b-hf", **kwargs: Any) -> None:
+        options = ScoringOptions.take("llava_hf_yesno", kwargs)
+        if options.dtype is not None:
+            kwargs["dtype"] = options.dtype  # LlavaHf loads in this dtype itself
         if not kwargs.get("device_map"):
             # LlavaHf's default device_map "" (its data-parallel switch) is refused by transformers 5's
             # from_pretrained, so its single-process default cannot load; load onto ``device`` instead.
@@ -174,7 +180,7 @@ class LlavaHfYesNo(HFYesNoMixin, _llava_hf.LlavaHf):
                                        "which transformers 5 refuses; under accelerate launch use --model hf_yesno")
             kwargs["device_map"] = kwargs.get("device", "cuda")
         super().__init__(pretrained=pretrained, **kwargs)
-        self._yesno_options(yes_text, no_text, answer_rule, group_images=False)
+        self._scoring_setup(options, cast=False)
 
     def _text(self, context: str, images: list) -> str:
         if _llava_hf.DEFAULT_IMAGE_TOKEN not in context and images:
@@ -203,9 +209,9 @@ class LlavaHfYesNo(HFYesNoMixin, _llava_hf.LlavaHf):
     def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
         return self._inputs([(context, visuals)])
 
-    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor] | None:
+    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
         if len({len(visuals) == 0 for _, visuals in items}) > 1:
-            return None
+            raise PathUnavailable("a prompt without an image beside prompts with one")
         return self._inputs(items)
 
 

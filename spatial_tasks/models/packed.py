@@ -44,6 +44,7 @@ import torch
 from loguru import logger as eval_logger
 
 from spatial_tasks.common.yesno import YesNoLogits, label_mass
+from spatial_tasks.models.scoring_paths import PathUnavailable
 
 PREPARE = "prepare (host)"  # the stage of CPU work on the critical path, in every setting
 
@@ -64,20 +65,6 @@ def packed_by_default(device: torch.device, dtype: torch.dtype) -> bool:
     """Whether ``packed=auto`` packs on this device type and dtype (``PACKED_BY_DEFAULT``; a pair not
     measured packs, the design's expectation)."""
     return PACKED_BY_DEFAULT.get((device.type, dtype), True)
-
-
-def packed_choice(value: bool | str, model: torch.nn.Module, grouped: bool) -> bool:
-    """The ``packed`` model arg: true, false, or auto -- packed where images are grouped at all
-    (``group_images``; packing is grouping taken further) and ``packed_by_default`` says so for the
-    model's device and dtype."""
-    from spatial_tasks.common.validate import flag
-
-    if isinstance(value, str) and value.strip().lower() == "auto":
-        return grouped and packed_by_default(next(model.parameters()).device, model.dtype)
-    try:
-        return flag(value, "packed")
-    except ValueError:
-        raise ValueError(f"packed must be true, false or auto, not {value!r}") from None
 
 
 # --- stage timing -------------------------------------------------------------------------------
@@ -668,7 +655,7 @@ class PreparedOnce(Pipeline):
             self.problem = self.agree(batch, window)
             self.agreed = not self.problem
         if not self.agreed:
-            raise Unpackable(self.problem)
+            raise PathUnavailable(self.problem, lasting=True)  # the run goes on with the next path
         kwargs: dict[str, Any] = {"use_cache": False}
         if "logits_to_keep" in inspect.signature(self.model.forward).parameters:
             kwargs["logits_to_keep"] = 1
@@ -696,7 +683,3 @@ def _cat_padded(parts: Sequence[torch.Tensor]) -> torch.Tensor:
             part = torch.nn.functional.pad(part, pad)
         padded.append(part)
     return torch.cat(padded)
-
-
-class Unpackable(RuntimeError):
-    """A family's tensors are not assembled by PreparedOnce's rule (the message names the tensor)."""

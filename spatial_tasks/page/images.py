@@ -96,11 +96,11 @@ class ImageShelf:
         self.problems: dict[str, str] = {}  # task -> why its images could not be had (one line each)
 
     def shown(self, task: str, config: Mapping[str, Any], doc_id: object, record: Mapping[str, Any]) -> Shown:
-        from spatial_tasks.common.environment import ENVIRONMENT_KEY
+        from spatial_tasks.common.environment import ENVIRONMENT_KEY, SCORING_KEY
 
         metadata = config.get("metadata") if isinstance(config.get("metadata"), Mapping) else {}
         source = json.dumps({"task": task, "path": config.get("dataset_path"), "kwargs": config.get("dataset_kwargs"),
-                             "metadata": {k: v for k, v in metadata.items() if k != ENVIRONMENT_KEY}},
+                             "metadata": {k: v for k, v in metadata.items() if k not in (ENVIRONMENT_KEY, SCORING_KEY)}},
                             sort_keys=True, default=str)  # runs by other software read the same docs
         docs = self._tasks.get(source)
         if docs is None:

@@ -20,6 +20,7 @@ from spatial_tasks.harness import MODELS
 from spatial_tasks.models import families
 from spatial_tasks.models.hf_auto import HFYesNo, ModelArgsError
 from spatial_tasks.models.hidden_states import AutoHidden, Qwen2_5_VLHidden, load_hidden_state_model
+from spatial_tasks.models.scoring_paths import GROUPED, PADDED, SHARED_PREFIX
 from spatial_tasks.models.tiny_models import TINY_FAMILIES
 from spatial_tasks.paths import benchmark_tasks_dir
 from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS
@@ -59,11 +60,13 @@ def test_the_families_are_the_issues_list():
 def test_batch_one_equals_batched_and_grouped_scoring(family, family_dir, monkeypatch):
     model = HFYesNo(str(family_dir(family)), device="cpu", dtype="float32", batch_size=3)
     assert model.family == family
-    _, encoded = check_batch_invariance(model, _items(), monkeypatch)
+    _, encoded = check_batch_invariance(model, _items(), monkeypatch)  # every path the family offers
+    # hf_yesno implements every path but Qwen2.5-VL's shared prefix (qwen2_5_vl_yesno's)
+    assert set(families.FAMILIES[family].paths) - set(model.offered_paths()) <= {SHARED_PREFIX}
     if families.FAMILIES[family].grouping:
-        assert model.group_images and sum(encoded) == 2  # two distinct images, each through the tower once
+        assert sum(encoded) == 2  # two distinct images, each through the tower once
     else:
-        assert not model.group_images and encoded == []
+        assert GROUPED not in model.scoring.order and encoded == []
 
 
 @pytest.mark.parametrize("family", ALL)
@@ -151,10 +154,10 @@ def test_device_map_auto_scores_as_one_device(family_dir):
     """device_map=auto (accelerate's sharding over the visible GPUs; on this CPU-only machine every
     layer lands on the CPU, so this checks the loading and input placement path): same scores."""
     items = _items()[:2]
-    plain = HFYesNo(str(family_dir("qwen3_vl_moe")), device="cpu", dtype="float32").score_yes_no_batch(items)
+    plain = HFYesNo(str(family_dir("qwen3_vl_moe")), device="cpu", dtype="float32").score_items(items, 2, paths=(PADDED,))
     auto = HFYesNo(str(family_dir("qwen3_vl_moe")), device_map="auto", dtype="float32")
     assert auto.device_map == "auto" and str(auto.device) == "cpu"
-    for a, b in zip(plain, auto.score_yes_no_batch(items), strict=True):
+    for a, b in zip(plain, auto.score_items(items, 2, paths=(PADDED,)), strict=True):
         assert abs(a.logit_yes - b.logit_yes) <= TOL and abs(a.logit_no - b.logit_no) <= TOL
 
 

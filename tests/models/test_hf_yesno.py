@@ -120,7 +120,7 @@ def test_logits_are_the_first_generated_tokens(yesno_model, monkeypatch, doc_id,
         assert torch.equal(value, seen["inputs"][key]), key
 
     payload = decode_payload(yesno_model.generate_until([_request(doc_id)])[0])
-    yes_id, no_id = yesno_model.yes_no_ids()
+    yes_id, no_id = yesno_model.answer_tokens().yes_ids[0], yesno_model.answer_tokens().no_ids[0]
     first_step = seen["logits"][0][0].float()
     # the scorer's forward and generate's first step are two float32 forwards (another CPU or thread
     # count may round their last bits apart): equal to LOGIT_TOL

@@ -10,7 +10,9 @@ from lmms_eval.api.instance import Instance
 from PIL import Image, ImageDraw
 
 from spatial_tasks.common.yesno import decode_payload
-from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo, image_key
+from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
+from spatial_tasks.models.lmms_requests import image_key
+from spatial_tasks.models.scoring_paths import NothingToShare
 
 ARGS = {"device": "cpu", "device_map": "cpu", "min_pixels": 3136, "max_pixels": 50176, "dtype": "float32"}
 TASK, SPLIT = "grouped", "test"
@@ -89,10 +91,14 @@ def scores(tiny_qwen_dir):
         real = model._yesno_forward_shared_prefix
 
         def spy(inputs, features, row_keys, real=real, used=used):
-            result = real(inputs, features, row_keys)
             one_image = all(len(k) == 1 for k in row_keys)
             repeated = one_image and len({k[0] for k in row_keys}) < len(row_keys)
-            used.append((result is not None, repeated))
+            try:
+                result = real(inputs, features, row_keys)
+            except NothingToShare:
+                used.append((False, repeated))
+                raise
+            used.append((True, repeated))
             return result
 
         model._yesno_forward_shared_prefix = spy
@@ -139,11 +145,11 @@ def test_grouping_encodes_each_distinct_image_once(scores):
 
 
 def test_bad_grouping_args_are_clear_errors(tiny_qwen_dir):
-    with pytest.raises(ValueError, match="group_images must be true or false, not 'maybe'"):
+    with pytest.raises(ValueError, match="group_images='maybe' in --model_args; it takes true or false"):
         _model(tiny_qwen_dir, group_images="maybe")
-    with pytest.raises(ValueError, match="group_window must be >= 1"):
+    with pytest.raises(ValueError, match="group_window=0 in --model_args; it takes a whole number >= 1"):
         _model(tiny_qwen_dir, group_window=0)
-    with pytest.raises(ValueError, match="dtype must be bfloat16, float16 or float32"):
+    with pytest.raises(ValueError, match="dtype='float64' in --model_args; it takes bfloat16, float16, float32"):
         _model(tiny_qwen_dir, dtype="float64")
 
 

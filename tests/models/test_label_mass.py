@@ -23,6 +23,7 @@ from spatial_tasks.common.yesno import (
     label_mass_warning,
     payload_label_mass,
 )
+from spatial_tasks.models.scoring_paths import GROUPED, ONE_BY_ONE, PACKED
 from spatial_tasks.models.served import Labels, Reading
 
 SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
@@ -89,11 +90,11 @@ def test_in_process_it_is_the_full_softmax(tiny_qwen_dir, rule):
     items.append(("Is the sky blue? Answer yes or no.", []))
     want = []
     for context, visuals in items:
-        probs = torch.softmax(model.first_token_logits(model._yesno_prepare_inputs(context, visuals)).double(), 0)
+        probs = torch.softmax(model.first_token_logits_batch(model._yesno_prepare_inputs(context, visuals))[0].double(), 0)
         want.append(float(probs[list(tokens.yes_ids)].sum() + probs[list(tokens.no_ids)].sum()))
     assert rule == "exact" or len(tokens.yes_ids) > 1
-    for scored in ([model.score_yes_no(*item) for item in items], model.score_grouped(items, 4),
-                   model.score_packed(items, 4)):
+    for scored in (model.score_items(items, 1, paths=(ONE_BY_ONE,)), model.score_items(items, 4, paths=(GROUPED,)),
+                   model.score_items(items, 4, paths=(PACKED,))):
         for got, expected in zip(scored, want, strict=True):
             assert got.label_mass == pytest.approx(expected, abs=MASS_TOL)
 

@@ -18,6 +18,7 @@ from scoring import check_batch_invariance
 from spatial_tasks.common.yesno import decode_payload
 from spatial_tasks.models.families import ModelFamilyError
 from spatial_tasks.models.lmms_yesno import Gemma3YesNo, LlavaHfYesNo, Qwen3_VLYesNo
+from spatial_tasks.models.scoring_paths import GROUPED
 from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS
 
 TASK, SPLIT = "toy_yesno", "test"
@@ -127,9 +128,10 @@ def _items() -> list[tuple[str, list]]:
 @pytest.mark.parametrize("twin", TWINS)
 def test_batch_one_equals_batched_and_grouped_scoring(twin, twin_dir, monkeypatch):
     model = _twin(twin, twin_dir(twin), dtype="float32", batch_size=3)
-    _, encoded = check_batch_invariance(model, _items(), monkeypatch)
-    assert model.group_images == twin.startswith("qwen3")
-    assert sum(encoded) == (2 if model.group_images else 0)  # each distinct image through the tower once
+    _, encoded = check_batch_invariance(model, _items(), monkeypatch)  # every path the twin offers
+    grouped = GROUPED in model.scoring.order
+    assert grouped == twin.startswith("qwen3")
+    assert sum(encoded) == (2 if grouped else 0)  # each distinct image through the tower once
 
 
 def test_qwen3_moe_checkpoint_without_active_size_in_its_name_is_refused(tiny_family_dirs, twin_dir):

@@ -164,7 +164,7 @@ def test_a_stop_with_questions_in_flight_prints_no_asyncio_traceback(answering_q
 
 @pytest.fixture(scope="module")
 def image_question():
-    from spatial_tasks.models.hf_yesno import image_key
+    from spatial_tasks.models.lmms_requests import image_key
 
     image = Image.new("RGB", (64, 64), (120, 30, 30))
     return served.Question("task t, doc 7", "Is the red object closer to the camera? Answer with yes or no.",

@@ -17,8 +17,10 @@ import pytest
 import torch
 from PIL import Image, ImageDraw
 
-from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo, image_key, process_vision_info
+from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo, process_vision_info
+from spatial_tasks.models.lmms_requests import image_key
 from spatial_tasks.models.packed import ImagePool, QwenPacked, Stages, packed_by_default, plan_windows
+from spatial_tasks.models.scoring_paths import ONE_BY_ONE, PACKED, PADDED, PREPARED_ONCE
 
 ARGS = {"device": "cpu", "device_map": "cpu", "min_pixels": 3136, "max_pixels": 50176, "dtype": "float32"}
 TOL = 1e-5
@@ -155,9 +157,7 @@ def test_windows_hold_whole_groups_and_split_big_ones():
 
 
 def _scores(model, items, batch_size: int, packed: bool):
-    if packed:
-        return model.score_packed(items, batch_size)
-    return [model.score_yes_no(*item) for item in items]
+    return model.score_items(items, batch_size, paths=(PACKED,) if packed else (ONE_BY_ONE,))
 
 
 @pytest.mark.parametrize("shape", ["tiny", "mid"])
@@ -196,7 +196,7 @@ def test_one_vision_call_and_one_language_model_forward_per_window(tiny, monkeyp
     monkeypatch.setattr(language, "forward", lambda *a, **kw: forwards.append(kw["inputs_embeds"].shape[0])
                         or real_language(*a, **kw))
     items = _items()
-    tiny.score_packed(items, 8)
+    tiny.score_items(items, 8, paths=(PACKED,))
     groups = {tuple(image_key(im) for im in images) for _, images in items}
     keys = [tuple(image_key(im) for im in images) for _, images in items]
     windows = plan_windows(QwenPacked(tiny).groups(items, keys)[0], 8)
@@ -208,8 +208,8 @@ def test_one_vision_call_and_one_language_model_forward_per_window(tiny, monkeyp
 def test_results_come_back_in_request_order_with_progress(tiny):
     items = _items()
     counted: list[int] = []
-    packed = tiny.score_packed(items, 4, on_batch=counted.append)
-    alone = [tiny.score_packed([item], 4)[0] for item in items[:4]]
+    packed = tiny.score_items(items, 4, paths=(PACKED,), on_batch=counted.append)
+    alone = [tiny.score_items([item], 4, paths=(PACKED,))[0] for item in items[:4]]
     for a, b in zip(alone, packed[:4], strict=True):
         assert abs(a.logit_yes - b.logit_yes) <= TOL and a.text == b.text
     assert sum(counted) == len(items)
@@ -218,7 +218,7 @@ def test_results_come_back_in_request_order_with_progress(tiny):
 def test_stages_are_timed(tiny):
     tiny.stages = Stages("cpu")
     try:
-        tiny.score_packed(_items(), 8)
+        tiny.score_items(_items(), 8, paths=(PACKED,))
         seconds = tiny.stages.seconds()
     finally:
         tiny.stages = None
@@ -227,43 +227,47 @@ def test_stages_are_timed(tiny):
 
 
 def test_packed_is_a_validated_model_arg(tiny_qwen_dir):
-    with pytest.raises(ValueError, match="packed must be true, false or auto, not 'sometimes'"):
+    with pytest.raises(ValueError, match="packed='sometimes' in --model_args; it takes true, false or auto"):
         Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), packed="sometimes", **ARGS)
     auto = Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), **ARGS)
-    assert auto.packable() == packed_by_default(torch.device("cpu"), torch.float32)
-    assert not Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), group_images=False, **ARGS).packable()
-    assert Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), group_images=False, packed=True, **ARGS).packable()
+    assert (auto.scoring.path == PACKED) == packed_by_default(torch.device("cpu"), torch.float32)
+    assert PACKED not in Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), group_images=False, **ARGS).scoring.order
+    forced = Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), group_images=False, packed=True, **ARGS)
+    assert forced.scoring.order == (PACKED, PADDED, ONE_BY_ONE)
     eager = Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), packed=True, attn_implementation="eager", **ARGS)
+    assert eager.scoring.path == PACKED
     items = _items()[:6]
-    for a, b in zip(_scores(eager, items, 1, False), eager.score_packed(items, 8), strict=True):
+    for a, b in zip(_scores(eager, items, 1, False), _scores(eager, items, 8, True), strict=True):
         assert abs(a.logit_yes - b.logit_yes) <= TOL and a.text == b.text
 
 
 @pytest.mark.parametrize("family", ["qwen3_vl", "gemma3", "llava_onevision", "internvl", "molmo2"])
 def test_every_hf_yesno_family_prepares_each_image_once(family, tiny_family_dirs, monkeypatch):
-    """hf_yesno packs every family it serves: Qwen3-VL like Qwen2.5-VL (QwenPacked); the others
-    (PreparedOnce) prepare each distinct image once and take their rows from its prefix -- equal to
-    batch 1. A family whose tensors follow another rule (Molmo2's patch indices) is found on the
-    first window and scored by the per-question path, with the tensor named."""
+    """hf_yesno packs every family whose entry says so: Qwen3-VL like Qwen2.5-VL (QwenPacked); the
+    others (PreparedOnce) prepare each distinct image once and take their rows from its prefix --
+    equal to batch 1. A family whose tensors follow another rule (Molmo2's patch indices; its entry
+    does not offer the pipeline) is found on the first window when the pipeline is forced on it:
+    the path is dropped for the run, with the tensor named, and the next path scores."""
     from spatial_tasks.models import packed as packed_module
     from spatial_tasks.models.hf_auto import HFYesNo
 
     model = HFYesNo(str(tiny_family_dirs(family)), device="cpu", dtype="float32", batch_size=8)
-    assert model.packable()
+    pipeline = PACKED if family == "qwen3_vl" else PREPARED_ONCE
+    assert model.scoring.path == (PADDED if family == "molmo2" else pipeline)
     prepared: list[str] = []
     real = packed_module.ImagePool._job
     monkeypatch.setattr(packed_module.ImagePool, "_job", lambda pool, visual: prepared.append(image_key(visual))
                         or real(pool, visual))
     items = [item for item in _items() if item[1]]  # prompts with images (a text-only one is scored alone)
     one = [model.score_yes_no(*item) for item in items]
-    got = model.score_packed(items, 8)
+    got = model.score_items(items, 8, paths=(pipeline, ONE_BY_ONE))
     for a, b in zip(one, got, strict=True):
         assert abs(a.logit_yes - b.logit_yes) <= TOL and abs(a.logit_no - b.logit_no) <= TOL and a.text == b.text
     expected = "QwenPacked" if family == "qwen3_vl" else "PreparedOnce"
-    assert type(model._packed_scorer).__name__ == expected
+    assert type(model._scoring_strategies[pipeline].pipeline).__name__ == expected
     if family == "molmo2":
-        assert model._unpackable == "image_token_pooling: values differ" and not model.can_pack()
+        assert model.scoring.dropped == (f"{PREPARED_ONCE}: image_token_pooling: values differ",)
     else:
-        assert not getattr(model, "_unpackable", "")
+        assert not model.scoring.dropped
         # each distinct image prepared once: kept (features or uploaded pixels) until its last window
         assert sorted(prepared) == sorted({image_key(im) for _, images in items for im in images})

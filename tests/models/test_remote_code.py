@@ -21,6 +21,7 @@ from spatial_tasks.common.yesno import decode_payload
 from spatial_tasks.models.families import ModelFamilyError
 from spatial_tasks.models.hf_auto import HFYesNo
 from spatial_tasks.models.hidden_states import RemoteHidden, load_hidden_state_model
+from spatial_tasks.models.scoring_paths import ONE_BY_ONE
 from spatial_tasks.paths import benchmark_tasks_dir
 from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS
 
@@ -58,7 +59,7 @@ def _image(red: int) -> Image.Image:
 
 def test_hf_yesno_scores_through_the_adapter_with_molmos_own_prompt(molmo_dir):
     model = HFYesNo(str(molmo_dir), device="cpu", dtype="float32", trust_remote_code=True, batch_size=4)
-    assert model.family == "molmo" and model.adapter is not None and not model.group_images
+    assert model.family == "molmo" and model.adapter is not None and model.scoring.order == (ONE_BY_ONE,)
     question = "Is the red cube closer than the blue sphere? Answer Yes or No."
     inputs = model._yesno_prepare_inputs(f"<image>{question}", [_image(200)])
     expected = model.processor.process(images=[_image(200)], text=question)
@@ -68,7 +69,7 @@ def test_hf_yesno_scores_through_the_adapter_with_molmos_own_prompt(molmo_dir):
     image_tokens = int(inputs["image_input_idx"].numel())
     assert model.tokenizer.decode(inputs["input_ids"][0, 1 + image_tokens:]) == f" User: {question} Assistant:"
     items = [(question, [_image(200)]), (question, [_image(20)]), ("Is it small? Answer Yes or No.", [_image(90)])]
-    scores = model.score_yes_no_batch(items)  # one prompt per forward: process() pads nothing
+    scores = model.score_items(items, len(items))  # one prompt per forward: process() pads nothing
     assert [s.logit_yes for s in scores] == [model.score_yes_no(*item).logit_yes for item in items]
     assert all(np.isfinite([s.logit_yes, s.logit_no]).all() for s in scores)
     assert len({round(s.logit_yes - s.logit_no, 7) for s in scores}) == 3  # the image and the words reach the logits
@@ -104,7 +105,7 @@ def test_vila_inputs_are_generate_contents(vila_dirs, mode):
     """The adapter builds what VILA's generate_content passes to generate (pixels cast to the
     model's dtype where generate_content casts them to float16), and the image reaches the logits."""
     model = HFYesNo(str(vila_dirs(mode)), device="cpu", dtype="float32", trust_remote_code=True, batch_size=4)
-    assert model.family == "vila" and not model.group_images and next(model.model.parameters()).dtype == torch.float32
+    assert model.family == "vila" and model.scoring.order == (ONE_BY_ONE,) and next(model.model.parameters()).dtype == torch.float32
     question = "Is the red cube closer than the blue sphere? Answer Yes or No."
     ours = model._yesno_prepare_inputs(f"<image>{question}", [_image(200)])
     seen = {}
@@ -119,7 +120,7 @@ def test_vila_inputs_are_generate_contents(vila_dirs, mode):
     text = model.tokenizer.decode(ours["input_ids"][0])
     assert text.count("<image>") == (3 if mode == "dynamic" else 1) and question in text
     items = [(question, [_image(200)]), (question, [_image(20)]), ("Is it small? Answer Yes or No.", [_image(90)])]
-    scores = model.score_yes_no_batch(items)
+    scores = model.score_items(items, len(items))
     assert [s.logit_yes for s in scores] == [model.score_yes_no(*item).logit_yes for item in items]
     assert len({round(s.logit_yes - s.logit_no, 7) for s in scores}) == 3
 

@@ -1,0 +1,104 @@
+"""The scoring paths as strategies of one interface, chosen once per run (issue 53, item 1): the
+choice's rules, each class's declared paths backed by their hooks, the choice logged and recorded
+in a real run's config, and no class of the models package over 15 methods. (That every path a
+family offers equals one by one, float32 logits to 1e-5, is ``tests/scoring.check_batch_invariance``,
+run over every family by test_families.py and every twin by test_lmms_yesno.py.)"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from spatial_tasks.models import families
+from spatial_tasks.models.scoring_paths import (
+    GROUPED,
+    ONE_BY_ONE,
+    PACKED,
+    PADDED,
+    PREPARED_ONCE,
+    SHARED_PREFIX,
+    STRATEGIES,
+    choose,
+)
+
+QWEN = (PACKED, SHARED_PREFIX, GROUPED, PADDED, ONE_BY_ONE)
+MODELS = Path(families.__file__).parent
+
+
+def _choose(offered=QWEN, **given):
+    args = {"packed": "auto", "group_images": True, "share_prefix": True, "packs_by_default": True, "block_mask": True}
+    return choose(offered, **{**args, **given})
+
+
+@pytest.mark.parametrize(("given", "order"), [
+    ({}, QWEN),
+    ({"packs_by_default": False}, (SHARED_PREFIX, GROUPED, PADDED, ONE_BY_ONE)),
+    ({"packed": False}, (SHARED_PREFIX, GROUPED, PADDED, ONE_BY_ONE)),
+    ({"packed": True, "group_images": False}, (PACKED, PADDED, ONE_BY_ONE)),
+    ({"group_images": False}, (PADDED, ONE_BY_ONE)),  # packed=auto packs only where images are grouped
+    ({"share_prefix": False}, (PACKED, GROUPED, PADDED, ONE_BY_ONE)),
+    ({"block_mask": False}, (SHARED_PREFIX, GROUPED, PADDED, ONE_BY_ONE)),
+])
+def test_the_arguments_choose_the_path_and_the_fallbacks(given, order):
+    choice = _choose(**given)
+    assert choice.order == order and choice.path == order[0]
+    assert choice.line("m").startswith(f"m: scoring path {order[0]} (offered: packed > shared_prefix > grouped")
+
+
+def test_a_family_without_a_pipeline_or_features_gets_the_basic_paths():
+    assert _choose(offered=(PREPARED_ONCE, PADDED, ONE_BY_ONE)).order == (PREPARED_ONCE, PADDED, ONE_BY_ONE)
+    assert _choose(offered=(PREPARED_ONCE, PADDED, ONE_BY_ONE), block_mask=False).path == PREPARED_ONCE
+    assert _choose(offered=()).order == (ONE_BY_ONE,)  # a Hub-code adapter prepares one prompt at a time
+    dropped = _choose().without(PACKED, "image_token_pooling: values differ")
+    assert dropped.path == SHARED_PREFIX and dropped.recorded("m")["dropped"] == [
+        "packed: image_token_pooling: values differ"]
+
+
+def test_every_family_is_one_entry_whose_paths_are_known_and_end_in_the_basic_ones():
+    for family in families.FAMILIES.values():
+        assert set(family.paths) <= set(STRATEGIES) and family.paths[-2:] == (PADDED, ONE_BY_ONE), family
+    assert families.paths_of("a_family_nobody_listed") == (PADDED, ONE_BY_ONE)
+
+
+def test_each_class_implements_the_hooks_of_the_paths_it_declares():
+    from spatial_tasks.models.hf_auto import HFYesNo
+    from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
+    from spatial_tasks.models.lmms_yesno import TWINS
+
+    for cls in (HFYesNo, Qwen2_5_VLYesNo, *TWINS.values()):
+        for path in cls.PATHS:
+            missing = [hook for hook in STRATEGIES[path].needs if not callable(getattr(cls, hook, None))]
+            assert not missing, f"{cls.__name__} declares {path} without {missing}"
+
+
+def test_no_class_in_the_models_package_has_more_than_15_methods():
+    big = []
+    for path in sorted(MODELS.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                count = sum(isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) for b in node.body)
+                if count > 15:
+                    big.append(f"{path.name}:{node.name} ({count})")
+    assert not big, big
+
+
+def test_no_method_identity_check_and_no_none_for_unsupported():
+    """The choice reads the family's entry and the class's declared paths, never which methods a
+    subclass overrides; a hook that cannot serve raises (PathUnavailable, NothingToShare)."""
+    for path in sorted(MODELS.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert "is not HFYesNoMixin." not in text and "is HFYesNoMixin." not in text, path.name
+        assert "-> Mapping[str, torch.Tensor] | None" not in text, path.name  # prepare hooks never return None
+
+
+def test_a_real_run_logs_its_path_in_one_line_and_records_it_in_its_config(lmms_run, tiny_family_dirs):
+    run = lmms_run("hf_yesno", f"pretrained={tiny_family_dirs('qwen3_vl')},device=cpu,dtype=float32",
+                   "spatialtunnel_logit_sample_phase", "--batch_size", "4")
+    assert run.results is not None, run.output[-3000:]
+    recorded = run.results["configs"]["spatialtunnel_logit_sample_phase"]["metadata"]["spatial_tasks_scoring"]
+    assert recorded["model"] == "hf_yesno" and recorded["path"] == PACKED  # packed=auto on a CPU in float32
+    assert recorded["fallbacks"] == [GROUPED, PADDED, ONE_BY_ONE] and "packed=auto" in recorded["reason"]
+    lines = [line for line in run.output.splitlines() if "hf_yesno: scoring path " in line]
+    assert len(lines) == 1 and "fallbacks: grouped, padded, one_by_one" in lines[0], lines
