@@ -148,3 +148,8 @@ def record_scoring(choice: Mapping[str, Any]) -> None:
 def scoring_recorded() -> dict | None:
     """The scoring choice of this process's model, or None (a model that chooses no path)."""
     return _SCORING if _SCORING else None
+
+
+def forget_scoring() -> None:
+    """No model has chosen yet (an evaluation that builds its model by name starts here)."""
+    _SCORING.clear()

@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+from spatial_tasks.common.environment import forget_scoring
 from spatial_tasks.common.errors import stop_run
 from spatial_tasks.common.hub import ANSWER_WITHIN, hub_unreachable
 from spatial_tasks.harness.data import TaskData
@@ -34,6 +35,8 @@ def install_preflight() -> None:
     def simple_evaluate(*args, **kwargs):
         bound = signature.bind_partial(*args, **kwargs).arguments
         model, model_args, tasks = bound.get("model"), bound.get("model_args"), bound.get("tasks") or []
+        if isinstance(model, str):  # built by name in this evaluation: only its own scoring choice is recorded
+            forget_scoring()
         ours = preflight.our_tasks(tasks if isinstance(tasks, list | tuple) else str(tasks).split(","))
         if not ours or not isinstance(model, str):
             return original(*args, **kwargs)

@@ -28,7 +28,14 @@ import torch
 from PIL import Image
 
 from spatial_tasks.common.errors import UserError
-from spatial_tasks.models.scoring_paths import GROUPED, ONE_BY_ONE, PACKED, PADDED, PREPARED_ONCE, SHARED_PREFIX
+from spatial_tasks.models.scoring_terms import (
+    GROUPED,
+    ONE_BY_ONE,
+    PACKED,
+    PADDED,
+    PREPARED_ONCE,
+    SHARED_PREFIX,
+)
 
 
 class ModelFamilyError(UserError, ValueError):

@@ -25,8 +25,8 @@ from PIL import Image
 
 from spatial_tasks.harness import lmms_eval_model_module
 from spatial_tasks.models import families
-from spatial_tasks.models.families import ModelFamilyError
 from spatial_tasks.models.arguments import ScoringOptions
+from spatial_tasks.models.families import ModelFamilyError
 from spatial_tasks.models.hf_yesno import HFYesNoMixin, QwenImageFeatures
 from spatial_tasks.models.scoring_paths import GROUPED, ONE_BY_ONE, PADDED, PathUnavailable
 

@@ -38,24 +38,19 @@ from PIL import Image
 
 from spatial_tasks.common.yesno import YesNoLogits
 from spatial_tasks.models.lmms_requests import image_key
+from spatial_tasks.models.scoring_terms import (  # noqa: F401 -- the path names and signals, re-exported
+    GROUPED,
+    ONE_BY_ONE,
+    ORDER,
+    PACKED,
+    PADDED,
+    PREPARED_ONCE,
+    SHARED_PREFIX,
+    NothingToShare,
+    PathUnavailable,
+)
 
-PACKED, PREPARED_ONCE, SHARED_PREFIX, GROUPED, PADDED, ONE_BY_ONE = (
-    "packed", "prepared_once", "shared_prefix", "grouped", "padded", "one_by_one")
-ORDER = (PACKED, PREPARED_ONCE, SHARED_PREFIX, GROUPED, PADDED, ONE_BY_ONE)
 Item = tuple[str, list]
-
-
-class PathUnavailable(RuntimeError):
-    """These questions (``lasting``: any question of this run) cannot take this path; the reason is
-    one line."""
-
-    def __init__(self, reason: str, lasting: bool = False) -> None:
-        super().__init__(reason)
-        self.lasting = lasting
-
-
-class NothingToShare(Exception):
-    """A batch in which no image is asked about twice: the shared-prefix forward has nothing to save."""
 
 
 # --- the choice ---------------------------------------------------------------------------------

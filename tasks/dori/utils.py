@@ -1,6 +1,7 @@
 """Thin lmms-eval hooks: nothing runs here. Where DORI lives:
 
-- hooks the YAMLs name: spatial_tasks/dori/tasks.py (process_docs, doc_to_*, process_results, agg_*)
+- hooks the YAMLs name: spatial_tasks/dori/tasks.py (process_docs, doc_to_*, process_results); the aggregations are
+  the metric table dori/metrics.py TASK_METRICS, registered with lmms-eval as dori_<metric>
 - data enters, checked once: spatial_tasks/dori/load.py (every layout read; schema.py the doc)
 - prompts: tasks/dori/prompts/*.jinja
 - answer parser: spatial_tasks/common/choice.py (the project's one multiple-choice reader)

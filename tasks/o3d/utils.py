@@ -1,7 +1,8 @@
 """Thin lmms-eval hooks: nothing runs here. Where O3-D lives:
 
 - hooks the YAMLs name: spatial_tasks/o3d/tasks.py, which gathers task_docs.py (process_docs),
-  model_input.py (doc_to_*), records.py (process_results) and task_metrics.py (agg_*)
+  model_input.py (doc_to_*) and records.py (process_results); the aggregations are the metric table
+  metric_sets.py METRICS, registered with lmms-eval as o3d_<metric>
 - data enters, checked once: spatial_tasks/o3d/load.py (schema.py the official layout and the doc)
 - prompts: tasks/o3d/prompts/*.jinja; the question space: spatial_tasks/o3d/prompts.py
 - answer parser: spatial_tasks/o3d/parse.py (the authors' evaluator, rule for rule)
