@@ -138,17 +138,10 @@ class ScoringOptions:
         """Pop these options out of ``kwargs`` (what is left is the host's), each checked (``RULES``)."""
         given = {f.name: kwargs.pop(f.name) for f in fields(cls) if kwargs.get(f.name) is not None}
         check_model_args(model, given, torch_device=False)
-        for name in ("group_images", "share_prefix"):
-            if name in given:
-                given[name] = _truth(given[name])
-        if "packed" in given and str(given["packed"]).strip().lower() != "auto":
-            given["packed"] = _truth(given["packed"])
-        if "group_window" in given:
-            given["group_window"] = int(str(given["group_window"]).strip())
-        for name in ("yes_text", "no_text", "answer_rule", "dtype"):
-            if name in given:
-                given[name] = str(given[name]).strip() if name in ("answer_rule", "dtype") else str(given[name])
-        return cls(**given)
+        read = {"group_images": _truth, "share_prefix": _truth, "group_window": lambda v: int(str(v).strip()),
+                "packed": lambda v: "auto" if str(v).strip().lower() == "auto" else _truth(v),
+                "answer_rule": lambda v: str(v).strip(), "dtype": lambda v: str(v).strip()}
+        return cls(**{name: read.get(name, str)(value) for name, value in given.items()})
 
 
 def _truth(value: object) -> bool:

@@ -42,6 +42,9 @@ class ModelFamilyError(UserError, ValueError):
     """A checkpoint whose family we cannot read or do not support."""
 
 
+BASIC_PATHS = (PADDED, ONE_BY_ONE)  # what every model allows
+
+
 @dataclass(frozen=True)
 class Family:
     """One family, one entry: what it is, lmms-eval's model for it, and the scoring paths the model
@@ -55,7 +58,7 @@ class Family:
     model_type: str
     title: str
     lmms_eval_model: str | None  # lmms-eval's own generation model for it (its ``<id>_yesno`` twin), if any
-    paths: tuple[str, ...] = (PADDED, ONE_BY_ONE)
+    paths: tuple[str, ...] = BASIC_PATHS
 
     @property
     def grouping(self) -> bool:
@@ -80,7 +83,7 @@ FAMILIES: dict[str, Family] = {f.model_type: f for f in (
 def paths_of(model_type: str) -> tuple[str, ...]:
     """The scoring paths a family allows (a family not listed: padded batches and one by one)."""
     family = FAMILIES.get(model_type)
-    return family.paths if family is not None else (PADDED, ONE_BY_ONE)
+    return family.paths if family is not None else BASIC_PATHS
 
 
 def is_image_text(model_type: str) -> bool:

@@ -48,7 +48,7 @@ from spatial_tasks.models.answer_tokens import (  # noqa: F401  (re-exported: th
     single_token_id,
     yes_no_token_ids,
 )
-from spatial_tasks.models.arguments import GROUP_WINDOW, ScoringOptions, model_id  # noqa: F401 -- GROUP_WINDOW re-exported
+from spatial_tasks.models.arguments import ScoringOptions, model_id
 from spatial_tasks.models.lmms_requests import as_list, refuse_text_tasks, request_item
 from spatial_tasks.models.packed import PREPARE, Prompt, Stages, stage
 from spatial_tasks.models.scoring_paths import (

@@ -328,17 +328,14 @@ def score_items(scorer: Any, items: Sequence[Item], batch_size: int, paths: Sequ
             paths = later
             continue
         results.update((todo[j], value) for j, value in outcome.scored.items())
+        said = scorer.__dict__.setdefault("_scoring_said", set())  # each (path, reason) logged once per run
         for reason, count in Counter(outcome.passed_on.values()).items():
-            _say_once(scorer, f"{type(scorer).__name__}: {count} question(s) the {name} path cannot take ({reason}) "
-                              f"go to {later[0] if later else 'no other path'}")
+            if (name, reason) not in said:
+                said.add((name, reason))
+                eval_logger.warning(f"{type(scorer).__name__}: {count} question(s) the {name} path cannot take "
+                                    f"({reason}) go to {later[0] if later else 'no other path'}")
         todo, paths = [todo[j] for j in sorted(outcome.passed_on)], later
     if todo:
         raise RuntimeError(f"{type(scorer).__name__}: {len(todo)} question(s) no scoring path could take")
     return [results[i] for i in range(len(items))]
 
-
-def _say_once(scorer: Any, line: str) -> None:
-    said = scorer.__dict__.setdefault("_scoring_said", set())
-    if line.split(" question(s) ")[-1] not in said:
-        said.add(line.split(" question(s) ")[-1])
-        eval_logger.warning(line)
