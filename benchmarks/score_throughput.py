@@ -43,10 +43,10 @@ from PIL import Image, ImageDraw
 
 from spatial_tasks.common.yesno import decode_payload
 from spatial_tasks.models import families
+from spatial_tasks.models.families import FAMILIES, build_tiny_model
 from spatial_tasks.models.hf_auto import HFYesNo
 from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
 from spatial_tasks.models.packed import PREPARE, Stages
-from spatial_tasks.models.tiny_models import TINY_FAMILIES, build_tiny_model
 from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
 
 TASK, SPLIT = "bench", "test"
@@ -126,7 +126,7 @@ def main() -> None:
     parser.add_argument("--attn", default="sdpa", help="attn_implementation (sdpa, eager)")
     parser.add_argument("--settings", default=",".join(SETTINGS),
                         help=f"comma-separated subset of: {', '.join(SETTINGS)} (batch 1 is always run)")
-    parser.add_argument("--family", default="qwen2_5_vl", choices=[*TINY_FAMILIES, "all"],
+    parser.add_argument("--family", default="qwen2_5_vl", choices=[*FAMILIES, "all"],
                         help="model family (transformers model_type); 'all': each in turn")
     args = parser.parse_args()
     dtype = args.dtype or ("bfloat16" if args.device.startswith("cuda") else "float32")
@@ -134,7 +134,7 @@ def main() -> None:
     docs = _docs(args.images)
     requests = _requests(docs)
     if args.family != "qwen2_5_vl":
-        for family in (TINY_FAMILIES if args.family == "all" else [args.family]):
+        for family in (FAMILIES if args.family == "all" else [args.family]):
             _family_rates(family, docs, requests, args, dtype)
         return
     chosen = ["batch 1", *(s.strip() for s in args.settings.split(",") if s.strip() and s.strip() != "batch 1")]

@@ -294,7 +294,7 @@ def tiny_model_command(
     """Build a tiny randomly initialised VLM of one family (offline; exercises the real model code).
     It replaces only a tiny model it built there (the folder's ledger, ``common.owned``)."""
     from spatial_tasks.common.owned import Ledger
-    from spatial_tasks.models.tiny_models import build_tiny_model
+    from spatial_tasks.models.families import build_tiny_model
     from spatial_tasks.paths import output_folder
 
     if out.exists() and not out.is_dir():

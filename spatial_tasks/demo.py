@@ -165,7 +165,7 @@ def _tiny_model(ledger: Ledger, folder: Path, build) -> None:
 
 def run_demo(out: Path, workers: int = 2) -> Path:
     from spatial_tasks.harness import check_runtime
-    from spatial_tasks.models.tiny_models import build_tiny_model
+    from spatial_tasks.models.families import build_tiny_model
     from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
 
     check_runtime()  # a known upstream break is one line now, not 16 failed runs later

@@ -63,7 +63,7 @@ def tiny_family_dirs(tmp_path_factory: pytest.TempPathFactory):
     (``spatial_tasks.models.tiny_models``), built once per session on first use (< 1 s each), whichever
     worker asks first.
     Read-only, like ``tiny_qwen_dir``; qwen2_5_vl is ``tiny_qwen_dir`` itself."""
-    from spatial_tasks.models.tiny_models import build_tiny_model
+    from spatial_tasks.models.families import build_tiny_model
 
     built: dict[str, Path] = {}
 

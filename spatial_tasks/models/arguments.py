@@ -118,31 +118,44 @@ GROUP_WINDOW = 256  # requests whose visuals are loaded and ordered by image at 
 
 
 @dataclass(frozen=True)
-class ScoringOptions:
-    """The model_args every in-process first-token scorer adds to its host class's, read here once
-    for every twin and ``hf_yesno``: the answer words and rule (``answer_tokens``), how questions are
-    scored (``group_images``, ``group_window``, ``share_prefix``, ``packed``: ``scoring_paths.choose``)
-    and ``dtype`` (the twins cast the model after their host's load; ``hf_yesno`` loads in it)."""
+class AnswerOptions:
+    """The model_args every first-token scorer takes, in-process, served (``openai_yesno``) or
+    through vLLM (``vllm_yesno``): the answer words and the rule (``answer_tokens``). Read here,
+    once, by every one of them (``take``)."""
 
     yes_text: str = "Yes"
     no_text: str = "No"
     answer_rule: str = "exact"
+
+    @classmethod
+    def take(cls, model: str, kwargs: dict) -> AnswerOptions:
+        """Pop this class's options out of ``kwargs`` (what is left is the host's), each checked
+        (``RULES``) and read (``_READ``)."""
+        given = {f.name: kwargs.pop(f.name) for f in fields(cls) if kwargs.get(f.name) is not None}
+        check_model_args(model, given, torch_device=False)
+        return cls(**{name: _READ.get(name, str)(value) for name, value in given.items()})
+
+
+@dataclass(frozen=True)
+class ScoringOptions(AnswerOptions):
+    """The model_args every in-process first-token scorer adds to its host class's, read here once
+    for every twin and ``hf_yesno``: the answer words and rule (``AnswerOptions``), how questions are
+    scored (``group_images``, ``group_window``, ``share_prefix``, ``packed``: ``scoring_paths.choose``)
+    and ``dtype`` (the twins cast the model after their host's load; ``hf_yesno`` loads in it)."""
+
     group_images: bool = True
     group_window: int = GROUP_WINDOW
     share_prefix: bool = True
     packed: bool | str = "auto"  # true, false or "auto"
     dtype: str | None = None
 
-    @classmethod
-    def take(cls, model: str, kwargs: dict) -> ScoringOptions:
-        """Pop these options out of ``kwargs`` (what is left is the host's), each checked (``RULES``)."""
-        given = {f.name: kwargs.pop(f.name) for f in fields(cls) if kwargs.get(f.name) is not None}
-        check_model_args(model, given, torch_device=False)
-        read = {"group_images": _truth, "share_prefix": _truth, "group_window": lambda v: int(str(v).strip()),
-                "packed": lambda v: "auto" if str(v).strip().lower() == "auto" else _truth(v),
-                "answer_rule": lambda v: str(v).strip(), "dtype": lambda v: str(v).strip()}
-        return cls(**{name: read.get(name, str)(value) for name, value in given.items()})
-
 
 def _truth(value: object) -> bool:
     return value if isinstance(value, bool) else str(value).strip().lower() in ("1", "true", "yes")
+
+
+# how each option is read once its value passed RULES (anything not listed: as text)
+_READ: dict[str, Callable[[object], object]] = {
+    "group_images": _truth, "share_prefix": _truth, "group_window": lambda v: int(str(v).strip()),
+    "packed": lambda v: "auto" if str(v).strip().lower() == "auto" else _truth(v),
+    "answer_rule": lambda v: str(v).strip(), "dtype": lambda v: str(v).strip()}

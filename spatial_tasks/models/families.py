@@ -1,16 +1,22 @@
-"""The model families we score and probe, and what is shared between scoring and probing.
+"""The model families we score and probe: one entry each, everything that differs between them.
 
 A family is a transformers ``model_type`` (what a checkpoint's config.json says). Every family
-here is transformers-native: ``AutoProcessor`` + ``AutoModelForImageTextToText`` load it, and its
-processor's chat template builds the prompt. Two things differ per family and live here:
+here is transformers-native: ``AutoProcessor`` + ``AutoModelForImageTextToText`` load it
+(``Family.load``, for ``hf_yesno``, probing and the local logprob server), and its processor's
+chat template builds the prompt (``chat_inputs``). What differs per family is its entry in
+``FAMILIES``:
 
-* ``paths``: the scoring paths the model allows (``scoring_paths``), e.g. whether the forward
-  accepts precomputed image features, so that each distinct image goes through the vision tower
-  once (``mm_encoder_outputs``; Qwen2.5-VL and Qwen3-VL);
-* the decoder layers whose outputs probing reads (``decoder_layers``: the language model's
-  ``layers``, found the same way for every family).
+* ``paths``: the scoring paths the model allows, fastest first (``scoring_paths``);
+* ``image_features``: whether and how its forward takes precomputed image features, so that each
+  distinct image goes through the vision tower once (``mm_encoder_outputs``; the Qwen families):
+  what the ``grouped``, ``shared_prefix`` and ``packed`` paths need;
+* ``probe_prompt``: how probing builds its inputs (the hidden-state access: the decoder layers are
+  found the same way for every family, ``decoder_layers``);
+* ``tiny``: the builder of its tiny random checkpoint (``tiny_models``), which the tests, the demo
+  and the equality checks run.
 
-The prompt of ``hf_yesno`` and of probing is one user turn with the images before the question
+Checkpoints whose code lives on the Hub go through ``remote_code`` adapters instead. The prompt of
+``hf_yesno`` and of probing is one user turn with the images before the question
 (``chat_messages``), an optional system turn (none by default: the chat template adds its own
 default where the family has one), and the generation prompt; batches are LEFT-padded so the
 last position of every row is its last prompt token.
@@ -19,7 +25,7 @@ last position of every row is its last prompt token.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +34,7 @@ import torch
 from PIL import Image
 
 from spatial_tasks.common.errors import UserError
+from spatial_tasks.models import tiny_models
 from spatial_tasks.models.scoring_terms import (
     GROUPED,
     ONE_BY_ONE,
@@ -39,51 +46,86 @@ from spatial_tasks.models.scoring_terms import (
 
 
 class ModelFamilyError(UserError, ValueError):
-    """A checkpoint whose family we cannot read or do not support."""
+    """A checkpoint whose family we cannot read, build or do not support."""
 
 
 BASIC_PATHS = (PADDED, ONE_BY_ONE)  # what every model allows
+NEED_IMAGE_FEATURES = (PACKED, SHARED_PREFIX, GROUPED)  # paths that hand the forward precomputed features
+
+
+@dataclass(frozen=True)
+class ImageFeatures:
+    """How a family's forward takes precomputed image features: ``parts`` cuts the processor's
+    tensors into one part per image (None: a video, which it cannot cut), ``encode`` runs the
+    vision tower once over parts (per image: its features and any extra per-layer features), and
+    ``encoder_outputs`` hands features back to the forward (its ``mm_encoder_outputs``)."""
+
+    parts: Callable[[Mapping[str, torch.Tensor]], list[dict[str, torch.Tensor]] | None]
+    encode: Callable[[torch.nn.Module, Sequence[dict[str, torch.Tensor]]], list[tuple]]
+    encoder_outputs: Callable[[Sequence[tuple]], dict[str, Any]]
+
+
+TinyBuilder = Callable[[Path, int, dict], None]  # (out_dir, seed, shape) -> writes the checkpoint
 
 
 @dataclass(frozen=True)
 class Family:
-    """One family, one entry: what it is, lmms-eval's model for it, and the scoring paths the model
-    allows, fastest first (``scoring_paths``): ``packed`` where the forward takes precomputed image
-    features and M-RoPE positions computed ahead (the Qwen families), ``prepared_once`` for the
-    others; ``grouped`` where the forward takes precomputed image features; ``shared_prefix``
-    where the prompt up to the image can run once on a KV cache; ``padded`` and ``one_by_one``
-    for every family. A new family that packs is one entry here (and its tiny builder in
-    ``tiny_models.TINY_FAMILIES``, which the equality tests run over)."""
+    """One family, one entry (module docstring): what it is, lmms-eval's model for it (scored by
+    its ``<id>_yesno`` twin), its tiny builder, the scoring paths the model allows, fastest first
+    (``packed`` where the forward takes precomputed image features and M-RoPE positions computed
+    ahead, ``prepared_once`` for the others; ``grouped`` and ``shared_prefix`` where it takes
+    precomputed features; ``padded`` and ``one_by_one`` for every family), its image features and
+    probing's prompt. A new family is one entry in ``FAMILIES``."""
 
     model_type: str
     title: str
     lmms_eval_model: str | None  # lmms-eval's own generation model for it (its ``<id>_yesno`` twin), if any
+    tiny: TinyBuilder | None
     paths: tuple[str, ...] = BASIC_PATHS
+    image_features: ImageFeatures | None = None
+    probe_prompt: Callable[[Any, Sequence[tuple[str, Image.Image]]], Mapping[str, torch.Tensor]] | None = None
+
+    def __post_init__(self) -> None:
+        needing = [p for p in self.paths if p in NEED_IMAGE_FEATURES]
+        if needing and self.image_features is None:
+            raise ValueError(f"family {self.model_type}: the {', '.join(needing)} path(s) need image_features")
+        if not set(BASIC_PATHS) <= set(self.paths):
+            raise ValueError(f"family {self.model_type}: every family allows {' and '.join(BASIC_PATHS)}")
 
     @property
     def grouping(self) -> bool:
         """Whether each distinct image can go through the vision tower once per window of questions."""
         return GROUPED in self.paths
 
+    def load(self, pretrained: str, dtype: torch.dtype, device_map: Any = None, trust_remote_code: bool = False,
+             **kwargs: Any) -> tuple[torch.nn.Module, Any]:
+        """(model in eval mode, processor) of a checkpoint of this family; ``device_map`` and the other
+        ``from_pretrained`` arguments (``attn_implementation``, ``max_memory``) passed on when set."""
+        from transformers import AutoModelForImageTextToText, AutoProcessor
 
-_QWEN = (PACKED, GROUPED, PADDED, ONE_BY_ONE)
-_PREPARED = (PREPARED_ONCE, PADDED, ONE_BY_ONE)
-FAMILIES: dict[str, Family] = {f.model_type: f for f in (
-    Family("qwen2_5_vl", "Qwen2.5-VL", "qwen2_5_vl", (PACKED, SHARED_PREFIX, GROUPED, PADDED, ONE_BY_ONE)),
-    Family("qwen3_vl", "Qwen3-VL", "qwen3_vl", _QWEN),
-    Family("qwen3_vl_moe", "Qwen3-VL-MoE", "qwen3_vl", _QWEN),
-    Family("llava_onevision", "LLaVA-OneVision", "llava_hf", _PREPARED),
-    Family("internvl", "InternVL (-hf)", None, _PREPARED),
-    Family("gemma3", "Gemma 3", "gemma3", _PREPARED),
-    # Molmo2's image_token_pooling indexes its patches another way than PreparedOnce assembles rows
-    Family("molmo2", "Molmo2", None),
-)}
+        options = {k: v for k, v in {"device_map": device_map, **kwargs}.items() if v is not None}
+        model = AutoModelForImageTextToText.from_pretrained(pretrained, dtype=dtype,
+                                                            trust_remote_code=trust_remote_code, **options)
+        return model.eval(), AutoProcessor.from_pretrained(pretrained, trust_remote_code=trust_remote_code)
 
+    def probe_inputs(self, processor: Any, items: Sequence[tuple[str, Image.Image]]) -> Mapping[str, torch.Tensor]:
+        """Probing's left-padded inputs for (question, image) prompts, with the generation prompt:
+        ``probe_prompt`` where the family has its own, else the chat template (``chat_inputs``)."""
+        if self.probe_prompt is not None:
+            return self.probe_prompt(processor, items)
+        return chat_inputs(processor, [(question, [image]) for question, image in items])
 
-def paths_of(model_type: str) -> tuple[str, ...]:
-    """The scoring paths a family allows (a family not listed: padded batches and one by one)."""
-    family = FAMILIES.get(model_type)
-    return family.paths if family is not None else BASIC_PATHS
+    def build_tiny(self, out_dir: Path, seed: int = 0, shape: str = "tiny") -> Path:
+        """Write a random checkpoint of this family at ``shape`` (``tiny_models.SHAPES``) to ``out_dir``."""
+        from spatial_tasks.paths import output_folder
+
+        if self.tiny is None:
+            raise ModelFamilyError(f"family {self.model_type}: no tiny builder")
+        if shape not in tiny_models.SHAPES:
+            raise ModelFamilyError(f"shape {shape!r}: choose one of {', '.join(tiny_models.SHAPES)}")
+        out_dir = output_folder(Path(out_dir))
+        self.tiny(out_dir, seed, {**tiny_models.SHAPES[shape], "name": shape})
+        return out_dir
 
 
 def is_image_text(model_type: str) -> bool:
@@ -189,3 +231,54 @@ def qwen_encoder_outputs(features: Sequence[tuple]) -> dict[str, Any]:
         deep = [tuple(d[k] for _, d in features) for k in range(layers)]
         return {"image": BaseModelOutputWithDeepstackFeatures(pooler_output=pooled, deepstack_features=deep)}
     return {"image": BaseModelOutputWithPooling(pooler_output=pooled)}
+
+
+def qwen_vl_utils_inputs(processor: Any, items: Sequence[tuple[str, Image.Image]]) -> Mapping[str, torch.Tensor]:
+    """Qwen2.5-VL's probing prompt as the authors' probing code builds it: one user turn with the
+    image (through ``qwen_vl_utils``' resizing) before the question, the chat template's default
+    system turn, the generation prompt, left padding."""
+    from qwen_vl_utils import process_vision_info
+
+    messages = [[{"role": "user", "content": [{"type": "image", "image": image.convert("RGB")},
+                                              {"type": "text", "text": question}]}]
+                for question, image in items]
+    texts = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    image_inputs, _ = process_vision_info(messages)
+    return processor(text=texts, images=image_inputs, padding=True, padding_side="left", return_tensors="pt")
+
+
+# --- the families ---------------------------------------------------------------------------------
+
+QWEN_FEATURES = ImageFeatures(qwen_image_parts, qwen_encode_images, qwen_encoder_outputs)
+_QWEN = (PACKED, GROUPED, PADDED, ONE_BY_ONE)
+_PREPARED = (PREPARED_ONCE, PADDED, ONE_BY_ONE)
+FAMILIES: dict[str, Family] = {f.model_type: f for f in (
+    Family("qwen2_5_vl", "Qwen2.5-VL", "qwen2_5_vl", tiny_models.build_qwen2_5_vl,
+           (PACKED, SHARED_PREFIX, GROUPED, PADDED, ONE_BY_ONE), QWEN_FEATURES, probe_prompt=qwen_vl_utils_inputs),
+    Family("qwen3_vl", "Qwen3-VL", "qwen3_vl", tiny_models.build_qwen3_vl, _QWEN, QWEN_FEATURES),
+    Family("qwen3_vl_moe", "Qwen3-VL-MoE", "qwen3_vl", tiny_models.build_qwen3_vl_moe, _QWEN, QWEN_FEATURES),
+    Family("llava_onevision", "LLaVA-OneVision", "llava_hf", tiny_models.build_llava_onevision, _PREPARED),
+    Family("internvl", "InternVL (-hf)", None, tiny_models.build_internvl, _PREPARED),
+    Family("gemma3", "Gemma 3", "gemma3", tiny_models.build_gemma3, _PREPARED),
+    # Molmo2's image_token_pooling indexes its patches another way than PreparedOnce assembles rows
+    Family("molmo2", "Molmo2", None, tiny_models.build_molmo2),
+)}
+
+
+def family_of(model_type: str) -> Family:
+    """The entry of a family; one not listed gets the generic one (padded batches and one by one,
+    the chat template's prompt, no tiny builder)."""
+    return FAMILIES.get(model_type) or Family(model_type, model_type, None, None)
+
+
+def paths_of(model_type: str) -> tuple[str, ...]:
+    """The scoring paths a family allows (a family not listed: padded batches and one by one)."""
+    return family_of(model_type).paths
+
+
+def build_tiny_model(family: str, out_dir: Path, seed: int = 0, shape: str = "tiny") -> Path:
+    """Write a random checkpoint of ``family`` (a key of FAMILIES) at ``shape`` (a key of
+    ``tiny_models.SHAPES``) to ``out_dir`` (``Family.build_tiny``)."""
+    if family not in FAMILIES:
+        raise ModelFamilyError(f"--family {family!r}: choose one of {', '.join(FAMILIES)}")
+    return FAMILIES[family].build_tiny(out_dir, seed, shape)

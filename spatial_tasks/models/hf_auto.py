@@ -38,7 +38,7 @@ from PIL import Image
 from spatial_tasks.common.validate import flag
 from spatial_tasks.models import families
 from spatial_tasks.models.arguments import ModelArgsError, ScoringOptions
-from spatial_tasks.models.hf_yesno import HFYesNoMixin, QwenImageFeatures
+from spatial_tasks.models.hf_yesno import HFYesNoMixin, ImageFeatureHooks
 from spatial_tasks.models.packed import Prompt
 from spatial_tasks.models.remote_code import adapter_for
 from spatial_tasks.models.scoring_paths import (
@@ -51,7 +51,7 @@ from spatial_tasks.models.scoring_paths import (
 )
 
 
-class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
+class HFYesNo(ImageFeatureHooks, HFYesNoMixin, lmms):
     """First-token Yes/No logits of any ``AutoModelForImageTextToText`` checkpoint (module docstring)."""
 
     # every path a family may allow: hf_yesno implements the hooks generically (a Hub-code adapter:
@@ -109,20 +109,16 @@ class HFYesNo(QwenImageFeatures, HFYesNoMixin, lmms):
         self.device_map = str(self._device) if device_map in (None, "", chosen) else device_map
 
     def _load(self, dtype: str, attn_implementation: str | None, max_memory_gb: float | str | None) -> None:
-        from transformers import AutoModelForImageTextToText, AutoProcessor
-
-        kwargs: dict[str, Any] = {"dtype": getattr(torch, dtype), "device_map": self.device_map,
-                                  "trust_remote_code": self.trust_remote_code}
-        if attn_implementation:
-            kwargs["attn_implementation"] = attn_implementation
+        max_memory = None
         if max_memory_gb is not None and self.device_map == "auto":
             per_gpu = f"{float(max_memory_gb)}GiB"
-            kwargs["max_memory"] = {i: per_gpu for i in range(torch.cuda.device_count())} | {"cpu": "512GiB"}
+            max_memory = {i: per_gpu for i in range(torch.cuda.device_count())} | {"cpu": "512GiB"}
         if self.adapter is not None:
-            self._model, self.processor = self.adapter.load(self.pretrained, kwargs["dtype"], kwargs["device_map"])
-        else:
-            self._model = AutoModelForImageTextToText.from_pretrained(self.pretrained, **kwargs).eval()
-            self.processor = AutoProcessor.from_pretrained(self.pretrained, trust_remote_code=self.trust_remote_code)
+            self._model, self.processor = self.adapter.load(self.pretrained, getattr(torch, dtype), self.device_map)
+        else:  # the family's entry loads it (families.Family.load)
+            self._model, self.processor = families.family_of(self.family).load(
+                self.pretrained, getattr(torch, dtype), self.device_map, self.trust_remote_code,
+                attn_implementation=attn_implementation or None, max_memory=max_memory)
         self._tokenizer = getattr(self.processor, "tokenizer", self.processor)
         if self._device is None:
             self._device = self._input_device()

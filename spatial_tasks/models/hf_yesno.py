@@ -14,7 +14,7 @@ Adding a twin: subclass ``HFYesNoMixin`` together with the family's lmms-eval mo
 family's ``generate_until`` does (system prompt, image entries, chat template with the
 generation prompt) and ``_yesno_prepare_batch`` (left-padded), and list in ``PATHS`` the scoring
 paths whose hooks it implements (``spatial_tasks.models.scoring_paths``: each strategy's
-``needs``; ``QwenImageFeatures`` has the grouping hooks of the Qwen families). The family's entry
+``needs``; ``ImageFeatureHooks`` has the grouping hooks, over the family's image features). The family's entry
 (``families.FAMILIES``) says which paths the model itself allows; the run takes the first path
 both allow that its arguments leave, and falls back along the rest, with the same results.
 Register it in ``spatial_tasks/harness/__init__.py`` (``MODELS["<id>_yesno"] = "<module>.<Class>"``). This
@@ -210,24 +210,31 @@ class HFYesNoMixin:
         raise NotImplementedError(f"{type(self).__name__} scores single-turn yes/no questions only")
 
 
-class QwenImageFeatures:
-    """Grouping hooks for the Qwen families: each distinct image through the vision tower once,
-    its features (and Qwen3-VL's deepstack features) passed back as ``mm_encoder_outputs``."""
+class ImageFeatureHooks:
+    """The grouping hooks, over the family's ``image_features`` (``families.ImageFeatures``; the
+    Qwen families): each distinct image through the vision tower once, its features passed back
+    to the forward as ``mm_encoder_outputs``."""
+
+    def _image_features(self) -> families.ImageFeatures:
+        features = families.family_of(self.model.config.model_type).image_features
+        if features is None:  # not offered then (families.Family checks its paths): a forced path
+            raise PathUnavailable("this family's forward takes no precomputed image features", lasting=True)
+        return features
 
     def _yesno_image_parts(self, inputs: Mapping[str, torch.Tensor]) -> list[dict[str, torch.Tensor]] | None:
-        return families.qwen_image_parts(inputs)
+        return self._image_features().parts(inputs)
 
     def _yesno_encode_images(self, parts: Sequence[dict[str, torch.Tensor]]) -> list:
-        return families.qwen_encode_images(self.model, parts)
+        return self._image_features().encode(self.model, parts)
 
     def _yesno_forward_with_features(self, inputs: Mapping[str, torch.Tensor], features: Sequence) -> torch.Tensor:
         kept = {k: v for k, v in inputs.items() if k != "pixel_values"}
         if features:
-            kept["mm_encoder_outputs"] = families.qwen_encoder_outputs(features)
+            kept["mm_encoder_outputs"] = self._image_features().encoder_outputs(features)
         return self.first_token_logits_batch(kept)
 
 
-class Qwen2_5_VLYesNo(QwenImageFeatures, HFYesNoMixin, Qwen2_5_VL):
+class Qwen2_5_VLYesNo(ImageFeatureHooks, HFYesNoMixin, Qwen2_5_VL):
     """lmms-eval's ``qwen2_5_vl`` (same loading, same model_args) answering with first-token
     Yes/No logits. Extra model_args (``arguments.ScoringOptions``): ``yes_text``/``no_text``/
     ``answer_rule``, ``group_images``, ``group_window``, ``share_prefix``, ``packed``, ``dtype``.
@@ -349,7 +356,7 @@ class Qwen2_5_VLYesNo(QwenImageFeatures, HFYesNoMixin, Qwen2_5_VL):
             if any(len(r) <= cut or not torch.equal(r[:cut], prefix) for r in reals):
                 raise NothingToShare
             grid = grids[rows[0]:rows[0] + 1]
-            image = families.qwen_encoder_outputs([features[rows[0]]])
+            image = self._image_features().encoder_outputs([features[rows[0]]])
             full, full_types = reals[0][None], types[rows[0]][mask[rows[0]]][None]
             with torch.inference_mode():
                 first = self.model(input_ids=prefix[None], attention_mask=torch.ones_like(prefix[None]),

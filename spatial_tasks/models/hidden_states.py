@@ -7,11 +7,13 @@ code numbers them (a forward hook on ``layers[i]``; the paper's "layer 28 of 36"
 Qwen2.5-VL-3B is index 28). The hook keeps only that one position of each row, so memory is
 batch x layers x hidden, whatever the prompt length.
 
-A family is a subclass of ``HiddenStateModel`` that loads the model and processor, names the
-decoder layers and builds LEFT-padded inputs (so the last position of every row is its last
-prompt token); ``FAMILIES`` maps the ``model_type`` of a checkpoint's config to its class.
-Qwen2.5-VL builds the prompt as the probing code does: one user turn with the image before the
-question, the chat template's default system turn, the generation prompt.
+``HiddenStateModel`` loads the model and processor, names the decoder layers and builds
+LEFT-padded inputs (so the last position of every row is its last prompt token). A
+transformers-native family does all three through its entry (``FamilyHidden``:
+``families.Family.load``, ``decoder_layers``, ``Family.probe_inputs``: Qwen2.5-VL builds the
+prompt as the authors' probing code does, one user turn with the image before the question, the
+chat template's default system turn, the generation prompt); a Hub-code checkpoint through its
+adapter (``RemoteHidden``).
 """
 
 from __future__ import annotations
@@ -126,52 +128,25 @@ class HiddenStateModel(ABC):
         return states, first
 
 
-class Qwen2_5_VLHidden(HiddenStateModel):
-    family = "qwen2_5_vl"
+class FamilyHidden(HiddenStateModel):
+    """A transformers-native image-text family through its entry (``families.FAMILIES``): loaded
+    with ``Family.load``, prompted with ``Family.probe_inputs``."""
+
+    def __init__(self, pretrained: str, family: families.Family, trust_remote_code: bool = False,
+                 **kwargs: Any) -> None:
+        self.family, self.trust_remote_code = family, trust_remote_code
+        super().__init__(pretrained, **kwargs)
 
     def _load(self) -> None:
-        from transformers import AutoProcessor, Qwen2_5_VLForConditionalGeneration
-
-        self.model = Qwen2_5_VLForConditionalGeneration.from_pretrained(self.pretrained, dtype=self.dtype)
-        self.model.to(self.device).eval()
-        self.processor = AutoProcessor.from_pretrained(self.pretrained)
-
-    def decoder_layers(self) -> Sequence[torch.nn.Module]:
-        return self.model.model.language_model.layers
-
-    def prepare_batch(self, items: Sequence[tuple[str, Image.Image]]) -> Mapping[str, torch.Tensor]:
-        from qwen_vl_utils import process_vision_info
-
-        messages = [[{"role": "user", "content": [{"type": "image", "image": image.convert("RGB")},
-                                                  {"type": "text", "text": question}]}]
-                    for question, image in items]
-        texts = self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        image_inputs, _ = process_vision_info(messages)
-        inputs = self.processor(text=texts, images=image_inputs, padding=True, padding_side="left",
-                                return_tensors="pt")
-        return inputs.to(self.device)
-
-
-class AutoHidden(HiddenStateModel):
-    """Any transformers-native image-text family (``spatial_tasks.models.families``): loaded with
-    ``AutoModelForImageTextToText``; the prompt is the processor's chat template over one user turn
-    (image, then question) with the generation prompt, as ``hf_yesno`` builds it."""
-
-    trust_remote_code = False
-
-    def _load(self) -> None:
-        from transformers import AutoModelForImageTextToText, AutoProcessor
-
-        self.model = AutoModelForImageTextToText.from_pretrained(self.pretrained, dtype=self.dtype,
-                                                                 trust_remote_code=self.trust_remote_code)
-        self.model.to(self.device).eval()
-        self.processor = AutoProcessor.from_pretrained(self.pretrained, trust_remote_code=self.trust_remote_code)
+        self.model, self.processor = self.family.load(self.pretrained, self.dtype,
+                                                      trust_remote_code=self.trust_remote_code)
+        self.model.to(self.device)
 
     def decoder_layers(self) -> Sequence[torch.nn.Module]:
         return families.decoder_layers(self.model)
 
     def prepare_batch(self, items: Sequence[tuple[str, Image.Image]]) -> Mapping[str, torch.Tensor]:
-        return families.chat_inputs(self.processor, [(question, [image]) for question, image in items]).to(self.device)
+        return self.family.probe_inputs(self.processor, items).to(self.device)
 
 
 class RemoteHidden(HiddenStateModel):
@@ -202,11 +177,6 @@ class RemoteHidden(HiddenStateModel):
         return np.concatenate([states for states, _ in parts], axis=1), [first for _, (first,) in parts]
 
 
-# Qwen2.5-VL keeps its own class: its prompt goes through qwen_vl_utils as in the authors' code.
-FAMILIES: dict[str, type[HiddenStateModel]] = {
-    name: (Qwen2_5_VLHidden if name == "qwen2_5_vl" else AutoHidden) for name in families.FAMILIES}
-
-
 def model_family(pretrained: str) -> str:
     """The ``model_type`` in a checkpoint's config.json (a Hub id is asked of the Hub)."""
     return families.read_model_type(pretrained)
@@ -219,12 +189,9 @@ def load_hidden_state_model(pretrained: str, family: str | None = None, trust_re
     adapter = adapter_for(pretrained, family, trust_remote_code)
     if adapter is not None:
         return RemoteHidden(pretrained, adapter, **kwargs)
-    if family not in FAMILIES:
+    if family not in families.FAMILIES:
         raise families.ModelFamilyError(
             f"{pretrained}: no hidden-state probe for model family {family!r}; supported: "
-            f"{', '.join([*FAMILIES, *ADAPTERS])} "
+            f"{', '.join([*families.FAMILIES, *ADAPTERS])} "
             "(a transformers-native image-text family joins by adding it to spatial_tasks.models.families)")
-    model_class = FAMILIES[family]
-    if trust_remote_code and model_class is AutoHidden:
-        model_class = type("AutoHiddenRemote", (AutoHidden,), {"trust_remote_code": True})
-    return model_class(pretrained, **kwargs)
+    return FamilyHidden(pretrained, families.FAMILIES[family], trust_remote_code, **kwargs)

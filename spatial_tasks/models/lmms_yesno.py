@@ -27,7 +27,7 @@ from spatial_tasks.harness import lmms_eval_model_module
 from spatial_tasks.models import families
 from spatial_tasks.models.arguments import ScoringOptions
 from spatial_tasks.models.families import ModelFamilyError
-from spatial_tasks.models.hf_yesno import HFYesNoMixin, QwenImageFeatures
+from spatial_tasks.models.hf_yesno import HFYesNoMixin, ImageFeatureHooks
 from spatial_tasks.models.scoring_paths import GROUPED, ONE_BY_ONE, PADDED, PathUnavailable
 
 _qwen3_vl = lmms_eval_model_module("qwen3_vl")
@@ -40,7 +40,7 @@ _llava_hf = lmms_eval_model_module("llava_hf")
 _OWN_ITEMS = "__spatial_tasks_yesno_items__"  # task/split key of the requests handed to _preprocess_chunk
 
 
-class Qwen3_VLYesNo(QwenImageFeatures, HFYesNoMixin, _qwen3_vl.Qwen3_VL):
+class Qwen3_VLYesNo(ImageFeatureHooks, HFYesNoMixin, _qwen3_vl.Qwen3_VL):
     """lmms-eval's ``qwen3_vl`` answering with first-token Yes/No logits.
 
     Inputs come from ``Qwen3_VL._preprocess_chunk`` itself, the function its generate_until

@@ -87,7 +87,6 @@ class ModelBackend:
 
     def __init__(self, model_dir: str | Path) -> None:
         import torch
-        from transformers import AutoModelForImageTextToText, AutoProcessor
 
         from spatial_tasks.models import families
 
@@ -96,9 +95,8 @@ class ModelBackend:
             raise ServerSetupError(f"--model {model_dir}: a {model_type!r} checkpoint, not an image-text model "
                                    "(the server runs checkpoints that AutoModelForImageTextToText loads)")
         self.torch = torch
-        self.processor = AutoProcessor.from_pretrained(str(model_dir))
+        self.model, self.processor = families.family_of(model_type).load(str(model_dir), torch.float32)
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
-        self.model = AutoModelForImageTextToText.from_pretrained(str(model_dir), dtype=torch.float32).eval()
         # One request at a time, inputs included: a processor shared by threads is not safe (the
         # tokenizer and the image processor keep state between calls).
         self.lock = threading.Lock()

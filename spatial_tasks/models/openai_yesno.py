@@ -25,7 +25,7 @@ API behind a proxy).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import httpx
@@ -38,6 +38,7 @@ from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.validate import flag, http_url
 from spatial_tasks.common.yesno import encode_payload, warn_on_label_mass
 from spatial_tasks.models import served
+from spatial_tasks.models.arguments import AnswerOptions
 from spatial_tasks.models.lmms_requests import image_key, refuse_text_tasks, request_item, request_name
 
 KNOWN_ARGS = ("model_version", "model", "base_url", "api_key", "num_concurrent", "timeout", "max_retries",
@@ -49,7 +50,7 @@ KNOWN_ARGS = ("model_version", "model", "base_url", "api_key", "num_concurrent",
 DEFAULTS: dict[str, Any] = {"model_version": None, "model": None, "base_url": None, "api_key": None,
                             "num_concurrent": 8, "timeout": 120, "max_retries": 6, "retry_backoff_s": 1.0,
                             "dialect": "auto", "top_logprobs": served.OPENAI_TOP_LOGPROBS, "tokenizer": None,
-                            "yes_text": "Yes", "no_text": "No", "answer_rule": "exact", "system_prompt": None,
+                            **asdict(AnswerOptions()), "system_prompt": None,
                             "cache": None, "httpx_trust_env": False, "batch_size": None, "max_batch_size": None,
                             "device": None}
 assert tuple(DEFAULTS) == KNOWN_ARGS
@@ -70,9 +71,7 @@ class Settings:
     dialect: str
     top_logprobs: int
     tokenizer: str | None
-    yes_text: str
-    no_text: str
-    answer_rule: str
+    answer: AnswerOptions
     system_prompt: str | None
     cache: str | None
     trust_env: bool
@@ -82,6 +81,8 @@ class Settings:
         unknown = sorted(set(args) - set(KNOWN_ARGS))
         if unknown:
             raise served.ServedError(f"unknown --model_args {unknown}; it takes {', '.join(KNOWN_ARGS)}")
+        args = dict(args)
+        answer = AnswerOptions.take("openai_yesno", args)  # read as every first-token scorer reads them
         get = {**DEFAULTS, **args}
         model_version = get["model"] or get["model_version"]
         if not model_version:
@@ -105,8 +106,7 @@ class Settings:
             raise served.ServedError("timeout must be > 0 and retry_backoff_s >= 0 seconds")
         return cls(str(model_version), str(base_url), get["api_key"] or os.environ.get("OPENAI_API_KEY"),
                    int(get["num_concurrent"]), timeout, int(get["max_retries"]), backoff, str(get["dialect"]),
-                   int(get["top_logprobs"]), get["tokenizer"] or None, str(get["yes_text"]), str(get["no_text"]),
-                   str(get["answer_rule"]), get["system_prompt"] or None, get["cache"],
+                   int(get["top_logprobs"]), get["tokenizer"] or None, answer, get["system_prompt"] or None, get["cache"],
                    flag(get["httpx_trust_env"], "httpx_trust_env"))
 
 
@@ -131,7 +131,7 @@ class OpenAIYesNo(lmms):
     def _setup(self, settings: Settings) -> None:
         api_key, timeout, trust_env = settings.api_key, settings.timeout, settings.trust_env
         tokenizer = settings.tokenizer
-        yes_text, no_text, answer_rule = settings.yes_text, settings.no_text, settings.answer_rule
+        yes_text, no_text, answer_rule = settings.answer.yes_text, settings.answer.no_text, settings.answer.answer_rule
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         with httpx.Client(timeout=min(timeout, 60.0), headers=headers, trust_env=trust_env) as client:
             server = served.discover(client, settings.base_url, settings.model_version)

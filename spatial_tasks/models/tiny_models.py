@@ -1,9 +1,9 @@
 """Tiny, randomly initialised VLMs of every family we score, built locally and offline.
 
-``build_tiny_model(family, out_dir)`` writes a checkpoint folder that loads with
+``families.build_tiny_model(family, out_dir)`` writes a checkpoint folder that loads with
 ``AutoProcessor`` and ``AutoModelForImageTextToText`` (``HF_HUB_OFFLINE=1``), for the tests,
 the demo, CI smoke runs and users checking a pipeline. ``family`` is the transformers
-``model_type``:
+``model_type``; each family's entry (``families.FAMILIES``) names its builder here:
 
     qwen2_5_vl (tiny_qwen.py)  qwen3_vl  qwen3_vl_moe  llava_onevision  internvl  gemma3  molmo2
 
@@ -21,13 +21,8 @@ real one. The same seed gives the same weights.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from spatial_tasks.common.errors import UserError
-from spatial_tasks.paths import output_folder
 
 # "tiny": what tests use. "served": "tiny" with head sizes a real engine's attention takes (vLLM's CPU
 # kernels take 32 to 512; the .ci/vllm lane). "mid": a CPU-sized stand-in for throughput figures
@@ -48,10 +43,6 @@ SHAPES: dict[str, dict[str, Any]] = {
             "mrope": [8, 12, 12]},
 }
 TEXT = SHAPES["tiny"]["text"]
-
-
-class UnknownFamilyError(UserError, ValueError):
-    """A model family we cannot build or score."""
 
 
 # --- tokenizers ---------------------------------------------------------------------------
@@ -182,16 +173,7 @@ QWEN_VISION = ["<|vision_start|>", "<|vision_end|>", "<|vision_pad|>", "<|image_
 QWEN_BASE = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
-# --- families ---------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class TinyFamily:
-    """How to build one family: ``build(out_dir, seed)`` writes the folder."""
-
-    model_type: str
-    build: Callable[[Path, int, dict], None]
-    note: str
-
+# --- the builders: one per family, each named by its entry in families.FAMILIES -------------
 
 def _save_model(config, model_class, out_dir: Path, seed: int, generation: dict[str, Any]) -> None:
     import torch
@@ -223,7 +205,8 @@ def _ids(tokenizer, tokens: list[str]) -> dict[str, int]:
     return ids
 
 
-def _build_qwen3_vl(out_dir: Path, seed: int, shape: dict, moe: bool = False) -> None:
+def build_qwen3_vl(out_dir: Path, seed: int, shape: dict, moe: bool = False) -> None:
+    """Qwen3-VL, dense (``moe``: the MoE variant)."""
     from transformers import (
         Qwen3VLConfig,
         Qwen3VLForConditionalGeneration,
@@ -263,7 +246,8 @@ def _build_qwen3_vl(out_dir: Path, seed: int, shape: dict, moe: bool = False) ->
                      chat_template=template).save_pretrained(out_dir)
 
 
-def _build_llava_onevision(out_dir: Path, seed: int, shape: dict) -> None:
+def build_llava_onevision(out_dir: Path, seed: int, shape: dict) -> None:
+    """LLaVA-OneVision (Qwen2 text, SigLIP vision, anyres)."""
     from transformers import (
         LlavaOnevisionConfig,
         LlavaOnevisionForConditionalGeneration,
@@ -297,7 +281,8 @@ def _build_llava_onevision(out_dir: Path, seed: int, shape: dict) -> None:
                             chat_template=template).save_pretrained(out_dir)
 
 
-def _build_internvl(out_dir: Path, seed: int, shape: dict) -> None:
+def build_internvl(out_dir: Path, seed: int, shape: dict) -> None:
+    """InternVL, transformers-native (-hf checkpoints)."""
     from transformers import InternVLConfig, InternVLForConditionalGeneration, InternVLProcessor
     from transformers.models.got_ocr2.image_processing_got_ocr2 import GotOcr2ImageProcessor
     from transformers.models.internvl.video_processing_internvl import InternVLVideoProcessor
@@ -328,7 +313,8 @@ def _build_internvl(out_dir: Path, seed: int, shape: dict) -> None:
                       chat_template=template).save_pretrained(out_dir)
 
 
-def _build_gemma3(out_dir: Path, seed: int, shape: dict) -> None:
+def build_gemma3(out_dir: Path, seed: int, shape: dict) -> None:
+    """Gemma 3 (SigLIP vision, Gemma tokenizer conventions)."""
     from transformers import (
         Gemma3Config,
         Gemma3ForConditionalGeneration,
@@ -369,7 +355,8 @@ MOLMO2_TOKENS = ["<im_patch>", "<im_col>", "<im_start>", "<low_res_im_start>", "
                  "<frame_end>", "<im_low>", "<|image|>", "<|video|>"]
 
 
-def _build_molmo2(out_dir: Path, seed: int, shape: dict) -> None:
+def build_molmo2(out_dir: Path, seed: int, shape: dict) -> None:
+    """Molmo2 (transformers-native)."""
     from transformers import (
         Molmo2Config,
         Molmo2ForConditionalGeneration,
@@ -409,37 +396,19 @@ def _build_molmo2(out_dir: Path, seed: int, shape: dict) -> None:
                     tokenizer=tokenizer, chat_template=template).save_pretrained(out_dir)
 
 
-def _build_qwen2_5_vl(out_dir: Path, seed: int, shape: dict) -> None:
+def build_qwen2_5_vl(out_dir: Path, seed: int, shape: dict) -> None:
+    """Qwen2.5-VL (``tiny_qwen``)."""
     from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
 
     build_tiny_qwen2_5_vl(out_dir, seed=seed, shape=shape["name"])
 
 
-TINY_FAMILIES: dict[str, TinyFamily] = {f.model_type: f for f in (
-    TinyFamily("qwen2_5_vl", _build_qwen2_5_vl, "Qwen2.5-VL (tiny_qwen.py)"),
-    TinyFamily("qwen3_vl", _build_qwen3_vl, "Qwen3-VL, dense"),
-    TinyFamily("qwen3_vl_moe", lambda out, seed, shape: _build_qwen3_vl(out, seed, shape, moe=True),
-               "Qwen3-VL-MoE (4 experts, 2 per token): the 235B-A22B reference's architecture"),
-    TinyFamily("llava_onevision", _build_llava_onevision, "LLaVA-OneVision (Qwen2 text, SigLIP vision, anyres)"),
-    TinyFamily("internvl", _build_internvl, "InternVL, transformers-native (-hf checkpoints)"),
-    TinyFamily("gemma3", _build_gemma3, "Gemma 3 (SigLIP vision, Gemma tokenizer conventions)"),
-    TinyFamily("molmo2", _build_molmo2, "Molmo2 (transformers-native)"),
-)}
+def build_qwen3_vl_moe(out_dir: Path, seed: int, shape: dict) -> None:
+    """Qwen3-VL-MoE (4 experts, 2 per token): the 235B-A22B reference's architecture."""
+    build_qwen3_vl(out_dir, seed, shape, moe=True)
 
 
 def _vision(shape: dict) -> dict[str, int]:
     v = shape["vision"]
     return {"hidden_size": v["hidden_size"], "intermediate_size": v["intermediate_size"],
             "num_hidden_layers": v["layers"], "num_attention_heads": v["heads"]}
-
-
-def build_tiny_model(family: str, out_dir: Path, seed: int = 0, shape: str = "tiny") -> Path:
-    """Write a random checkpoint of ``family`` (a key of TINY_FAMILIES) at ``shape`` (a key of
-    SHAPES) to ``out_dir``."""
-    if family not in TINY_FAMILIES:
-        raise UnknownFamilyError(f"--family {family!r}: choose one of {', '.join(TINY_FAMILIES)}")
-    if shape not in SHAPES:
-        raise UnknownFamilyError(f"shape {shape!r}: choose one of {', '.join(SHAPES)}")
-    out_dir = output_folder(Path(out_dir))
-    TINY_FAMILIES[family].build(out_dir, seed, {**SHAPES[shape], "name": shape})
-    return out_dir

@@ -57,11 +57,12 @@ class VLLMYesNo(VLLM):
 
         return create_checked(cls, arg_string, additional_config, torch_device=False)
 
-    def __init__(self, model: str = "Qwen/Qwen2.5-VL-3B-Instruct", yes_text: str = "Yes", no_text: str = "No",
-                 answer_rule: str = "exact", image_first: bool | str = True, window: int | str = WINDOW,
-                 pretrained: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, model: str = "Qwen/Qwen2.5-VL-3B-Instruct", image_first: bool | str = True,
+                 window: int | str = WINDOW, pretrained: str | None = None, **kwargs: Any) -> None:
         from spatial_tasks.common.validate import flag
+        from spatial_tasks.models.arguments import AnswerOptions
 
+        answer = AnswerOptions.take("vllm_yesno", kwargs)  # read as every first-token scorer reads them
         if vllm_version() is None:
             raise UserError("vllm_yesno runs vLLM's engine in this process, and vLLM is not installed here: install "
                             "spatial-tasks beside vLLM (docs/served.md, 'Scoring through vLLM'), or serve the model and use "
@@ -71,7 +72,7 @@ class VLLMYesNo(VLLM):
         super().__init__(model=pretrained or model, image_first=flag(image_first, "image_first"), **kwargs)
         self.window = int(window)
         tokenizer = self.client.get_tokenizer()
-        self.labels = served.labels_from_tokenizer(tokenizer, yes_text, no_text, answer_rule)
+        self.labels = served.labels_from_tokenizer(tokenizer, answer.yes_text, answer.no_text, answer.answer_rule)
         self.engine = f"vllm {vllm_version()}"
 
     def generate_until(self, requests: list[Instance]) -> list[str]:

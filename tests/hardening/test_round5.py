@@ -281,6 +281,22 @@ def test_every_scorer_checks_every_argument_before_it_loads(model, capsys):
     capsys.readouterr()
 
 
+def test_every_scorer_reads_the_answer_words_in_one_place():
+    """Issue 53: the answer words and rule are read by ``arguments.AnswerOptions`` for every scorer,
+    also when it is built directly (not through lmms-eval's create_from_arg_string)."""
+    from spatial_tasks.models.arguments import AnswerOptions, ModelArgsError, ScoringOptions
+    from spatial_tasks.models.openai_yesno import Settings
+    from spatial_tasks.models.vllm_yesno import VLLMYesNo
+
+    assert issubclass(ScoringOptions, AnswerOptions)
+    with pytest.raises(ModelArgsError, match=r"^openai_yesno: answer_rule='fuzzy' in --model_args; it takes exact"):
+        Settings.from_args({"model": "m", "base_url": "http://127.0.0.1:9/v1", "answer_rule": "fuzzy"})
+    with pytest.raises(ModelArgsError, match=r"^vllm_yesno: answer_rule='fuzzy' in --model_args; it takes exact"):
+        VLLMYesNo(model="m", answer_rule="fuzzy")  # refused before it looks for vLLM
+    read = Settings.from_args({"model": "m", "base_url": "http://127.0.0.1:9/v1", "yes_text": "Ja", "no_text": "Nein"})
+    assert read.answer == AnswerOptions("Ja", "Nein", "exact")
+
+
 def test_openai_yesno_checks_its_arguments_before_asking_the_server(tmp_path):
     from lmms import run_lmms_eval
 

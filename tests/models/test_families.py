@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from lmms import assert_all_finite
 from PIL import Image
 from scoring import check_batch_invariance
@@ -19,13 +20,12 @@ from spatial_tasks.common.yesno import decode_payload
 from spatial_tasks.harness import MODELS
 from spatial_tasks.models import families
 from spatial_tasks.models.hf_auto import HFYesNo, ModelArgsError
-from spatial_tasks.models.hidden_states import AutoHidden, Qwen2_5_VLHidden, load_hidden_state_model
+from spatial_tasks.models.hidden_states import FamilyHidden, load_hidden_state_model
 from spatial_tasks.models.scoring_paths import GROUPED, PADDED, SHARED_PREFIX
-from spatial_tasks.models.tiny_models import TINY_FAMILIES
 from spatial_tasks.paths import benchmark_tasks_dir
 from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS
 
-ALL = list(TINY_FAMILIES)
+ALL = list(families.FAMILIES)
 SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 TOL = 1e-5  # fp32 logits: batch 1 vs padded batches vs precomputed image features
 
@@ -48,8 +48,9 @@ def _items() -> list[tuple[str, list]]:
 
 
 def test_the_families_are_the_issues_list():
-    assert set(TINY_FAMILIES) == set(families.FAMILIES) == {
+    assert set(families.FAMILIES) == {
         "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llava_onevision", "internvl", "gemma3", "molmo2"}
+    assert all(f.tiny is not None for f in families.FAMILIES.values())  # each entry builds its tiny model
     # a family lmms-eval has a model class for is scored by that class's *_yesno twin too
     twins = {f.lmms_eval_model for f in families.FAMILIES.values() if f.lmms_eval_model}
     assert twins == {"qwen2_5_vl", "qwen3_vl", "llava_hf", "gemma3"}
@@ -72,7 +73,7 @@ def test_batch_one_equals_batched_and_grouped_scoring(family, family_dir, monkey
 @pytest.mark.parametrize("family", ALL)
 def test_probe_states_with_left_padding_equal_batch_one(family, family_dir):
     model = load_hidden_state_model(str(family_dir(family)), device="cpu", dtype="float32")
-    assert isinstance(model, Qwen2_5_VLHidden if family == "qwen2_5_vl" else AutoHidden)
+    assert isinstance(model, FamilyHidden) and model.family is families.FAMILIES[family]
     items = [(question.replace("<image>", ""), images[0]) for question, images in _items()[:3]]
     states, first = model.last_token_states(items)
     alone = np.concatenate([model.last_token_states([item])[0] for item in items], axis=1)
@@ -222,3 +223,39 @@ def test_a_probe_only_report_keeps_the_leaderboard_it_replaces(probe_cli_outputs
     written = write_report(None, out, probes=[probe_cli_outputs / "qwen2_5_vl"])
     assert out / "leaderboard.json" in written and read_record_file(out / "leaderboard.json") == before
     assert read_record_file(out / "leaderboard.csv") == before and "## SpatialTunnel: contrastive probing" in (out / "report.md").read_text()
+
+
+def test_a_family_entry_is_checked_where_it_is_written():
+    """A path that hands the forward precomputed image features needs the entry's image_features;
+    every entry allows padded batches and one by one."""
+    with pytest.raises(ValueError, match="family toy: the packed, grouped path"):
+        families.Family("toy", "Toy", None, None, (families.PACKED, GROUPED, PADDED, families.ONE_BY_ONE))
+    with pytest.raises(ValueError, match="every family allows padded and one_by_one"):
+        families.Family("toy", "Toy", None, None, (PADDED,))
+    generic = families.family_of("toy")  # not listed: the generic entry, the chat template's prompt
+    assert generic.paths == families.BASIC_PATHS and generic.image_features is None and generic.tiny is None
+    with pytest.raises(families.ModelFamilyError, match="--family 'toy': choose one of qwen2_5_vl, qwen3_vl"):
+        families.build_tiny_model("toy", Path("/nonexistent"))
+
+
+def test_the_family_entry_holds_probings_prompt(family_dir):
+    """Qwen2.5-VL probes with qwen_vl_utils' prompt (the authors' code); every other family with
+    the chat template, the same inputs hf_yesno builds."""
+    image = _images()[0]
+    for family in ("qwen2_5_vl", "gemma3"):
+        entry = families.FAMILIES[family]
+        _, processor = entry.load(str(family_dir(family)), torch.float32)
+        probed = entry.probe_inputs(processor, [("Is it red?", image)])
+        chat = families.chat_inputs(processor, [("Is it red?", [image])])
+        if family == "qwen2_5_vl":
+            from qwen_vl_utils import process_vision_info
+
+            messages = [[{"role": "user", "content": [{"type": "image", "image": image},
+                                                      {"type": "text", "text": "Is it red?"}]}]]
+            resized, _ = process_vision_info(messages)
+            assert resized[0].size != image.size  # qwen_vl_utils resized it before the processor saw it
+            assert entry.probe_prompt is families.qwen_vl_utils_inputs
+        else:
+            assert entry.probe_prompt is None
+            assert torch.equal(probed["input_ids"], chat["input_ids"])
+            assert torch.equal(probed["pixel_values"], chat["pixel_values"])

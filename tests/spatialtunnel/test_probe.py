@@ -11,7 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-from spatial_tasks.models.hidden_states import Qwen2_5_VLHidden, load_hidden_state_model
+from spatial_tasks.models import families
+from spatial_tasks.models.hidden_states import FamilyHidden, load_hidden_state_model
 from spatial_tasks.spatialtunnel.probe import metrics as probing
 from spatial_tasks.spatialtunnel.probe.data import load_probe_pairs
 from spatial_tasks.spatialtunnel.probe.run import ProbeError, recompute, run_probe
@@ -47,7 +48,7 @@ class CountingModel:
 
 
 def test_family_hook_finds_qwen_and_refuses_unknown(tiny_model, tiny_qwen_dir, tmp_path):
-    assert isinstance(tiny_model, Qwen2_5_VLHidden)
+    assert isinstance(tiny_model, FamilyHidden) and tiny_model.family.probe_prompt is families.qwen_vl_utils_inputs
     assert (tiny_model.num_layers, tiny_model.hidden_size) == (2, 64)
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "llava"}))
     with pytest.raises(ValueError, match="no hidden-state probe for model family 'llava'; supported: qwen2_5_vl, qwen3_vl, "):
