@@ -1,5 +1,5 @@
 """Every public parser and decoder never raises on model output or stored payloads, and stays
-linear: 20,000 hypothesis-generated inputs per parser (text with lone surrogates and control
+linear: 20,000 hypothesis-generated inputs per parser (counted) (text with lone surrogates and control
 characters, answer-shaped fragments, deeply nested JSON, huge numbers, long strings), plus
 multi-megabyte inputs and a time bound (the curve itself: benchmarks/parsers.py).
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,9 +26,25 @@ from spatial_tasks.o3d.prompts import parse_prompt
 from spatial_tasks.spatialtunnel.questions import resolve_template
 from spatial_tasks.vague.parse import final_part
 
-EXAMPLES = 20_000
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
+EXAMPLES = 20_000  # inputs per parser
+# Each hypothesis example is a batch of BATCH inputs drawn from the test's strategies: hypothesis's
+# cost per example (not the drawing) was most of these tests' time, ~5 minutes of a CI run.
+BATCH = 10
+FUZZ = settings(max_examples=EXAMPLES // BATCH, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SEEN: Counter[str] = Counter()  # inputs each fuzz test was given
+
+
+def batch(*strategies):
+    """BATCH draws of the strategies (one input: a tuple of one value from each)."""
+    return st.lists(st.tuples(*strategies), min_size=BATCH, max_size=BATCH)
+
+
+def fuzzed(name: str, run) -> None:
+    """Run a @given function and check it was given EXAMPLES inputs."""
+    SEEN[name] = 0
+    run()
+    assert SEEN[name] >= EXAMPLES, (name, SEEN[name])
 QUESTION = ("Is the object marked with a red circle closer to or farther away from the viewer than the objects "
             "marked with a blue square? A. Closer. B. Farther. Answer A or B.")
 
@@ -76,11 +93,21 @@ ANYTHING = st.one_of(TEXT, JSON_VALUES, st.binary(max_size=20))
 # gets EXAMPLES inputs from the same strategy, and generating them (most of the cost) is paid once.
 
 @FUZZ
-@given(text=st.one_of(TEXT, ANYTHING), question=st.one_of(TEXT, st.just(QUESTION), ANYTHING),
-       answer=st.one_of(st.sampled_from(["Yes", "No"]), ANYTHING))
-def test_text_readers(text, question, answer):
+@given(cases=batch(st.one_of(TEXT, ANYTHING), st.one_of(TEXT, st.just(QUESTION), ANYTHING),
+                   st.one_of(st.sampled_from(["Yes", "No"]), ANYTHING)))
+def _text_readers(cases):
+    for text, question, answer in cases:
+        SEEN["text_readers"] += 1
+        _read_text(text, question, answer)
+
+
+def test_text_readers():
     """O3-D's answer parser (``text`` as the answer), its prompt parser, DORI's option readers and
     SpatialTunnel's template resolver."""
+    fuzzed("text_readers", _text_readers)
+
+
+def _read_text(text, question, answer):
     assert parse_answer(text, question) in LABELS
     assert trace_answer(text, question).label in LABELS
     tags = parse_prompt(text)
@@ -102,34 +129,57 @@ VAGUE_OPTIONS = ["Move the car.", "Stay.", "Close the door.", "Buy milk."]
 
 
 @FUZZ
-@given(answer=st.one_of(TEXT, ANYTHING, st.lists(DORI_FRAGMENTS, max_size=40).map("".join),
-                        st.lists(VAGUE_FRAGMENTS, max_size=40).map("".join)),
-       options=st.one_of(st.just(DORI_OPTIONS), st.just(VAGUE_OPTIONS), st.lists(st.one_of(TEXT, ANYTHING), max_size=16)))
-def test_read_choice_dori_and_vague_style(answer, options):
+@given(cases=batch(st.one_of(TEXT, ANYTHING, st.lists(DORI_FRAGMENTS, max_size=40).map("".join),
+                             st.lists(VAGUE_FRAGMENTS, max_size=40).map("".join)),
+                   st.one_of(st.just(DORI_OPTIONS), st.just(VAGUE_OPTIONS),
+                             st.lists(st.one_of(TEXT, ANYTHING), max_size=16))))
+def _read_choices(cases):
+    for answer, options in cases:
+        SEEN["read_choice"] += 1
+        for read in (answer, final_part(answer if isinstance(answer, str) else "")):
+            choice = read_choice(read, options)
+            assert choice.outcome in OUTCOMES
+            assert choice.index is None or 0 <= choice.index < len(options)
+
+
+def test_read_choice_dori_and_vague_style():
     """The multiple-choice reader as DORI calls it (the answer as given) and as VAGUE does (its
     final part, after a chain of thought), on the same inputs: DORI's and VAGUE's answer fragments
     and options, and any list of up to 16 options."""
-    for read in (answer, final_part(answer if isinstance(answer, str) else "")):
-        choice = read_choice(read, options)
-        assert choice.outcome in OUTCOMES
-        assert choice.index is None or 0 <= choice.index < len(options)
+    fuzzed("read_choice", _read_choices)
 
 
 @FUZZ
-@given(response=st.one_of(PAYLOADS, ANYTHING))
-def test_yes_no_parser_and_payload_decoder(response):
-    assert parse_yes_no(response) in ("Yes", "No", UNPARSEABLE)
-    payload = decode_payload(response)
-    if payload is not None:
-        assert payload.answer in ("Yes", "No", UNPARSEABLE)
-        assert payload.answer != "No" or payload.finite  # NaN logits never read as "No"
+@given(cases=batch(st.one_of(PAYLOADS, ANYTHING)))
+def _yes_no(cases):
+    for (response,) in cases:
+        SEEN["yes_no"] += 1
+        assert parse_yes_no(response) in ("Yes", "No", UNPARSEABLE)
+        payload = decode_payload(response)
+        if payload is not None:
+            assert payload.answer in ("Yes", "No", UNPARSEABLE)
+            assert payload.answer != "No" or payload.finite  # NaN logits never read as "No"
+
+
+def test_yes_no_parser_and_payload_decoder():
+    fuzzed("yes_no", _yes_no)
 
 
 @FUZZ
-@given(value=st.one_of(JSON_VALUES, TEXT, st.integers(1, 20_000).map(lambda n: _nested(n))))
-def test_logged_response_reader_and_o3d_stored_value_validators(value):
+@given(cases=batch(st.one_of(JSON_VALUES, TEXT, st.integers(1, 20_000).map(lambda n: _nested(n)))))
+def _stored_values(cases):
+    for (value,) in cases:
+        SEEN["stored_values"] += 1
+        _read_stored(value)
+
+
+def test_logged_response_reader_and_o3d_stored_value_validators():
     """The logged-response reader always returns text; O3-D's stored-value validators refuse a
     value only with their one-line SchemaError (crop_tag / question_side take text only)."""
+    fuzzed("stored_values", _stored_values)
+
+
+def _read_stored(value):
     assert isinstance(first_response({"filtered_resps": value}), str)
     for validate in (schema.parse_cues, schema.parse_depth_scale, schema.as_bool, schema.crop_tag, schema.question_side):
         try:

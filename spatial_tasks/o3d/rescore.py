@@ -163,6 +163,7 @@ def _strength(row: dict) -> float | None:
     return None
 
 
+@per_file  # read once per command: rescore's figures and its tidy records (common.read_once)
 def records_from_released(path: str | Path) -> list[dict]:
     """One metric record per released row (fields of ``metrics``; plus model, image_family,
     in_paper, is_marked, answer label), cue strengths resolved as described in the module doc."""
