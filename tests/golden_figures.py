@@ -51,6 +51,8 @@ def make_runs(root: Path, baseline_run=None) -> Path:
     sys.path.insert(0, str(HERE))
     from lmms import run_lmms_eval
 
+    from spatial_tasks.common.read_once import read_once
+    from spatial_tasks.common.read_once import read_once
     from spatial_tasks.demo import offline_bertscore
 
     root.mkdir(parents=True, exist_ok=True)
@@ -88,6 +90,7 @@ def figures(root: Path, report_dir: Path) -> dict:
     """Every figure of the runs under ``root`` and of the released O3-D outputs (module docstring)."""
     import os
 
+    from spatial_tasks.common.read_once import read_once
     from spatial_tasks.demo import offline_bertscore
 
     os.environ.update(offline_bertscore())  # VAGUE's BERTScore, offline, as in the runs
@@ -100,25 +103,26 @@ def figures(root: Path, report_dir: Path) -> dict:
     from spatial_tasks.vague.rescore import rescore as vague_rescore
 
     out: dict = {"rescore": {}}
-    # Each task under its logged protocol (issue 32: naming another protocol than a run's is refused).
-    out["rescore"]["spatialtunnel"] = {"auto": _clean(st_rescore(root / "spatialtunnel", "auto")["runs"])}
-    out["rescore"]["o3d"] = _clean(o3d_rescore(root / "o3d", "auto", 0)["models"])
-    out["rescore"]["o3d_ddof1"] = _clean(o3d_rescore(root / "o3d", "auto", 1)["models"])
-    dori = dori_rescore([root / "dori"], 0)
-    out["rescore"]["dori"] = _clean({"runs": dori["runs"], "seeds": dori["seeds"]})
-    out["rescore"]["vague"] = _clean(vague_rescore(root / "vague")["runs"])
-    out["rescore"]["o3d_released"] = _clean(o3d_rescore(RELEASED, "auto", 0)["models"])
-    out["rescore"]["o3d_released_ddof1"] = _clean(o3d_rescore(RELEASED, "auto", 1)["models"])
-    out["results"] = sorted((_record(r.model_dump(mode="json")) for r in collect([root], iterations=200)),
-                            key=lambda r: json.dumps(r, sort_keys=True))
-    result = verify([root, RELEASED])
-    for cell in result["cells"]:
-        cell.pop("source")
-    out["verify"] = _clean({k: v for k, v in result.items() if k not in ("software", "software_warning")})
-    write_report(root, report_dir)
-    board = json.loads((report_dir / "leaderboard.json").read_text())
-    out["leaderboard"] = sorted((_record(r) for r in board["records"]), key=lambda r: json.dumps(r, sort_keys=True))
-    out["report_tables"] = report_tables((report_dir / "report.md").read_text())
+    with read_once():  # as every spatial-tasks command reads: the release is parsed once, not three times
+        # Each task under its logged protocol (issue 32: naming another protocol than a run's is refused).
+        out["rescore"]["spatialtunnel"] = {"auto": _clean(st_rescore(root / "spatialtunnel", "auto")["runs"])}
+        out["rescore"]["o3d"] = _clean(o3d_rescore(root / "o3d", "auto", 0)["models"])
+        out["rescore"]["o3d_ddof1"] = _clean(o3d_rescore(root / "o3d", "auto", 1)["models"])
+        dori = dori_rescore([root / "dori"], 0)
+        out["rescore"]["dori"] = _clean({"runs": dori["runs"], "seeds": dori["seeds"]})
+        out["rescore"]["vague"] = _clean(vague_rescore(root / "vague")["runs"])
+        out["rescore"]["o3d_released"] = _clean(o3d_rescore(RELEASED, "auto", 0)["models"])
+        out["rescore"]["o3d_released_ddof1"] = _clean(o3d_rescore(RELEASED, "auto", 1)["models"])
+        out["results"] = sorted((_record(r.model_dump(mode="json")) for r in collect([root], iterations=200)),
+                                key=lambda r: json.dumps(r, sort_keys=True))
+        result = verify([root, RELEASED])
+        for cell in result["cells"]:
+            cell.pop("source")
+        out["verify"] = _clean({k: v for k, v in result.items() if k not in ("software", "software_warning")})
+        write_report(root, report_dir)
+        board = json.loads((report_dir / "leaderboard.json").read_text())
+        out["leaderboard"] = sorted((_record(r) for r in board["records"]), key=lambda r: json.dumps(r, sort_keys=True))
+        out["report_tables"] = report_tables((report_dir / "report.md").read_text())
     return out
 
 
