@@ -100,7 +100,12 @@ from spatial_tasks.harness.upstream import (  # noqa: F401
     QWEN2_5_VL_MEMBERS,
     YESNO_TWINS,
     cv_bench_answer_letter,
+    cv_bench_doc_to_text,
+    cv_bench_doc_to_visual,
     embspatial_answer_letter,
+    embspatial_doc_to_messages,
+    embspatial_doc_to_text,
+    embspatial_doc_to_visual,
     lmms_eval_model_module,
     lmms_eval_qwen2_5_vl,
 )

@@ -59,7 +59,13 @@ def _record_software(config, data: TaskData) -> None:
     override, which lmms-eval's own config does not show), into the task's config metadata, which
     lmms-eval writes to the results file (``configs.<task>.metadata``); results.tidy copies both
     into every record, and the report page reads its images back from that data."""
-    from spatial_tasks.common.environment import DATA_KEY, ENVIRONMENT_KEY, SCORING_KEY, scoring_recorded, software
+    from spatial_tasks.common.environment import (
+        DATA_KEY,
+        ENVIRONMENT_KEY,
+        SCORING_KEY,
+        scoring_recorded,
+        software,
+    )
 
     metadata = dict(config.metadata) if isinstance(config.metadata, Mapping) else {}
     metadata[ENVIRONMENT_KEY] = software()

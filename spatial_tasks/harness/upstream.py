@@ -1,4 +1,5 @@
-"""lmms-eval code our tasks and models reuse: (7) its answer readers for the re-split tasks, (8) its
+"""lmms-eval code our tasks and models reuse: (7) its answer readers and its prompt and image
+functions for the re-split tasks, (8) its
 Qwen2.5-VL model, which ``qwen2_5_vl_yesno`` extends, and (9) its Qwen3-VL, Gemma 3 and LLaVA-HF
 models, which the other ``*_yesno`` twins extend."""
 
@@ -23,6 +24,40 @@ def cv_bench_answer_letter(response: str) -> str:
     from lmms_eval.tasks.cv_bench.utils import _extract_answer_letter
 
     return _extract_answer_letter(response) or ""
+
+
+# Its ``embspatial`` and ``cv_bench`` tasks' prompt and image functions, called through: importing
+# them imports lmms-eval's whole task package (~5 s), which a command that only reads our task
+# configs in full (``spatial-tasks list``, the report's page) would pay for nothing.
+
+def embspatial_doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> str:
+    from lmms_eval.tasks.embspatial.utils import embspatial_doc_to_text as upstream
+
+    return upstream(doc, lmms_eval_specific_kwargs)
+
+
+def embspatial_doc_to_visual(doc: dict) -> list:
+    from lmms_eval.tasks.embspatial.utils import embspatial_doc_to_visual as upstream
+
+    return upstream(doc)
+
+
+def embspatial_doc_to_messages(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> list:
+    from lmms_eval.tasks.embspatial.utils import embspatial_doc_to_messages as upstream
+
+    return upstream(doc, lmms_eval_specific_kwargs)
+
+
+def cv_bench_doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> str:
+    from lmms_eval.tasks.cv_bench.utils import cv_bench_doc_to_text as upstream
+
+    return upstream(doc, lmms_eval_specific_kwargs)
+
+
+def cv_bench_doc_to_visual(doc: dict) -> list:
+    from lmms_eval.tasks.cv_bench.utils import cv_bench_doc_to_visual as upstream
+
+    return upstream(doc)
 
 
 # ------------------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from spatial_tasks.models.scoring_terms import (
     PREPARED_ONCE,
     SHARED_PREFIX,
 )
+from spatial_tasks.paths import output_folder
 
 
 class ModelFamilyError(UserError, ValueError):
@@ -117,8 +118,6 @@ class Family:
 
     def build_tiny(self, out_dir: Path, seed: int = 0, shape: str = "tiny") -> Path:
         """Write a random checkpoint of this family at ``shape`` (``tiny_models.SHAPES``) to ``out_dir``."""
-        from spatial_tasks.paths import output_folder
-
         if self.tiny is None:
             raise ModelFamilyError(f"family {self.model_type}: no tiny builder")
         if shape not in tiny_models.SHAPES:

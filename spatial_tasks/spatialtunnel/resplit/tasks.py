@@ -1,7 +1,7 @@
 """lmms-eval hooks of the re-split tasks (tasks/spatialtunnel/spatialtunnel_*_split.yaml).
 
-Prompts and images are lmms-eval's own ``embspatial`` and ``cv_bench`` task functions (imported,
-not re-implemented). Answers are read by lmms-eval's reader by default (the task's ``metadata:
+Prompts and images are lmms-eval's own ``embspatial`` and ``cv_bench`` task functions (called
+through ``harness.upstream``, not re-implemented). Answers are read by lmms-eval's reader by default (the task's ``metadata:
 answer_reader: lmms_eval``), so Acc over all depth questions is what lmms-eval's task reports on
 them. That reader takes the first character when it is a letter: "The answer is (B)" reads as T
 and "Answer: C" as A. ``answer_reader: spatial_tasks`` uses the project's one multiple-choice reader
@@ -13,20 +13,19 @@ and "Answer: C" as A. ``answer_reader: spatial_tasks`` uses the project's one mu
 from __future__ import annotations
 
 import datasets
-from lmms_eval.tasks.cv_bench.utils import cv_bench_doc_to_text, cv_bench_doc_to_visual  # noqa: F401
-from lmms_eval.tasks.embspatial.utils import (  # noqa: F401
-    embspatial_doc_to_messages,
-    embspatial_doc_to_text,
-    embspatial_doc_to_visual,
-)
 
 from spatial_tasks.common.choice import LETTERS, SELECTED, read_choice
 from spatial_tasks.common.validate import DataError
-from spatial_tasks.harness import (
+from spatial_tasks.harness import (  # noqa: F401 (the prompt and image functions: lmms-eval's own, for the YAMLs)
     DocsHook,
     TaskData,
     cv_bench_answer_letter,
+    cv_bench_doc_to_text,
+    cv_bench_doc_to_visual,
     embspatial_answer_letter,
+    embspatial_doc_to_messages,
+    embspatial_doc_to_text,
+    embspatial_doc_to_visual,
     fan_out,
 )
 from spatial_tasks.spatialtunnel.resplit import docs, metrics
