@@ -51,8 +51,6 @@ def make_runs(root: Path, baseline_run=None) -> Path:
     sys.path.insert(0, str(HERE))
     from lmms import run_lmms_eval
 
-    from spatial_tasks.common.read_once import read_once
-    from spatial_tasks.common.read_once import read_once
     from spatial_tasks.demo import offline_bertscore
 
     root.mkdir(parents=True, exist_ok=True)
