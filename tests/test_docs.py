@@ -4,7 +4,9 @@ afternoon."""
 
 from __future__ import annotations
 
+import os
 import re
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -24,19 +26,23 @@ WRITTEN = {"report.md", "leaderboard.json", "results.jsonl", "index.html", "prov
            "settings.json", "sdgm.png"}
 
 
-def _repository_files() -> list[str]:
+@cache
+def _repository_files() -> tuple[str, ...]:
+    """Every file and folder of the work tree, relative to it; the skipped folders are not walked
+    (.venv alone is ~100,000 files: walking it cost each test worker 6 s at collection)."""
     skip = {".venv", "build", ".git", "__pycache__", ".uv", "node_modules"}
-    return [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*")
-            if not skip & set(p.relative_to(ROOT).parts) and (p.is_file() or p.is_dir())]
-
-
-FILES = _repository_files()
+    found = []
+    for folder, subfolders, files in os.walk(ROOT):
+        subfolders[:] = [name for name in subfolders if name not in skip]
+        here = Path(folder).relative_to(ROOT)
+        found += [(here / name).as_posix() for name in (*subfolders, *files) if name not in skip]
+    return tuple(found)
 
 
 def _exists(name: str) -> bool:
     """A repository path, or the tail of one (``resplit/tasks.py``, ``packed.py``)."""
     name = name.rstrip("/")
-    return any(f == name or f.endswith("/" + name) for f in FILES)
+    return any(f == name or f.endswith("/" + name) for f in _repository_files())
 
 
 def _named_files(text: str) -> list[str]:

@@ -11,8 +11,8 @@ run's flags, so every machine agrees on it:
   ``hash()`` is salted per process and must not be used).
 * Finished outputs are written to a temporary file and ``os.replace``d, so an interrupted run
   never leaves a half-written file, and a rerun skips what is already finished.
-* ``run_jobs`` runs jobs in ``workers`` long-lived processes (``multiprocessing`` spawn
-  context; each process builds its worker object, e.g. a Blender scene, once) or in this
+* ``run_jobs`` runs jobs in ``workers`` long-lived processes (a ``ProcessPoolExecutor``,
+  spawn context; each process builds its worker object, e.g. a Blender scene, once) or in this
   process when ``workers == 1``, with a progress bar -- or on a Ray cluster (``ray_address``):
   ``workers`` actors, each building its worker object once, spread over the cluster's nodes.
 
@@ -33,7 +33,9 @@ import multiprocessing
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -191,13 +193,14 @@ def threads_per_worker(workers: int, cpus: int | None = None) -> int:
 
 # ----------------------------------------------------------------------------- the pool
 
+JOBS_QUEUED_PER_WORKER = 2
 _WORKER: Callable[[Any], Any] | None = None
 _WORKER_ERROR: BaseException | None = None
 
 
 def _init_worker(factory: Callable[..., Callable[[Any], Any]], args: tuple) -> None:
-    # A failing initializer would make multiprocessing.Pool respawn workers forever: keep the
-    # error and raise it from the first job instead, which stops the run in the parent.
+    # A failing initializer would leave the pool broken with only "a child process terminated
+    # abruptly": keep the error and raise it from the first job instead, which stops the run.
     global _WORKER, _WORKER_ERROR
     try:
         _WORKER = factory(*args)
@@ -251,19 +254,46 @@ def run_jobs(
                 advance()
                 yield result
             return
-        context = multiprocessing.get_context("spawn")
-        pool = context.Pool(processes=min(workers, len(jobs)), initializer=_init_worker,
-                            initargs=(factory, factory_args))
+        executor = ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
+                                       mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=_init_worker, initargs=(factory, factory_args))
+        waiting = iter(jobs)
+        running: set[Future] = set()
         try:
-            for result in pool.imap_unordered(_run_in_worker, jobs, chunksize=1):
-                advance()
-                yield result
-            pool.close()
-        except BaseException:
-            pool.terminate()
+            while True:
+                # a few jobs queued per worker, not the whole list: a future per job would hold
+                # every result until the end (a million-image run)
+                for job in islice(waiting, JOBS_QUEUED_PER_WORKER * workers - len(running)):
+                    running.add(executor.submit(_run_in_worker, job))
+                if not running:
+                    break
+                done, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    result = future.result()
+                    advance()
+                    yield result
+        except BaseException:  # a failed job, Ctrl-C, or the caller stopped reading
+            _stop_now(executor, running)
             raise
         finally:
-            pool.join()
+            executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _stop_now(executor: ProcessPoolExecutor, futures: set[Future]) -> None:
+    """Drop the jobs not started and end the workers now, not after their current job.
+
+    Not ``multiprocessing.Pool.terminate``: it can hang for ever when a worker is killed while
+    holding the result queue's lock (about one run in 35 here, with a worker that fails to start).
+    The executor notices a dead worker by its process sentinel and never takes that lock.
+    """
+    for future in futures:
+        future.cancel()
+    terminate = getattr(executor, "terminate_workers", None)  # Python >= 3.14
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((executor._processes or {}).values()):  # the same, before 3.14
+        process.terminate()
 
 
 # ------------------------------------------------------------------------------- Ray
