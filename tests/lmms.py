@@ -1,22 +1,24 @@
-"""Run the real ``lmms-eval`` CLI and read what it wrote.
+"""Run the real ``lmms-eval`` and ``spatial-tasks`` CLIs and read what they wrote.
 
 lmms-eval exits 0 even when an evaluation crashed (unless --verbosity DEBUG), so callers
 assert on the results file, never only on the exit code.
 
 Each run is a process of its own, started one of two ways:
-- forked from ``tests/lmms_forkserver.py``, a process per pytest worker that has already imported
-  what the console script imports (~7 s of CPU saved per run; the tests make ~60 runs). The child
-  calls the console script's own ``main`` with the run's argv, environment, folder and files;
+- forked from ``tests/lmms_forkserver.py``, a process per pytest worker and console script that has
+  already imported what the script imports (~7 s of CPU saved per lmms-eval run, 1-4 s per
+  ``spatial-tasks`` command). The child calls the console script's own ``main`` with the run's
+  argv, environment, folder and files;
 - the console script itself, whenever the run's environment differs from the server's in a
   variable that is read at import (anything but ``READ_WHEN_A_RUN_STARTS``), or when a test asks
   for ``console_script=True``.
-``tests/test_harness.py::test_a_forked_run_equals_the_console_script`` checks that both give the
-same results and samples.
+``tests/test_harness.py::test_a_forked_run_equals_the_console_script`` and
+``::test_a_forked_command_equals_the_console_script`` check that both give the same output.
 """
 
 from __future__ import annotations
 
 import json
+import locale
 import math
 import os
 import signal
@@ -26,8 +28,10 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 LMMS_EVAL = str(Path(sys.executable).with_name("lmms-eval"))
+SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 TINY_QWEN_ARGS = "device=cpu,device_map=cpu,min_pixels=3136,max_pixels=50176"
 
 
@@ -49,7 +53,8 @@ class Run:
 # Read by our task hooks when a run loads its data, never at import: a forked run may set them.
 READ_WHEN_A_RUN_STARTS = frozenset({"SPATIAL_TASKS_DORI_SOURCE", "SPATIAL_TASKS_VAGUE_SOURCE", "SPATIAL_TASKS_O3D_SOURCE",
                                     "SPATIAL_TASKS_BERTSCORE_MODEL", "SPATIAL_TASKS_BERTSCORE_LAYERS",
-                                    "SPATIAL_TASKS_AUTO_INCLUDE"})
+                                    "SPATIAL_TASKS_AUTO_INCLUDE",
+                                    "PYTEST_CURRENT_TEST"})  # pytest's, per test; nothing reads it
 # The environment as the test session began (tests/conftest.py imports this module first thing):
 # what a test process's own imports add later (bpy: MATERIALX_SEARCH_PATH, PATH; ray: RAY_CLIENT_MODE)
 # is not a run's business.
@@ -76,38 +81,89 @@ def run_lmms_eval(out: Path, model: str, model_args: str, tasks: str, *extra: st
         proc = subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=folder)
         returncode, output = proc.returncode, proc.stdout + proc.stderr
     else:
-        returncode, output = server.run(argv, full_env, folder, timeout)
+        returncode, stdout, stderr = server.run(argv, full_env, folder, timeout)
+        output = _text(stdout) + _text(stderr)
     return read_run(out, returncode, output)
 
 
-class ForkServer:
-    """The client of ``tests/lmms_forkserver.py`` (one per pytest worker, started on first use)."""
+def run_cli(argv: list[str], *, capture_output: bool = False, text: bool = False, check: bool = False,
+            env: dict | None = None, timeout: float | None = None, cwd: str | Path | None = None,
+            **other) -> subprocess.CompletedProcess:
+    """``subprocess.run(argv, ...)`` for a ``spatial-tasks`` command, forked from the worker's
+    ``spatial-tasks`` server when it can be (its output captured, nothing on stdin, an environment
+    the server's imports agree with); otherwise ``subprocess.run`` itself. The same
+    CompletedProcess, exceptions and text decoding either way."""
+    full_env = dict(os.environ if env is None else env)
+    server = None
+    if capture_output and not other and argv[0] == SPATIAL_TASKS:
+        server = ForkServer.for_env(full_env, SPATIAL_TASKS)
+    if server is None:
+        return subprocess.run(argv, capture_output=capture_output, text=text, check=check, env=env,
+                              timeout=timeout, cwd=cwd, **other)
+    returncode, stdout, stderr = server.run(argv, full_env, Path(cwd or os.getcwd()), timeout or 24 * 3600)
+    if text:
+        stdout, stderr = _text(stdout, strict=True), _text(stderr, strict=True)
+    if check and returncode:
+        raise subprocess.CalledProcessError(returncode, argv, stdout, stderr)
+    return subprocess.CompletedProcess(argv, returncode, stdout, stderr)
 
-    _started: ForkServer | None = None
+
+def _text(data: bytes, strict: bool = False) -> str:
+    """Bytes as ``subprocess.run(text=True)`` decodes them (universal newlines); lmms-eval's
+    output, read for messages, with undecodable bytes replaced."""
+    decoded = data.decode(locale.getpreferredencoding(False), "strict" if strict else "replace")
+    return decoded.replace("\r\n", "\n").replace("\r", "\n")
+
+
+class ForkServer:
+    """The client of ``tests/lmms_forkserver.py`` (one per pytest worker and console script,
+    started on first use)."""
+
+    _started: ClassVar[dict[str, ForkServer]] = {}
     _lock = threading.Lock()
 
-    def __init__(self) -> None:
-        self.env = run_env()
-        script = Path(__file__).with_name("lmms_forkserver.py")
-        self.proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, env={**self.env, "LMMS_FORKSERVER_SCRIPT": LMMS_EVAL})
+    def __init__(self, script: str, env: dict[str, str]) -> None:
+        self.env = env
+        server = Path(__file__).with_name("lmms_forkserver.py")
+        self.proc = subprocess.Popen([sys.executable, str(server)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, env={**self.env, "LMMS_FORKSERVER_SCRIPT": script})
         ready = self._reply()
-        assert ready.get("ready") and ready.get("threads") == 1, f"lmms fork server did not start: {ready}"
+        assert ready.get("ready") and ready.get("threads") == 1, f"fork server for {script} did not start: {ready}"
         # What its imports set (torch: TORCHINDUCTOR_CACHE_DIR): a fresh process would set the same.
         self.set_at_import = {k: v for k, v in ready["env"].items() if k not in self.env and k != "LMMS_FORKSERVER_SCRIPT"}
+        self.run_lock = threading.Lock()
 
     @classmethod
-    def for_env(cls, env: dict[str, str]) -> ForkServer | None:
-        """The worker's server, or None when ``env`` differs from its own in a variable read at import."""
+    def for_env(cls, env: dict[str, str], script: str = LMMS_EVAL) -> ForkServer | None:
+        """The worker's server for ``script``, or None when ``env`` differs from its own in a
+        variable read at import.
+
+        lmms-eval runs: one server, with a run's usual environment (``run_env()``). ``spatial-tasks``
+        commands, which inherit the worker's environment: a server with the worker's environment as it
+        is now, started anew when it has moved on (the worker's own imports add variables as the tests
+        go: scikit-learn's KMP_DUPLICATE_LIB_OK, torch's TORCHINDUCTOR_CACHE_DIR, Blender's PATH)."""
+        home = run_env() if script == LMMS_EVAL else {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
         with cls._lock:
-            if cls._started is None or cls._started.proc.poll() is not None:
-                cls._started = cls()
-            server = cls._started
+            server = cls._started.get(script)
+            if server is not None and server.proc.poll() is None and script != LMMS_EVAL and server.differs_at_import(home):
+                server.close()
+                server = None
+            if server is None or server.proc.poll() is not None:
+                server = cls._started[script] = cls(script, home)
         differs = server.differs_at_import(env)
         if differs and os.environ.get("LMMS_FORKSERVER_LOG"):  # why a run was not forked
             with open(os.environ["LMMS_FORKSERVER_LOG"], "a") as log:
-                log.write(f"{os.environ.get('PYTEST_CURRENT_TEST')}\t{sorted(differs)}\n")
+                log.write(f"{os.environ.get('PYTEST_CURRENT_TEST')}\t{Path(script).name}\t{sorted(differs)}\n")
         return None if differs else server
+
+    def close(self) -> None:
+        """End the server (it stops when its requests end)."""
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
     def differs_at_import(self, env: dict[str, str]) -> set[str]:
         """The variables a fresh process with ``env`` would import lmms-eval with, set otherwise than here."""
@@ -123,11 +179,12 @@ class ForkServer:
     def _reply(self) -> dict:
         line = self.proc.stdout.readline()
         if not line:
-            raise RuntimeError(f"lmms fork server ended (exit status {self.proc.wait()})")
+            raise RuntimeError(f"fork server ended (exit status {self.proc.wait()})")
         return json.loads(line)
 
-    def run(self, argv: list[str], env: dict[str, str], cwd: Path, timeout: float) -> tuple[int, str]:
-        with self._lock, tempfile.TemporaryDirectory(prefix="lmms-run-") as logs:
+    def run(self, argv: list[str], env: dict[str, str], cwd: Path, timeout: float) -> tuple[int, bytes, bytes]:
+        """(exit status, stdout, stderr) of one run."""
+        with self.run_lock, tempfile.TemporaryDirectory(prefix="forked-run-") as logs:
             stdout, stderr = Path(logs, "stdout"), Path(logs, "stderr")
             request = {"argv": argv, "env": env, "cwd": str(cwd), "stdout": str(stdout), "stderr": str(stderr)}
             self.proc.stdin.write(json.dumps(request) + "\n")
@@ -140,10 +197,10 @@ class ForkServer:
                 returncode = self._reply()["returncode"]
             finally:
                 timer.cancel()
-            output = stdout.read_text(errors="replace") + stderr.read_text(errors="replace")
+            out, err = stdout.read_bytes(), stderr.read_bytes()
             if timed_out.is_set():  # as subprocess.run(timeout=...) says it
-                raise subprocess.TimeoutExpired(argv, timeout, output=output)
-            return returncode, output
+                raise subprocess.TimeoutExpired(argv, timeout, output=out, stderr=err)
+            return returncode, out, err
 
 
 def _kill_group(pid: int) -> None:

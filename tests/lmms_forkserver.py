@@ -1,12 +1,19 @@
-"""A process that has imported what the ``lmms-eval`` console script imports, forking one child per run.
+"""A process that has imported what a console script (``lmms-eval`` or ``spatial-tasks``) imports,
+forking one child per run of it.
 
 Importing lmms-eval costs ~7 s of CPU here (evaluate -> transformers.pipelines -> torchvision ->
-torch._dynamo), more than half of a small run, and the tests make ~60 runs. Each child is what the
-console script would be after its first line: it takes the run's working folder, environment,
-argv, stdin (/dev/null), stdout and stderr (files), calls ``lmms_eval.cli.dispatch.main`` -- the
-function the console script calls -- and ends as the script does, through ``sys.exit`` (atexit
-handlers run, threads are joined). What a child cannot see is what happened at import:
-``tests/lmms.py`` sends a run whose environment differs there to the console script itself.
+torch._dynamo), more than half of a small run, and the tests make ~60 runs; a ``spatial-tasks``
+command spends 1-4 s importing torch, datasets and matplotlib, and the tests run ~100. Each child is
+what the console script would be after its first line: it takes the run's working folder,
+environment, argv, stdin (/dev/null), stdout and stderr (files), calls the ``main`` the console
+script calls (``from MODULE import main``, read from the script) and ends as the script does,
+through ``sys.exit`` (atexit handlers run, threads are joined). What a child cannot see is what
+happened at import: ``tests/lmms.py`` sends a run whose environment differs there to the console
+script itself.
+
+What the server imports beyond the script's module is what its runs import anyway and nothing that
+changes a process's behaviour on import: for ``spatial-tasks`` not lmms-eval, whose ``utils`` turns
+every warning off (a command that never imports it shows them).
 
 Protocol (one run at a time), JSON lines: the server prints ``{"ready", "threads", "env"}`` once; then for each
 request ``{"argv", "env", "cwd", "stdout", "stderr"}`` it prints ``{"pid": ...}`` when the child
@@ -16,13 +23,15 @@ starts and ``{"returncode": ...}`` when it ends. Started by ``tests/lmms.py``, n
 import atexit
 import contextlib
 import gc
+import importlib
 import json
 import os
+import re
 import sys
 import threading
 
 
-def _child(request: dict) -> None:
+def _child(request: dict, main) -> None:
     """Runs in the forked child: becomes the console script's process, then exits through sys.exit."""
     # The heap the server froze is the child's to collect at exit, as a fresh process would
     # (extensions such as nanobind's report what is still alive then). The first handler
@@ -41,12 +50,10 @@ def _child(request: dict) -> None:
         os.dup2(opened, fd)
         os.close(opened)
     sys.argv = list(request["argv"])
-    from lmms_eval.cli.dispatch import main
-
     sys.exit(main())  # the console script's own last line
 
 
-def serve() -> None:
+def serve(main) -> None:
     protocol = os.fdopen(os.dup(1), "w", buffering=1)  # the child's fd 1 becomes its stdout file
     threads = threading.active_count()
     # Its environment after the imports (torch sets TORCHINDUCTOR_CACHE_DIR, for one): a run whose
@@ -59,27 +66,40 @@ def serve() -> None:
         pid = os.fork()
         if pid == 0:
             protocol.close()
-            _child(request)  # never returns: SystemExit unwinds the child's stack and ends it
+            _child(request, main)  # never returns: SystemExit unwinds the child's stack and ends it
         print(json.dumps({"pid": pid}), file=protocol)
         _, status = os.waitpid(pid, 0)
         print(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}), file=protocol)
 
 
+def _preload(script_module: str) -> None:
+    """What the script's runs import later, imported once here."""
+    if script_module.startswith("lmms_eval"):
+        # The console script's module, and what its main() imports on the way to an evaluation
+        # (with lmms-eval's model registry, which loads the plugins' entry points, ours included).
+        import lmms_eval.__main__
+        import lmms_eval.cli.dispatch  # noqa: F401
+
+        # What every run imports later, in lmms_eval.api.metrics.stderr_for_metric (~0.8 s: nltk,
+        # scikit-learn), guarded there the same way.
+        with contextlib.suppress(Exception):  # as there: an optional task's extras (spacy) may not import
+            import lmms_eval.tasks.amber_g.utils  # noqa: F401
+    else:  # spatial-tasks: the libraries its commands import when they run (see the module docstring)
+        for name in ("datasets", "torch", "transformers", "matplotlib.pyplot"):
+            importlib.import_module(name)
+
+
 if __name__ == "__main__":
+    script = os.environ["LMMS_FORKSERVER_SCRIPT"]
     # sys.path[0] is what the console script's would be (its own folder), not this file's folder,
     # so that nothing under tests/ is importable in a run.
-    sys.path[0] = os.path.dirname(os.environ["LMMS_FORKSERVER_SCRIPT"])
-    # The console script's module, and what its main() imports on the way to an evaluation (with
-    # lmms-eval's model registry, which loads the plugins' entry points, ours included).
-    import lmms_eval.__main__
-    import lmms_eval.cli.dispatch  # noqa: F401
-
-    # What every run imports later, in lmms_eval.api.metrics.stderr_for_metric (~0.8 s: nltk,
-    # scikit-learn), guarded there the same way.
-    with contextlib.suppress(Exception):  # as there: an optional task's extras (spacy) may not import
-        import lmms_eval.tasks.amber_g.utils  # noqa: F401
+    sys.path[0] = os.path.dirname(script)
+    with open(script) as text:
+        module = re.search(r"^from (\S+) import main$", text.read(), re.MULTILINE).group(1)
+    main = importlib.import_module(module).main
+    _preload(module)
     # The imported modules' objects live as long as the process: keep them out of the children's
     # collections (lmms-eval runs gc.collect() at a model's end, ~0.6 s over this heap each time).
     # A child's own objects are collected as in a fresh process.
     gc.freeze()
-    serve()
+    serve(main)

@@ -13,10 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from lmms import run_lmms_eval
+from lmms import SPATIAL_TASKS, run_cli, run_lmms_eval
 
 HERE = Path(__file__).parent
-SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +41,7 @@ def toy(tmp_path_factory):
 
 
 def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([SPATIAL_TASKS, *args], capture_output=True, text=True, env=env, timeout=600)
+    proc = run_cli([SPATIAL_TASKS, *args], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
 

@@ -190,6 +190,22 @@ def test_a_forked_run_equals_the_console_script(tmp_path):
     assert "|spatialtunnel_sample_phase|" in forked.output and "|spatialtunnel_sample_phase|" in script.output
 
 
+@pytest.mark.cli
+def test_a_forked_command_equals_the_console_script(tmp_path):
+    """``spatial-tasks`` forked from its server (tests/lmms.py ``run_cli``) prints what the console
+    script prints, byte for byte, and exits alike: a table, a folder's inspection, one-line errors."""
+    import os
+
+    from lmms import SPATIAL_TASKS, ForkServer, run_cli
+
+    assert ForkServer.for_env(dict(os.environ), SPATIAL_TASKS) is not None  # so the commands below are really forked
+    for argv in (["benchmarks"], ["inspect", str(tasks_dir() / "spatialtunnel" / "sample")],
+                 ["rescore", "spatialtunnel", str(tmp_path / "missing")], ["no-such-command"], []):
+        forked = run_cli([SPATIAL_TASKS, *argv], capture_output=True, text=True, timeout=300)
+        script = subprocess.run([SPATIAL_TASKS, *argv], capture_output=True, text=True, timeout=300, check=False)
+        assert (forked.returncode, forked.stdout, forked.stderr) == (script.returncode, script.stdout, script.stderr), argv
+
+
 def _stable(results: dict) -> str:
     """A results file without its times, output paths and the addresses in functions' reprs."""
     import re

@@ -4,8 +4,6 @@ that takes it; on an unknown layout it says why none does; it never downloads.""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import datasets
@@ -15,8 +13,8 @@ from spatialtunnel.official_tables import official_rows, write_official
 
 from spatial_tasks.common.validate import DataError
 from spatial_tasks.inspect_source import inspect_source, render
+from lmms import SPATIAL_TASKS, run_cli
 
-SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 TASKS = Path("tasks")
 
 
@@ -86,15 +84,15 @@ def test_a_hub_id_is_read_from_the_cache_only(monkeypatch):
 
 
 def test_the_command(tmp_path):
-    out = subprocess.run([SPATIAL_TASKS, "inspect", str(TASKS / "vague/sample/hub"), "--json"], capture_output=True,
-                         text=True, timeout=120)
+    out = run_cli([SPATIAL_TASKS, "inspect", str(TASKS / "vague/sample/hub"), "--json"], capture_output=True,
+                  text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["splits"][0]["readers"]["vague"].startswith("accepted")
     assert "Repo card metadata" not in out.stderr
-    bad = subprocess.run([SPATIAL_TASKS, "inspect", str(tmp_path / "missing")], capture_output=True, text=True)
+    bad = run_cli([SPATIAL_TASKS, "inspect", str(tmp_path / "missing")], capture_output=True, text=True)
     assert bad.returncode == 2 and "no such folder" in bad.stderr
-    wrong = subprocess.run([SPATIAL_TASKS, "inspect", str(TASKS), "--benchmark", "mmlu"], capture_output=True, text=True)
+    wrong = run_cli([SPATIAL_TASKS, "inspect", str(TASKS), "--benchmark", "mmlu"], capture_output=True, text=True)
     assert wrong.returncode == 2 and "--benchmark 'mmlu': one of spatialtunnel, o3d, dori, vague" in wrong.stderr
 
 

@@ -5,13 +5,11 @@ answers, the tiny Qwen2.5-VL, seeds, rescore and report. Asserts on results file
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import datasets
 import pytest
-from lmms import TINY_QWEN_ARGS, assert_all_finite, run_lmms_eval
+from lmms import SPATIAL_TASKS, TINY_QWEN_ARGS, assert_all_finite, run_cli, run_lmms_eval
 
 from spatial_tasks.dori import load, metrics
 from spatial_tasks.dori.tasks import GRANULAR_METRICS, TASK_NAMES
@@ -19,7 +17,6 @@ from spatial_tasks.dori.tasks import GRANULAR_METRICS, TASK_NAMES
 from . import official_layouts
 
 pytestmark = pytest.mark.cli
-SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 SAMPLE = "tasks/dori/sample/test-00000-of-00001.parquet"
 ALL_14 = ",".join(f"dori_{name}" for name in TASK_NAMES)
 
@@ -101,8 +98,8 @@ def test_tiny_qwen_runs_the_real_model_code(tiny_qwen_dir, tmp_path):
 def test_seeds_need_every_task_in_the_data(tmp_path):
     """The bundled sample has no view-parallelism or directional-facing questions (no generator makes
     them): all 14 tasks are refused at once, naming what is missing; --only picks tasks it has."""
-    made = subprocess.run([SPATIAL_TASKS, "dori-seeds", "--out", str(tmp_path / "all"), "--data", "tasks/dori/sample"],
-                          capture_output=True, text=True)
+    made = run_cli([SPATIAL_TASKS, "dori-seeds", "--out", str(tmp_path / "all"), "--data", "tasks/dori/sample"],
+                   capture_output=True, text=True)
     assert made.returncode == 2 and "no view_parallelism_coarse, view_parallelism_granular, directional_facing_coarse, " \
                                    "directional_facing_granular questions" in made.stderr
     assert not (tmp_path / "all").exists() or not list((tmp_path / "all").iterdir())
@@ -110,9 +107,9 @@ def test_seeds_need_every_task_in_the_data(tmp_path):
 
 def test_seeds_rescore_and_report(tmp_path):
     tasks_dir = tmp_path / "seeds"
-    made = subprocess.run([SPATIAL_TASKS, "dori-seeds", "--out", str(tasks_dir), "--data", "tasks/dori/sample",
-                           "--only", "viewer_scene_direction,canonical_orientation_coarse"],
-                          capture_output=True, text=True)
+    made = run_cli([SPATIAL_TASKS, "dori-seeds", "--out", str(tasks_dir), "--data", "tasks/dori/sample",
+                    "--only", "viewer_scene_direction,canonical_orientation_coarse"],
+                   capture_output=True, text=True)
     assert made.returncode == 0, made.stderr
     assert len(list(tasks_dir.glob("*.yaml"))) == 3 * 3 + 3  # 3 tasks x 3 seeds, a group per seed
     names = ",".join(f"dori_viewer_scene_direction_granular_s{s}" for s in load.PAPER_SEEDS)
@@ -120,8 +117,8 @@ def test_seeds_rescore_and_report(tmp_path):
     run = run_lmms_eval(tmp_path / "runs" / "a", "spatial_baseline", "rule=always_a", names,
                         "--include_path", str(tasks_dir))
     per_seed = [run.metrics(f"dori_viewer_scene_direction_granular_s{s}")["acc"] for s in load.PAPER_SEEDS]
-    out = subprocess.run([SPATIAL_TASKS, "rescore", "dori", str(tmp_path / "runs"), "--json"], capture_output=True,
-                         text=True)
+    out = run_cli([SPATIAL_TASKS, "rescore", "dori", str(tmp_path / "runs"), "--json"], capture_output=True,
+                  text=True)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     (model,) = result["seeds"]
@@ -129,8 +126,8 @@ def test_seeds_rescore_and_report(tmp_path):
     assert summary["seeds"] == sorted(load.PAPER_SEEDS)
     mean, error = metrics.seed_summary(per_seed)
     assert summary["viewer_scene_direction_granular"] == {"mean": pytest.approx(mean), "error": pytest.approx(error)}
-    report = subprocess.run([SPATIAL_TASKS, "report", str(tmp_path / "runs"), "--out", str(tmp_path / "report")],
-                            capture_output=True, text=True)
+    report = run_cli([SPATIAL_TASKS, "report", str(tmp_path / "runs"), "--out", str(tmp_path / "report")],
+                     capture_output=True, text=True)
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "report" / "report.md").read_text()
     assert "## DORI" in text and "seed=1998" in text

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
@@ -17,8 +15,8 @@ import pytest
 from spatial_tasks.generators.o3d import assets, layout, sampling
 
 from spatial_tasks.cli import with_optional_values
+from lmms import SPATIAL_TASKS, run_cli
 
-SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 CATS = {"cube": "blender", "sphere": "blender", "basketball": "blender", "tennis_ball": "blender",
         "oil_drum": "blender", "soda_can": "blender"}
 ENVS = {"basic": "basic", "forest": "hdri"}
@@ -205,8 +203,8 @@ def test_light_focus_haze_and_stripes_parameters():
     (["--assets", "/nonexistent/assets"], "not a folder"),
 ])
 def test_bad_flags_are_one_line_and_write_nothing(tmp_path, args, message):
-    done = subprocess.run([SPATIAL_TASKS, "generate", "o3d", "--out", str(tmp_path / "out"), *args],
-                          capture_output=True, text=True)
+    done = run_cli([SPATIAL_TASKS, "generate", "o3d", "--out", str(tmp_path / "out"), *args],
+                   capture_output=True, text=True)
     assert done.returncode == 2
     assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert not (tmp_path / "out").exists()
@@ -224,9 +222,9 @@ def test_asking_for_a_gpu_that_is_not_there_says_so(tmp_path):
 
     if blender.gpu_devices("CUDA"):
         pytest.skip("this machine has a CUDA GPU")
-    done = subprocess.run([SPATIAL_TASKS, "generate", "o3d", "--out", str(tmp_path / "out"), "--cues", "none",
-                           "--objects", "cube", "--envs", "basic", "--resolution", "32", "--samples", "1",
-                           "--device", "cuda"], capture_output=True, text=True)
+    done = run_cli([SPATIAL_TASKS, "generate", "o3d", "--out", str(tmp_path / "out"), "--cues", "none",
+                    "--objects", "cube", "--envs", "basic", "--resolution", "32", "--samples", "1",
+                    "--device", "cuda"], capture_output=True, text=True)
     assert done.returncode == 2 and "no CUDA GPU" in done.stderr and "--device auto" in done.stderr
     assert blender.use_device("auto") == "CPU" and blender.use_device("cpu") == "CPU"
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -28,10 +26,10 @@ from spatial_tasks.generators.o3d import generate as gen
 from spatial_tasks.generators.o3d import layout, scene
 
 from spatial_tasks.o3d import load, markers, prompts, schema
+from lmms import SPATIAL_TASKS, run_cli
 
 pytestmark = pytest.mark.render
 
-SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 RES = 160
 
 
@@ -346,8 +344,8 @@ def test_the_tasks_load_it_and_draw_markers_from_its_masks(mini):
 def test_depth_oracle_scores_one_through_lmms_eval(mini, tmp_path):
     from lmms import run_lmms_eval
 
-    made = subprocess.run([SPATIAL_TASKS, "custom-task", "o3d_markers", "--data", str(mini), "--out",
-                           str(tmp_path / "tasks"), "--name", "o3d_generated"], capture_output=True, text=True, check=True)
+    made = run_cli([SPATIAL_TASKS, "custom-task", "o3d_markers", "--data", str(mini), "--out",
+                    str(tmp_path / "tasks"), "--name", "o3d_generated"], capture_output=True, text=True, check=True)
     assert Path(made.stdout.strip()).name == "o3d_generated.yaml"
     run = run_lmms_eval(tmp_path / "out", "spatial_baseline", "rule=depth_oracle", "o3d_generated",
                         "--include_path", str(tmp_path / "tasks"))
@@ -363,11 +361,11 @@ def test_the_contact_sheet_shows_the_base_view_and_every_cue(mini, tmp_path):
 
     key, chosen = preview.pick_scene(preview._rows(mini), position="far", strength=2.0)
     assert key == ("basic", "cube", "far") and set(chosen) == {"none", *layout.SINGLE_CUES}
-    done = subprocess.run([SPATIAL_TASKS, "preview", "o3d", str(mini), "--out", str(tmp_path / "sheet.png"),
-                           "--position", "far", "--strength", "2", "--size", "128"], capture_output=True, text=True)
+    done = run_cli([SPATIAL_TASKS, "preview", "o3d", str(mini), "--out", str(tmp_path / "sheet.png"),
+                    "--position", "far", "--strength", "2", "--size", "128"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     sheet = Image.open(tmp_path / "sheet.png")
     assert sheet.size[0] == 3 * 128 and sheet.size[1] > 3 * 128  # 3 x 3 panels with titles
-    empty = subprocess.run([SPATIAL_TASKS, "preview", "o3d", str(tmp_path), "--out", str(tmp_path / "x.png")],
-                           capture_output=True, text=True)
+    empty = run_cli([SPATIAL_TASKS, "preview", "o3d", str(tmp_path), "--out", str(tmp_path / "x.png")],
+                    capture_output=True, text=True)
     assert empty.returncode == 2 and "generate o3d" in empty.stderr

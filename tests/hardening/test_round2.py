@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from spatial_tasks.common.validate import DataError
 from spatial_tasks.dori import load as dori_load
 from spatial_tasks.spatialtunnel import tasks as st_tasks
 from spatial_tasks.vague import tasks as vague_tasks
+from lmms import SPATIAL_TASKS, run_cli
 
 DEEP = "[" * 100_000 + "]" * 100_000
 DEEP_OBJECT = '{"a": ' * 1_000_000 + "1" + "}" * 1_000_000
@@ -68,7 +68,6 @@ def test_a_scene_name_that_would_leave_the_folder_is_refused(tmp_path, name):
 
 
 def test_generate_vague_writes_nothing_outside_out(tmp_path):
-    import subprocess
 
     frames = tmp_path / "frames"
     frames.mkdir()
@@ -76,10 +75,10 @@ def test_generate_vague_writes_nothing_outside_out(tmp_path):
     scenes = tmp_path / "scenes.json"
     scenes.write_text(json.dumps([{"image_name": "../../escaped", "ram_entity": ["desk"],
                                    "person_bbox": [[1, 2, 30, 20]]}]))
-    run = subprocess.run([str(Path(sys.executable).with_name("spatial-tasks")), "generate", "vague", "--out",
-                          str(tmp_path / "deep" / "er" / "out"), "--scenes", str(scenes), "--images", str(frames),
-                          "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "PATH"],
-                         capture_output=True, text=True, timeout=120)
+    run = run_cli([SPATIAL_TASKS, "generate", "vague", "--out",
+                   str(tmp_path / "deep" / "er" / "out"), "--scenes", str(scenes), "--images", str(frames),
+                   "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "PATH"],
+                  capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and "image_name" in run.stderr, run.stderr
     assert not (tmp_path / "escaped").exists() and not list(tmp_path.glob("**/escaped*"))
 
@@ -221,11 +220,10 @@ def test_progress_is_plain_lines_when_stderr_is_redirected(capsys, monkeypatch):
 
 def test_prompts_for_a_benchmark_without_a_prompt_space(tmp_path):
     """One prompt per kind of DORI question of the bundled sample, as lmms-eval's task renders it."""
-    import subprocess
 
-    run = subprocess.run([str(Path(sys.executable).with_name("spatial-tasks")), "prompts", "dori"], capture_output=True,
-                         text=True, timeout=300, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1",
-                                                      "HF_DATASETS_OFFLINE": "1"})
+    run = run_cli([SPATIAL_TASKS, "prompts", "dori"], capture_output=True,
+                  text=True, timeout=300, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1",
+                                               "HF_DATASETS_OFFLINE": "1"})
     assert run.returncode == 0, run.stderr[-2000:]
     lines = [json.loads(line) for line in run.stdout.splitlines()]
     kinds = {(d["task"], d["granularity"]) for d in dori_load.load_source("tasks/dori/sample", check_images=False)}

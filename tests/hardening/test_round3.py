@@ -13,8 +13,8 @@ import pytest
 from spatial_tasks.common.owned import LEDGER
 
 from spatial_tasks.registry import benchmarks
+from lmms import SPATIAL_TASKS, run_cli
 
-SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 BENCHMARKS = tuple(benchmarks())  # the registry: a benchmark added there is checked here too
 
 
@@ -62,7 +62,7 @@ def test_a_first_line_without_its_record_is_named_not_dropped(benchmark, golden_
     for how, argv in commands:
         spoiled.write_text(original, encoding="utf-8")
         _spoil_first_line(spoiled, how)
-        out = subprocess.run([SPATIAL_TASKS, *argv], capture_output=True, text=True, check=False)
+        out = run_cli([SPATIAL_TASKS, *argv], capture_output=True, text=True, check=False)
         assert out.returncode == 2, (how, argv, out.stdout[-500:], out.stderr[-500:])
         assert f"{spoiled.name}:1: no {benchmark} record under" in out.stderr, (how, argv, out.stderr[-800:])
 
@@ -108,7 +108,7 @@ def test_evaluations_that_fail_in_different_ways_all_run(tmp_path, monkeypatch):
 
 
 def _run_cli(argv: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([SPATIAL_TASKS, *argv], capture_output=True, text=True, check=False)
+    return run_cli([SPATIAL_TASKS, *argv], capture_output=True, text=True, check=False)
 
 
 def test_report_and_results_merge_what_they_replace_and_never_overwrite_a_file_they_cannot_read(golden_runs,

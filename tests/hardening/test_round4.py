@@ -11,8 +11,8 @@ import pytest
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.owned import LEDGER
 from spatial_tasks.demo import claim_folder
+from lmms import SPATIAL_TASKS, run_cli
 
-SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 
 
 def _users_folder(root: Path) -> Path:
@@ -26,7 +26,7 @@ def _users_folder(root: Path) -> Path:
 
 def test_the_demo_refuses_a_users_folder_and_deletes_nothing(tmp_path):
     folder = _users_folder(tmp_path)
-    run = subprocess.run([SPATIAL_TASKS, "demo", "--out", str(folder)], capture_output=True, text=True, timeout=120)
+    run = run_cli([SPATIAL_TASKS, "demo", "--out", str(folder)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2, run.stderr
     assert run.stderr.strip() == (f"error: spatial-tasks demo: {folder} holds runs/paper/results.json, logs/train.log, "
                                   "which spatial-tasks did not write (or which changed since); nothing was deleted or "
@@ -127,7 +127,7 @@ def test_a_broken_extra_benchmark_is_left_out_and_breaks_nothing_else(tmp_path):
     (tmp_path / "twice_dori.py").write_text("from spatial_tasks.dori.benchmark import BENCHMARK  # noqa: F401\n")
     env = {**os.environ, "SPATIAL_TASKS_BENCHMARKS": "no_such_module_xyz,twice_dori",
            "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
-    listed = subprocess.run([SPATIAL_TASKS, "benchmarks"], capture_output=True, text=True, env=env, timeout=120)
+    listed = run_cli([SPATIAL_TASKS, "benchmarks"], capture_output=True, text=True, env=env, timeout=120)
     assert listed.returncode == 0, listed.stderr
     assert [line.split()[0] for line in listed.stdout.splitlines()] == [
         "name", "spatialtunnel", "spatialtunnel_resplit", "o3d", "dori", "vague"]
@@ -181,15 +181,15 @@ def test_inspect_names_a_files_split_as_datasets_does(tmp_path, name, split):
     import datasets
 
     datasets.Dataset.from_dict({"a": [1, 2]}).to_parquet(str(tmp_path / name))
-    shown = subprocess.run([SPATIAL_TASKS, "inspect", str(tmp_path / name)], capture_output=True, text=True,
-                           timeout=120)
+    shown = run_cli([SPATIAL_TASKS, "inspect", str(tmp_path / name)], capture_output=True, text=True,
+                    timeout=120)
     assert f"config '(the file)', split '{split}':" in shown.stdout, shown.stdout + shown.stderr
 
 
 def test_list_and_benchmarks_keep_their_columns_and_agree_on_the_data():
     """Issue 44, item 8: `list` broke its columns on long names and had no protocol column; `benchmarks`
     showed "-" as SpatialTunnel's default data where `list` showed cubec/spatialtunnel."""
-    listed = subprocess.run([SPATIAL_TASKS, "list"], capture_output=True, text=True, timeout=300, check=True).stdout
+    listed = run_cli([SPATIAL_TASKS, "list"], capture_output=True, text=True, timeout=300, check=True).stdout
     lines = listed.splitlines()
     assert lines[0].split() == ["name", "kind", "scores", "default", "data"]
     start = lines[0].index("kind")
@@ -198,7 +198,7 @@ def test_list_and_benchmarks_keep_their_columns_and_agree_on_the_data():
     assert scores["spatialtunnel_logit_sample_phase"] == "first-token logits"
     assert scores["spatialtunnel_sample_phase"] == scores["dori_sample"] == "generated text"
     assert scores["spatialtunnel_logit"] == "-"  # a group
-    table = subprocess.run([SPATIAL_TASKS, "benchmarks"], capture_output=True, text=True, timeout=120, check=True).stdout
+    table = run_cli([SPATIAL_TASKS, "benchmarks"], capture_output=True, text=True, timeout=120, check=True).stdout
     row = next(line for line in table.splitlines() if line.startswith("spatialtunnel "))
     assert "cubec/spatialtunnel" in row and "cubec/spatialtunnel" in listed
 
@@ -261,9 +261,9 @@ def test_a_pybullet_archive_of_other_content_is_the_users_error(tmp_path):
         info = tarfile.TarInfo("something/else.txt")
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
-    run = subprocess.run([SPATIAL_TASKS, "assets", "pybullet", "--archive", str(tmp_path / "pybullet-3.2.7.tar.gz")],
-                         capture_output=True, text=True, timeout=120,
-                         env={**__import__("os").environ, "SPATIAL_TASKS_ASSETS": str(tmp_path / "assets")})
+    run = run_cli([SPATIAL_TASKS, "assets", "pybullet", "--archive", str(tmp_path / "pybullet-3.2.7.tar.gz")],
+                  capture_output=True, text=True, timeout=120,
+                  env={**__import__("os").environ, "SPATIAL_TASKS_ASSETS": str(tmp_path / "assets")})
     assert run.returncode == 2 and "internal error" not in run.stderr, run.stderr
     assert "not pybullet 3.2.7's source archive: its pybullet_data lacks" in run.stderr, run.stderr
 
@@ -294,8 +294,8 @@ def test_a_report_over_a_run_and_its_backup_copy_moves_each_file_once(baseline_r
     assert run.results is not None, run.output[-3000:]
     shutil.copytree(run.out, tmp_path / "runs" / "run")
     shutil.copytree(run.out, tmp_path / "runs" / "run-backup")
-    done = subprocess.run([SPATIAL_TASKS, "report", str(tmp_path / "runs"), "--out", str(tmp_path / "report")],
-                          capture_output=True, text=True, timeout=300)
+    done = run_cli([SPATIAL_TASKS, "report", str(tmp_path / "runs"), "--out", str(tmp_path / "report")],
+                   capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     left = sorted(p.name for p in (tmp_path / "report").iterdir())
     assert not [name for name in left if name.startswith(".report-")], left

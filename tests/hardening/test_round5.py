@@ -11,22 +11,21 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
+from lmms import SPATIAL_TASKS, run_cli
 from spatial_tasks.common.owned import LEDGER, Ledger, NotOurs, owned
 
-SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 REFUSED = "which spatial-tasks did not write (or which changed since); nothing was deleted or replaced."
 
 
 def console(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
     """The ``spatial-tasks`` console script in a process of its own, as a user runs it."""
-    return subprocess.run([SPATIAL_TASKS, *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    return run_cli([SPATIAL_TASKS, *args], capture_output=True, text=True, timeout=timeout,
+                   env={**os.environ, **(env or {})})
 
 
 def cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from lmms import assert_all_finite
+from lmms import SPATIAL_TASKS, assert_all_finite, run_cli
 from PIL import Image
 from scoring import check_batch_invariance
 
@@ -26,7 +26,6 @@ from spatial_tasks.paths import benchmark_tasks_dir
 from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS
 
 ALL = list(families.FAMILIES)
-SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 TOL = 1e-5  # fp32 logits: batch 1 vs padded batches vs precomputed image features
 
 
@@ -201,12 +200,12 @@ def test_a_family_we_do_not_know_is_refused(tmp_path):
 
 
 def test_tiny_model_cli_builds_a_family_and_refuses_unknown_ones(tmp_path):
-    ok = subprocess.run([SPATIAL_TASKS, "tiny-model", "--family", "internvl", "--out", str(tmp_path / "m")],
-                        capture_output=True, text=True, timeout=300, env=_env())
+    ok = run_cli([SPATIAL_TASKS, "tiny-model", "--family", "internvl", "--out", str(tmp_path / "m")],
+                 capture_output=True, text=True, timeout=300, env=_env())
     assert ok.returncode == 0, ok.stderr
     assert json.loads((tmp_path / "m" / "config.json").read_text())["model_type"] == "internvl"
-    bad = subprocess.run([SPATIAL_TASKS, "tiny-model", "--family", "blip2", "--out", str(tmp_path / "x")],
-                         capture_output=True, text=True, timeout=300, env=_env())
+    bad = run_cli([SPATIAL_TASKS, "tiny-model", "--family", "blip2", "--out", str(tmp_path / "x")],
+                  capture_output=True, text=True, timeout=300, env=_env())
     assert bad.returncode == 2 and "--family 'blip2': choose one of qwen2_5_vl, qwen3_vl" in bad.stderr
     assert not (tmp_path / "x").exists()
 

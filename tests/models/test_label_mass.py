@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -25,8 +22,8 @@ from spatial_tasks.common.yesno import (
 )
 from spatial_tasks.models.scoring_paths import GROUPED, ONE_BY_ONE, PACKED
 from spatial_tasks.models.served import Labels, Reading
+from lmms import SPATIAL_TASKS, run_cli
 
-SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 TASK = "spatialtunnel_logit_sample_phase"
 MASS_TOL = 1e-6  # a float32 softmax summed in float64
 
@@ -115,13 +112,13 @@ def test_a_random_model_is_warned_about_in_the_run_and_by_rescore_report_and_ver
     assert len(masses) == 256 and all(0 <= m < 0.5 for m in masses)  # a random model: the labels are rare
     assert "HFYesNo: median label mass" in hf_run.output and "reads a minority of its answer" in hf_run.output
 
-    rescored = subprocess.run([SPATIAL_TASKS, "rescore", "spatialtunnel", str(hf_run.out), "--json"],
-                              capture_output=True, text=True, check=True)
+    rescored = run_cli([SPATIAL_TASKS, "rescore", "spatialtunnel", str(hf_run.out), "--json"],
+                       capture_output=True, text=True, check=True)
     figures = next(iter(json.loads(rescored.stdout)["runs"].values()))["tasks"][TASK]
     assert figures["label_mass_median"] == pytest.approx(label_mass_median([{"label_mass": m} for m in masses]))
     assert figures["label_mass_below_half"] == 1.0
-    text = subprocess.run([SPATIAL_TASKS, "rescore", "spatialtunnel", str(hf_run.out)], capture_output=True,
-                          text=True, check=True).stdout
+    text = run_cli([SPATIAL_TASKS, "rescore", "spatialtunnel", str(hf_run.out)], capture_output=True,
+                   text=True, check=True).stdout
     assert f"  warning: {TASK}: median label mass" in text and text.count("warning:") == 1
 
     files = write_report(hf_run.out, tmp_path / "report")

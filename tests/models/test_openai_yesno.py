@@ -20,14 +20,13 @@ import time
 from pathlib import Path
 
 import pytest
-from lmms import LMMS_EVAL, run_env, run_lmms_eval
+from lmms import LMMS_EVAL, SPATIAL_TASKS, run_cli, run_env, run_lmms_eval
 from PIL import Image
 
 from spatial_tasks.models import served
 from spatial_tasks.models.logprob_server import Fault, LogprobServer
 
 TASK = "spatialtunnel_logit_sample_phase"  # 256 questions on 64 images
-SPATIAL_TASKS = str(Path(LMMS_EVAL).with_name("spatial-tasks"))
 
 
 @pytest.fixture(scope="session")
@@ -109,16 +108,16 @@ def test_censored_labels_are_bounds_and_counted(tiny_qwen_dir, lmms_run, tmp_pat
             assert p == 0.5
         else:
             assert abs(p - truth) < 1e-4
-    rescored = json.loads(subprocess.run([SPATIAL_TASKS, "rescore", "spatialtunnel", str(run.out), "--json"],
-                                         capture_output=True, text=True, check=True).stdout)
+    rescored = json.loads(run_cli([SPATIAL_TASKS, "rescore", "spatialtunnel", str(run.out), "--json"],
+                                  capture_output=True, text=True, check=True).stdout)
     (figures,) = rescored["runs"].values()
     assert figures["tasks"][TASK]["n_censored"] == len(censored)
-    report = subprocess.run([SPATIAL_TASKS, "report", str(run.out), "--out", str(tmp_path / "report")],
-                            check=False, capture_output=True, text=True)
+    report = run_cli([SPATIAL_TASKS, "report", str(run.out), "--out", str(tmp_path / "report")],
+                     check=False, capture_output=True, text=True)
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "report" / "report.md").read_text()
     assert "| censored |" in text and f"| {len(censored)} |" in text and "**censored**" in text
-    verify = subprocess.run([SPATIAL_TASKS, "verify", str(run.out)], check=False, capture_output=True, text=True)
+    verify = run_cli([SPATIAL_TASKS, "verify", str(run.out)], check=False, capture_output=True, text=True)
     assert f"{TASK}: {len(censored)} of 256 questions scored from a censored label" in verify.stdout
 
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from lmms import assert_all_finite, run_lmms_eval
+from lmms import SPATIAL_TASKS, assert_all_finite, run_cli, run_lmms_eval
 from PIL import Image
 
 from spatial_tasks.common.yesno import decode_payload
@@ -31,7 +30,6 @@ import standin_vila  # noqa: E402
 
 STATE_TOL = 1e-5  # float32 hidden states of a left-padded batch vs one prompt alone
 
-SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 
 
 @pytest.fixture(scope="module")
@@ -163,9 +161,9 @@ def test_hf_yesno_and_probe_clis_with_trust_remote_code(family, molmo_dir, vila_
     assert all(decode_payload(s["v"]["response"]).finite and json.loads(s["v"]["response"])["answer_rule"] == "exact"
                for s in samples)
     data = benchmark_tasks_dir("spatialtunnel") / "sample" / "contrastive_probing"
-    proc = subprocess.run([SPATIAL_TASKS, "probe", "--model", str(checkpoint), "--trust-remote-code", "--data", str(data),
-                           "--out", str(tmp_path / "probe"), "--dtype", "float32"], capture_output=True, text=True,
-                          timeout=600, env={**_env(), "OMP_NUM_THREADS": "1"})
+    proc = run_cli([SPATIAL_TASKS, "probe", "--model", str(checkpoint), "--trust-remote-code", "--data", str(data),
+                    "--out", str(tmp_path / "probe"), "--dtype", "float32"], capture_output=True, text=True,
+                   timeout=600, env={**_env(), "OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     meta = json.loads((tmp_path / "probe" / "probe.json").read_text())
     assert meta["num_layers"] == 2 and meta["hidden_size"] == 32

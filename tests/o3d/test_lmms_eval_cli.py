@@ -13,13 +13,11 @@ import json
 import math
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from filelock import FileLock
-from lmms import TINY_QWEN_ARGS, Run, assert_all_finite, run_lmms_eval
+from lmms import SPATIAL_TASKS, TINY_QWEN_ARGS, Run, assert_all_finite, run_cli, run_lmms_eval
 from openai_server import image_urls, prompt_text
 from spatial_tasks.generators.o3d import standins as fixture
 
@@ -32,7 +30,6 @@ from spatial_tasks.o3d.tasks import (
 )
 
 pytestmark = pytest.mark.cli
-SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 SAMPLE_TASKS = "o3d_sample,o3d_sample_real,o3d_sample_icl_cot"
 DECLARED = {
     "o3d_sample_clarity_low": BASIC_METRICS,
@@ -102,9 +99,9 @@ def custom_data(shared_root) -> Path:
 def oracle(shared_root, custom_data) -> Run:
     """depth_oracle on every sample task, plus o3d_markers pointed at ``custom_data`` by custom-task."""
     def run(out: Path) -> Run:
-        made = subprocess.run([SPATIAL_TASKS, "custom-task", "o3d_markers", "--data", str(custom_data),
-                               "--out", str(out.parent / "my_tasks"), "--name", "o3d_markers_mine"],
-                              capture_output=True, text=True, check=True)
+        made = run_cli([SPATIAL_TASKS, "custom-task", "o3d_markers", "--data", str(custom_data),
+                        "--out", str(out.parent / "my_tasks"), "--name", "o3d_markers_mine"],
+                       capture_output=True, text=True, check=True)
         assert Path(made.stdout.strip()).name == "o3d_markers_mine.yaml"
         return run_lmms_eval(out, "spatial_baseline", "rule=depth_oracle", f"{SAMPLE_TASKS},o3d_markers_mine",
                              "--include_path", str(out.parent / "my_tasks"))
@@ -176,8 +173,8 @@ def _same(a, b) -> bool:
 
 
 def test_rescore_of_saved_samples_equals_the_live_run(depth_model):
-    out = subprocess.run([SPATIAL_TASKS, "rescore", "o3d", str(depth_model.out), "--format", "lmms-samples",
-                          "--json"], capture_output=True, text=True, check=True)
+    out = run_cli([SPATIAL_TASKS, "rescore", "o3d", str(depth_model.out), "--format", "lmms-samples",
+                   "--json"], capture_output=True, text=True, check=True)
     (label, model), = json.loads(out.stdout)["models"].items()
     assert label.startswith("spatial_baseline(rule=depth_model")
     for task in (*GROUP, "o3d_sample_real"):
@@ -202,8 +199,8 @@ def test_report_draws_the_o3d_figures(oracle, always, depth_model, tmp_path):
     runs = tmp_path / "runs"  # the four rules' runs side by side
     for name, run in (("depth_oracle", oracle), *always.items(), ("depth_model", depth_model)):
         shutil.copytree(run.out, runs / name)
-    out = subprocess.run([SPATIAL_TASKS, "report", str(runs), "--out", str(tmp_path / "rep")],
-                         capture_output=True, text=True, check=False)
+    out = run_cli([SPATIAL_TASKS, "report", str(runs), "--out", str(tmp_path / "rep")],
+                  capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     names = sorted(p.name for p in (tmp_path / "rep").glob("o3d_*.png"))
     assert "o3d_near_far_bias.png" in names and "o3d_sdgm.png" in names

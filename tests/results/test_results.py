@@ -8,7 +8,6 @@ import json
 import random
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -32,6 +31,7 @@ from spatial_tasks.results.tidy import identity_args, run_records
 from spatial_tasks.results.verify import grade_points, verify, verify_lines
 from spatial_tasks.spatialtunnel import metrics as st_metrics
 from spatial_tasks.spatialtunnel.rescore import records_from_samples
+from lmms import SPATIAL_TASKS, run_cli
 
 
 def test_the_shipped_json_schema_is_the_records_schema():
@@ -260,8 +260,8 @@ def test_verify_grades_a_runs_figures_against_its_paper_row(baseline_runs, tmp_p
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(Path(sys.executable).with_name("spatial-tasks")), *args], capture_output=True,
-                          text=True, timeout=300)
+    return run_cli([SPATIAL_TASKS, *args], capture_output=True,
+                   text=True, timeout=300)
 
 
 def test_the_spatialtunnel_tables_intervals_of_v_cons_and_v_ctr():

@@ -6,19 +6,16 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from lmms import TINY_QWEN_ARGS, assert_all_finite, run_lmms_eval
+from lmms import SPATIAL_TASKS, TINY_QWEN_ARGS, assert_all_finite, run_cli, run_lmms_eval
 
 from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS, SIZE_METRICS
 
 from .fakes import write_generated
 
 pytestmark = pytest.mark.cli
-SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 BOTH = "spatialtunnel_sample,spatialtunnel_logit_sample"
 
 
@@ -61,8 +58,8 @@ def test_rescore_of_saved_samples_equals_the_live_run(baseline_runs, tmp_path):
     run = baseline_runs["vertical"]
     live = run.metrics("spatialtunnel_sample_phase")
     samples = next(run.out.rglob("*_samples_spatialtunnel_sample_phase.jsonl"))
-    out = subprocess.run([SPATIAL_TASKS, "rescore", "spatialtunnel", str(samples), "--json"],
-                         capture_output=True, text=True, check=True)
+    out = run_cli([SPATIAL_TASKS, "rescore", "spatialtunnel", str(samples), "--json"],
+                  capture_output=True, text=True, check=True)
     (run_result,) = json.loads(out.stdout)["runs"].values()
     rescored = run_result["tasks"]["spatialtunnel_sample_phase"]
     for key in ("v", "v_cons", "v_ctr", "delta", "v_amb", "unparseable"):
@@ -76,8 +73,8 @@ def test_report_draws_heatmaps_and_size_curve(baseline_runs, tmp_path):
     runs_root = tmp_path / "runs"  # the four rules' runs, side by side
     for rule, run in baseline_runs.items():
         shutil.copytree(run.out, runs_root / rule)
-    out = subprocess.run([SPATIAL_TASKS, "report", str(runs_root), "--out", str(tmp_path / "rep")],
-                         capture_output=True, text=True)
+    out = run_cli([SPATIAL_TASKS, "report", str(runs_root), "--out", str(tmp_path / "rep")],
+                  capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     pngs = sorted((tmp_path / "rep").glob("*.png"))
     names = [p.name for p in pngs]
@@ -101,7 +98,7 @@ def test_include_path_fallback_when_auto_discovery_is_off(tmp_path):
     off = {"SPATIAL_TASKS_AUTO_INCLUDE": "0"}
     missing = run_lmms_eval(tmp_path / "a", "spatial_baseline", "rule=oracle", "spatialtunnel_sample_phase", env=off)
     assert missing.results is None
-    tasks_dir = subprocess.run([SPATIAL_TASKS, "tasks-dir"], capture_output=True, text=True, check=True).stdout.strip()
+    tasks_dir = run_cli([SPATIAL_TASKS, "tasks-dir"], capture_output=True, text=True, check=True).stdout.strip()
     found = run_lmms_eval(tmp_path / "b", "spatial_baseline", "rule=oracle", "spatialtunnel_sample_phase",
                           "--include_path", tasks_dir, env=off)
     assert found.metrics("spatialtunnel_sample_phase")["v"] == pytest.approx(1.0)
@@ -109,9 +106,9 @@ def test_include_path_fallback_when_auto_discovery_is_off(tmp_path):
 
 def test_user_yaml_points_a_task_at_a_local_dataset(tmp_path):
     data = write_generated(tmp_path / "mydata", variants=("phase",), grid=4)
-    made = subprocess.run([SPATIAL_TASKS, "custom-task", "spatialtunnel_phase", "--data", str(data),
-                           "--out", str(tmp_path / "mytasks"), "--name", "spatialtunnel_mine"],
-                          capture_output=True, text=True, check=True)
+    made = run_cli([SPATIAL_TASKS, "custom-task", "spatialtunnel_phase", "--data", str(data),
+                    "--out", str(tmp_path / "mytasks"), "--name", "spatialtunnel_mine"],
+                   capture_output=True, text=True, check=True)
     assert Path(made.stdout.strip()).name == "spatialtunnel_mine.yaml"
     run = run_lmms_eval(tmp_path / "out", "spatial_baseline", "rule=vertical", "spatialtunnel_mine",
                         "--include_path", str(tmp_path / "mytasks"))
@@ -132,8 +129,8 @@ def test_custom_task_reads_a_copy_of_the_official_release(tmp_path):
     rows, _ = official_rows(generated)
     release = tmp_path / "spatialtunnel"
     write_official(release, "phase_variation", rows)
-    made = subprocess.run([SPATIAL_TASKS, "custom-task", "spatialtunnel_logit_phase", "--data", str(release),
-                           "--out", str(tmp_path / "tasks"), "--name", "st_release"], capture_output=True, text=True)
+    made = run_cli([SPATIAL_TASKS, "custom-task", "spatialtunnel_logit_phase", "--data", str(release),
+                    "--out", str(tmp_path / "tasks"), "--name", "st_release"], capture_output=True, text=True)
     assert made.returncode == 0, made.stderr
     assert "phase_variation.parquet" in (tmp_path / "tasks" / "st_release.yaml").read_text()
     run = run_lmms_eval(tmp_path / "out", "spatial_baseline", "rule=vertical", "st_release",
@@ -185,8 +182,8 @@ def test_group_figures_are_metrics_of_the_pooled_records(baseline_runs):
     `rescore` recomputes -- never lmms-eval's size-weighted mean of the subtasks' values."""
     run = baseline_runs["size"]
     group = run.metrics("spatialtunnel_sample")
-    out = subprocess.run([SPATIAL_TASKS, "rescore", "spatialtunnel", str(run.out), "--json"],
-                         capture_output=True, text=True, check=True)
+    out = run_cli([SPATIAL_TASKS, "rescore", "spatialtunnel", str(run.out), "--json"],
+                  capture_output=True, text=True, check=True)
     (rescored,) = json.loads(out.stdout)["runs"].values()
     pooled = rescored["groups"]["spatialtunnel_sample"]
     for key in ("v", "v_cons", "v_ctr", "delta", "unparseable"):

@@ -18,6 +18,7 @@ from spatial_tasks.spatialtunnel.probe.data import load_probe_pairs
 from spatial_tasks.spatialtunnel.probe.run import ProbeError, recompute, run_probe
 
 from .fakes import prompt_rows, write_prompt_parquet
+from lmms import SPATIAL_TASKS, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -213,9 +214,9 @@ def test_a_missing_gpu_is_one_line_before_the_model_loads(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this machine has a CUDA GPU")
     data = write_prompt_parquet(tmp_path / "cp.parquet", prompt_rows(2))
-    run = subprocess.run([str(__import__("pathlib").Path(sys.executable).with_name("spatial-tasks")), "probe",
-                          "--model", str(tmp_path / "no_model"), "--data", str(data), "--device", "cuda",
-                          "--out", str(tmp_path / "p")], capture_output=True, text=True, timeout=120)
+    run = run_cli([SPATIAL_TASKS, "probe",
+                   "--model", str(tmp_path / "no_model"), "--data", str(data), "--device", "cuda",
+                   "--out", str(tmp_path / "p")], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and run.stderr.strip().splitlines() == [
         "error: --device cuda: torch sees no CUDA GPU on this machine "
         f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'none'}); use --device cpu"]

@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from lmms import TINY_QWEN_ARGS, assert_all_finite, run_lmms_eval
+from lmms import SPATIAL_TASKS, TINY_QWEN_ARGS, assert_all_finite, run_cli, run_lmms_eval
 from openai_server import image_urls, prompt_text
 
 from spatial_tasks.vague.tasks import FREEFORM_METRICS, MCQ_METRICS
 
 pytestmark = pytest.mark.cli
-SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 MCQ_TASKS = [f"vague_sample_{s}" for s in ("lm", "sm", "sm_gpt", "vlm", "vlm_cot", "sm_cot")]
 FREE_TASKS = ["vague_sample_freeform", "vague_sample_freeform_cot"]
 
@@ -65,15 +62,15 @@ def test_wrong_types_and_refusals_are_counted(runs):
 
 def test_rescore_and_report(runs, tmp_path):
     root, by_rule = runs
-    out = subprocess.run([SPATIAL_TASKS, "rescore", "vague", str(root / "superficial"), "--json"],
-                         capture_output=True, text=True)
+    out = run_cli([SPATIAL_TASKS, "rescore", "vague", str(root / "superficial"), "--json"],
+                  capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     (tasks,) = json.loads(out.stdout)["runs"].values()
     for task in MCQ_TASKS:
         assert tasks[task]["n_su"] == 8 and tasks[task]["valid"] == 8
         assert tasks[task]["acc"] == by_rule["superficial"].metrics(task)["acc"]
-    report = subprocess.run([SPATIAL_TASKS, "report", str(root), "--out", str(tmp_path / "report")],
-                            capture_output=True, text=True)
+    report = run_cli([SPATIAL_TASKS, "report", str(root), "--out", str(tmp_path / "report")],
+                     capture_output=True, text=True)
     assert report.returncode == 0, report.stderr
     assert "## VAGUE" in (tmp_path / "report" / "report.md").read_text()
     for name in ("vague_accuracy_by_setting.png", "vague_choice_types.png"):
@@ -138,8 +135,8 @@ def local_copies(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.mark.parametrize("layout", ["hub", "items"])
 def test_custom_task_points_a_setting_at_a_local_copy(tmp_path, local_copies, layout):
-    made = subprocess.run([SPATIAL_TASKS, "custom-task", "vague_ego4d_vlm", "--data", str(local_copies[layout]),
-                           "--name", "vague_mine", "--out", str(tmp_path / "tasks")], capture_output=True, text=True)
+    made = run_cli([SPATIAL_TASKS, "custom-task", "vague_ego4d_vlm", "--data", str(local_copies[layout]),
+                    "--name", "vague_mine", "--out", str(tmp_path / "tasks")], capture_output=True, text=True)
     assert made.returncode == 0, made.stderr
     run = run_lmms_eval(tmp_path / "out", "spatial_baseline", "rule=oracle", "vague_mine",
                         "--include_path", str(tmp_path / "tasks"))
@@ -163,8 +160,8 @@ def test_the_source_variable_points_the_release_tasks_at_a_local_copy(tmp_path, 
 def test_custom_task_refuses_a_folder_without_vague_items(tmp_path):
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "notes.json").write_text('{"a": 1}')
-    made = subprocess.run([SPATIAL_TASKS, "custom-task", "vague_vcr_vlm", "--data", str(tmp_path / "empty"),
-                           "--out", str(tmp_path / "tasks")], capture_output=True, text=True)
+    made = run_cli([SPATIAL_TASKS, "custom-task", "vague_vcr_vlm", "--data", str(tmp_path / "empty"),
+                    "--out", str(tmp_path / "tasks")], capture_output=True, text=True)
     assert made.returncode == 2 and "holds neither the Hub release's parquet nor item files" in made.stderr
     assert not (tmp_path / "tasks").exists()
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,8 +16,8 @@ from spatial_tasks.generators.common.publish import upload_list
 from spatial_tasks.generators.vague import pipeline
 
 from spatial_tasks.vague import load
+from lmms import SPATIAL_TASKS, run_cli
 
-SPATIAL_TASKS = str(Path(sys.executable).with_name("spatial-tasks"))
 
 
 def scripted(body: dict) -> str:
@@ -186,9 +184,9 @@ def test_bad_inputs(tmp_path, scenes):
         {"from_name": "indirect_rating", "type": "rating", "value": {"rating": 3}}]}]}]))
     with pytest.raises(pipeline.PipelineError, match=r"task 0 \('scene0'\): ratings are 1-5"):
         pipeline.read_labels(export)
-    done = subprocess.run([SPATIAL_TASKS, "generate", "vague", "--out", str(tmp_path / "o"), "--scenes",
-                           str(scenes_path), "--images", str(frames), "--api-key-env", "NO_SUCH_KEY_VAR"],
-                          capture_output=True, text=True)
+    done = run_cli([SPATIAL_TASKS, "generate", "vague", "--out", str(tmp_path / "o"), "--scenes",
+                    str(scenes_path), "--images", str(frames), "--api-key-env", "NO_SUCH_KEY_VAR"],
+                   capture_output=True, text=True)
     assert done.returncode == 2 and "NO_SUCH_KEY_VAR" in done.stderr
 
 
