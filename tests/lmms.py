@@ -145,10 +145,11 @@ class ForkServer:
         home = run_env() if script == LMMS_EVAL else {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
         with cls._lock:
             server = cls._started.get(script)
-            if server is not None and server.proc.poll() is None and script != LMMS_EVAL and server.differs_at_import(home):
+            alive = server is not None and server.proc.poll() is None
+            if alive and script != LMMS_EVAL and server.differs_at_import(home):
                 server.close()
-                server = None
-            if server is None or server.proc.poll() is not None:
+                alive = False
+            if not alive:
                 server = cls._started[script] = cls(script, home)
         differs = server.differs_at_import(env)
         if differs and os.environ.get("LMMS_FORKSERVER_LOG"):  # why a run was not forked
@@ -166,7 +167,7 @@ class ForkServer:
             self.proc.wait()
 
     def differs_at_import(self, env: dict[str, str]) -> set[str]:
-        """The variables a fresh process with ``env`` would import lmms-eval with, set otherwise than here."""
+        """The variables a fresh process with ``env`` would import the script's modules with, set otherwise than here."""
         def fresh(k: str) -> str | None:  # a variable its imports set, unless the environment already has it
             return env.get(k, self.set_at_import.get(k))
 
