@@ -7,8 +7,19 @@ import system finds the installed copy in a wheel and the checkout in editable m
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 from pathlib import Path
+
+CACHE_ENV = "SPATIAL_TASKS_CACHE"
+
+
+def cache_folder() -> Path:
+    """Where spatial-tasks keeps what it can make again (evaluate modules, lmms-eval's task index):
+    ``$SPATIAL_TASKS_CACHE``, else ``$XDG_CACHE_HOME/spatial-tasks``, else ``~/.cache/spatial-tasks``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "spatial-tasks"
 
 
 def tasks_dir() -> Path:

@@ -54,6 +54,15 @@ def contract_problems() -> list[str]:
     check("(12) lmms-eval reads task YAMLs with yaml.full_load, registering !function on the default loaders",
           lambda: all(t in inspect.getsource(__import__("lmms_eval.utils", fromlist=["x"]).load_yaml_config)
                       for t in ("yaml.full_load(file)", 'yaml.add_constructor("!function", constructor_fn)')))
+    check("(14) TaskManager.initialize_tasks indexes lmms-eval's own folder (its path + '/') and each include path with "
+          "_get_task_and_group(task_dir), reading each YAML with utils.load_yaml_config(path, mode='simple') "
+          "(includes through the module's load_yaml_config) and logging on self.logger",
+          lambda: all(t in inspect.getsource(task_manager().initialize_tasks) for t in (
+              'os.path.dirname(os.path.abspath(__file__)) + "/"', "self._get_task_and_group(task_dir)"))
+          and all(t in inspect.getsource(unpatched_task_and_group()) for t in (
+              'utils.load_yaml_config(yaml_path, mode="simple")', "self.logger."))
+          and "load_yaml_config(yaml_path=path, mode=mode)" in inspect.getsource(
+              __import__("lmms_eval.utils", fromlist=["x"]).load_yaml_config))
     check("(3) the CLI catches Exception (not SystemExit) around an evaluation",
           lambda: "except Exception as e:" in inspect.getsource(__import__("lmms_eval.__main__", fromlist=["x"]).cli_evaluate))
     check("(4) a group's aggregate_metric_list aggregation is called as fn(subtask values, sizes, weight_by_size) "
@@ -106,6 +115,13 @@ def model_contract(check: Callable[[str, Callable[[], bool]], None]) -> None:
               t in inspect.getsource(upstream.lmms_eval_model_module("llava_hf").LlavaHf.generate_until) for t in (
                   'context = f"{image_tokens}\\n{context}"', 'messages = [{"role": "user", "content": context}]',
                   "self._image_processor(images=visuals, text=text")))
+
+
+def unpatched_task_and_group():
+    from lmms_eval.tasks import TaskManager
+
+    method = TaskManager._get_task_and_group
+    return method.__wrapped__ if getattr(method, "_spatial_tasks", False) else method
 
 
 def unpatched_download():

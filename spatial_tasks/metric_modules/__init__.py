@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-CACHE_ENV = "SPATIAL_TASKS_CACHE"
+from spatial_tasks.paths import cache_folder
+
 TEMPLATE = '''"""{title} metrics as a local, offline Hugging Face ``evaluate`` module:
 
     import evaluate, spatial_tasks
@@ -28,11 +29,6 @@ from spatial_tasks.metric_modules import base
 class {cls}(base.BenchmarkMetric):
     benchmark = "{name}"
 '''
-
-
-def cache_folder() -> Path:
-    """``$SPATIAL_TASKS_CACHE`` (default: ~/.cache/spatial-tasks)."""
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "spatial-tasks").expanduser()
 
 
 def module_file(benchmark: str) -> Path:

