@@ -1,7 +1,7 @@
 """Shared pytest fixtures. Keep each one small and documented; put helpers in their own modules.
 
-Every test runs offline: the Hugging Face Hub is unreachable here, so ``HF_HUB_OFFLINE=1`` is
-set for the session before any fixture loads a model.
+Every test runs offline: the Hugging Face Hub is unreachable here, so ``HF_HUB_OFFLINE=1`` (and
+``HF_DATASETS_OFFLINE=1``) is set for the session before any fixture loads a model.
 """
 
 from __future__ import annotations
@@ -15,6 +15,11 @@ from hypothesis import settings
 from openai_server import OpenAIStubServer  # tests/ is on sys.path (pytest's default "prepend" import mode)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# ... for datasets too, and no tokenizer thread pools, as every lmms-eval run of the tests has them
+# (tests/lmms.py run_env): a `spatial-tasks` command a test starts with them then forks from the
+# worker's server instead of importing torch and transformers again (datasets reads its variable at import).
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # One torch (OpenMP) thread per test process, set before anything imports torch: pytest -n 2 already
 # keeps both cores busy, and two threads per worker only make the workers wait on each other.
 os.environ.setdefault("OMP_NUM_THREADS", "1")

@@ -90,12 +90,13 @@ def run_cli(argv: list[str], *, capture_output: bool = False, text: bool = False
             env: dict | None = None, timeout: float | None = None, cwd: str | Path | None = None,
             **other) -> subprocess.CompletedProcess:
     """``subprocess.run(argv, ...)`` for a ``spatial-tasks`` command, forked from the worker's
-    ``spatial-tasks`` server when it can be (its output captured, nothing on stdin, an environment
+    ``spatial-tasks`` server when it can be (its output captured, nothing or /dev/null on stdin, an environment
     the server's imports agree with); otherwise ``subprocess.run`` itself. The same
     CompletedProcess, exceptions and text decoding either way."""
     full_env = dict(os.environ if env is None else env)
     server = None
-    if capture_output and not other and argv[0] == SPATIAL_TASKS:
+    # a forked command reads /dev/null as its stdin: asking for that explicitly changes nothing
+    if capture_output and other in ({}, {"stdin": subprocess.DEVNULL}) and argv[0] == SPATIAL_TASKS:
         server = ForkServer.for_env(full_env, SPATIAL_TASKS)
     if server is None:
         return subprocess.run(argv, capture_output=capture_output, text=text, check=check, env=env,

@@ -31,6 +31,7 @@ import datasets
 import huggingface_hub.constants
 import pytest
 import yaml
+from lmms import SPATIAL_TASKS, run_cli
 from spatial_tasks.generators.common import dataset as ds
 from spatial_tasks.generators.common.publish import PublishError, publish, upload_list
 
@@ -215,9 +216,8 @@ def test_bad_repo_id(dataset_dir, repo):
 
 @pytest.mark.parametrize("repo", ["my--org/st", "a/b/c", "org/st."])
 def test_a_dry_run_checks_the_repo_id_too(dataset_dir, repo):
-    cli = Path(sys.executable).with_name("spatial-tasks")
-    out = subprocess.run([str(cli), "publish", str(dataset_dir), "--repo", repo, "--dry-run"],
-                         capture_output=True, text=True)
+    out = run_cli([SPATIAL_TASKS, "publish", str(dataset_dir), "--repo", repo, "--dry-run"],
+                  capture_output=True, text=True)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.startswith(f"error: --repo {repo!r}") or out.stderr.startswith("error: --repo must be ORG/NAME")
 

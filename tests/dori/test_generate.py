@@ -200,15 +200,12 @@ def test_generate_end_to_end(tmp_path):
 
 
 def test_cli_flag_errors_are_one_line(tmp_path):
-    import subprocess
-    import sys
-    from pathlib import Path
+    from lmms import SPATIAL_TASKS, run_cli
 
-    exe = str(Path(sys.executable).with_name("spatial-tasks"))
     for args, words in ((["--count", "0"], "--count must be a whole number from 1 to 10,000,000"),
                         (["--task", "canonical_orientation"], "pass --images FOLDER"),
                         (["--task", "spin"], "--task 'spin'")):
-        done = subprocess.run([exe, "generate", "dori", "--out", str(tmp_path / "x"), *args], capture_output=True,
+        done = run_cli([SPATIAL_TASKS, "generate", "dori", "--out", str(tmp_path / "x"), *args], capture_output=True,
                               text=True)
         assert done.returncode == 2 and words in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not (tmp_path / "x").exists()  # nothing written for a bad flag

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from generators.fake_renders import write_fake_renders
+from lmms import SPATIAL_TASKS, run_cli
 from spatial_tasks.generators.common.folder import LOCK_NAME, FolderBusyError, OutputFolder
 from spatial_tasks.generators.spatialtunnel import generate as gen
 
@@ -109,8 +110,7 @@ def test_a_second_run_on_a_busy_folder_stops_with_a_message_and_the_lock_dies_wi
         assert holder.stdout.readline().strip() == "holding"
         with pytest.raises(FolderBusyError, match=rf"{out} is being written by another `spatial-tasks generate`"):
             gen.generate("phase", out, **FLAGS, steps=("build",))
-        cli = Path(sys.executable).with_name("spatial-tasks")
-        run = subprocess.run([str(cli), "generate", "spatialtunnel", "--out", str(out), "--variant", "phase"],
+        run = run_cli([SPATIAL_TASKS, "generate", "spatialtunnel", "--out", str(out), "--variant", "phase"],
                              capture_output=True, text=True, timeout=120)
         assert run.returncode == 2 and run.stderr.count("\n") == 1 and "being written by another" in run.stderr
     finally:
@@ -128,8 +128,7 @@ def test_a_second_run_on_a_busy_folder_stops_with_a_message_and_the_lock_dies_wi
 
 def test_cli_refusal_is_one_line(tmp_path):
     out = finished(tmp_path / "st")
-    cli = Path(sys.executable).with_name("spatial-tasks")
-    run = subprocess.run([str(cli), "generate", "spatialtunnel", "--out", str(out), "--variant", "phase",
+    run = run_cli([SPATIAL_TASKS, "generate", "spatialtunnel", "--out", str(out), "--variant", "phase",
                           "--grid", "2", "--per-cell", "1", "--resolution", "32", "--samples", "1", "--seed", "7"],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 2, run.stderr

@@ -3,12 +3,9 @@ tag is where it must be and shows its own number (compared with the number drawn
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from lmms import SPATIAL_TASKS, run_cli
 from PIL import Image, ImageDraw
 
 from spatial_tasks.vague.person_tags import draw_person_tags, tag_size
@@ -68,20 +65,19 @@ def test_boxes_outside_the_image_are_refused():
 def test_cli(tmp_path):
     image, boxes = _people(5)
     image.save(tmp_path / "frame.jpg")
-    exe = str(Path(sys.executable).with_name("spatial-tasks"))
-    done = subprocess.run([exe, "vague", "tag-persons", str(tmp_path / "frame.jpg"), "--boxes", str(boxes),
+    done = run_cli([SPATIAL_TASKS, "vague", "tag-persons", str(tmp_path / "frame.jpg"), "--boxes", str(boxes),
                            "--out", str(tmp_path / "frame_annot.png")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     expected, _ = draw_person_tags(image.convert("RGB"), boxes)
     got = np.asarray(Image.open(tmp_path / "frame_annot.png"))
     assert np.abs(got.astype(int) - np.asarray(Image.open(tmp_path / "frame.jpg").convert("RGB")).astype(int)).max() > 100
-    bad = subprocess.run([exe, "vague", "tag-persons", str(tmp_path / "frame.jpg"), "--boxes", "[[1,2,3]]",
+    bad = run_cli([SPATIAL_TASKS, "vague", "tag-persons", str(tmp_path / "frame.jpg"), "--boxes", "[[1,2,3]]",
                           "--out", str(tmp_path / "x.png")], capture_output=True, text=True)
     assert bad.returncode == 2 and "box 1" in bad.stderr and not (tmp_path / "x.png").exists()
     assert expected.size == (800, 500)
-    again = [exe, "vague", "tag-persons", str(tmp_path / "frame.jpg"), "--boxes", str(boxes), "--out"]
-    assert subprocess.run([*again, str(tmp_path / "frame_annot.png")], capture_output=True).returncode == 0  # its own
+    again = [SPATIAL_TASKS, "vague", "tag-persons", str(tmp_path / "frame.jpg"), "--boxes", str(boxes), "--out"]
+    assert run_cli([*again, str(tmp_path / "frame_annot.png")], capture_output=True).returncode == 0  # its own
     (tmp_path / "mine.png").write_bytes(b"a picture of mine")  # issue 50: never overwritten
-    refused = subprocess.run([*again, str(tmp_path / "mine.png")], capture_output=True, text=True)
+    refused = run_cli([*again, str(tmp_path / "mine.png")], capture_output=True, text=True)
     assert refused.returncode == 2 and "holds mine.png, which spatial-tasks did not write" in refused.stderr
     assert (tmp_path / "mine.png").read_bytes() == b"a picture of mine"
