@@ -80,7 +80,7 @@ def installed(tmp_path_factory) -> dict:
                     str(tree)], check=True, capture_output=True, text=True)
     wheel = next(dist.glob("spatial_tasks-*.whl"))
     venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)  # pip: from deps.pth
     py = venv / "bin" / "python"
     site = Path(subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip())

@@ -65,7 +65,9 @@ def test_bundled_sample_data_is_small(wheel):
 
 def test_installed_wheel_is_what_lmms_eval_finds(wheel, tmp_path):
     venv = tmp_path / "fresh"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # --without-pip: the test environment's pip (reached through deps.pth below) installs the wheel; the
+    # venv's own copy of pip (ensurepip, ~4 s) would install it the same way.
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     py = venv / "bin" / "python"
     # Dependencies come from the test environment's site-packages (a .pth line adds it after the
     # fresh venv's own), so only spatial-tasks itself is installed from the wheel here.
