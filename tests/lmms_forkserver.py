@@ -135,3 +135,4 @@ if __name__ == "__main__":
     # A child's own objects are collected as in a fresh process; a child never frees the frozen ones (``_end``).
     gc.freeze()
     serve(main)
+    os._exit(0)  # its requests have ended: freeing the frozen heap (~3 s) would only delay the worker's exit
