@@ -4,10 +4,13 @@ determined", "I don't know" and refusals are counted, never read as a letter. Ne
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from spatial_tasks.common import choice as choice_module
 from spatial_tasks.common.choice import DECLINED, OUTCOMES, REFUSED, SELECTED, UNPARSEABLE, read_choice
 
 OPTIONS = ["90 degrees clockwise", "90 degrees counterclockwise", "180 degrees clockwise", "Cannot be determined"]
@@ -92,3 +95,18 @@ def test_never_raises(response, options):
 def test_a_leading_letter_with_any_reasoning_is_read(k, reason):
     letter = "ABCD"[k]
     assert read_choice(f"{letter}. {reason}", OPTIONS).index == k
+
+
+WORDISH = st.text(st.sampled_from("ab a.1\n-Kİé"), max_size=30)  # letters, digits, boundaries, case folds
+
+
+@settings(max_examples=1000, deadline=None)
+@given(WORDISH, st.text(st.sampled_from("ab a.1-K"), min_size=1, max_size=4), st.integers(0, 70))
+@example("a" * 70, "a", 0)  # more than 64 candidates: the regex engine's path
+@example("ab a", "a", 0)
+def test_option_text_occurrences_are_the_regex_definitions(text, needle, repeat):
+    """Option text is found where ``(?<![a-z0-9])NEEDLE(?![a-z0-9])`` finds it, left to right without
+    overlaps, on both of its paths (few candidates: str.find; many: the regex itself)."""
+    text = text + (needle + " ") * repeat
+    expected = [m.start() for m in re.finditer(r"(?<![a-z0-9])" + re.escape(needle) + r"(?![a-z0-9])", text)]
+    assert choice_module._word_occurrences(text, needle) == expected

@@ -60,6 +60,8 @@ _DONT_KNOW = re.compile(r"(?i)\b(i don'?t know|i do not know|not sure|unsure)\b"
 _MARKER_WORDS = ("answer", "select", "choice", "option", "i choose", "i pick")  # every _MARKER match contains one
 _DONT_KNOW_WORDS = ("know", "sure")  # every _DONT_KNOW match contains one
 _REFUSAL_WORDS = ("sorry", "i can", "i am unable", "i'm unable", "as an ai", "apologi", "unable to")  # likewise
+_SPACES = re.compile(r"\s+")
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")  # the boundary of an option's text
 _REFUSAL = re.compile(r"(?i)\b(i'?m sorry|i am sorry|i cannot|i can't|i can not|i am unable|i'm unable|"
                       r"as an ai|i apologi[sz]e|unable to (answer|assist|help))")
 
@@ -80,17 +82,33 @@ def _letter(letter: str, n: int) -> int | None:
     return k if 0 <= k < n else None
 
 
+def _word_occurrences(text: str, needle: str) -> list[int]:
+    """Where ``needle`` occurs in ``text`` with no ASCII letter or digit on either side, left to
+    right without overlaps: what ``re.finditer(r"(?<![a-z0-9])NEEDLE(?![a-z0-9])")`` finds, without
+    compiling a pattern for each option (options vary from question to question)."""
+    if text.count(needle) > 64:  # many candidates, maybe inside words: the regex engine rejects those faster
+        return [m.start() for m in re.finditer(r"(?<![a-z0-9])" + re.escape(needle) + r"(?![a-z0-9])", text)]
+    starts = []
+    at = text.find(needle)
+    while at >= 0:
+        end = at + len(needle)
+        if (at == 0 or text[at - 1] not in _WORD_CHARS) and (end == len(text) or text[end] not in _WORD_CHARS):
+            starts.append(at)
+            at = text.find(needle, end)
+        else:
+            at = text.find(needle, at + 1)
+    return starts
+
+
 def option_text_matches(text: str, options: Sequence[str]) -> set[int]:
     """Options with an occurrence in ``text`` that no longer option's occurrence contains.
     Sorting and prefix maxima keep this O(m log m) in the number of occurrences m."""
-    low = re.sub(r"\s+", " ", text.lower())
+    low = _SPACES.sub(" ", text.lower())
     spans = []
     for k, option in enumerate(options):
-        needle = re.sub(r"\s+", " ", str(option).strip().lower().rstrip("."))
-        if not needle:
-            continue
-        pattern = r"(?<![a-z0-9])" + re.escape(needle) + r"(?![a-z0-9])"
-        spans += [(m.start(), m.end(), k) for m in re.finditer(pattern, low)]
+        needle = _SPACES.sub(" ", str(option).strip().lower().rstrip("."))
+        if needle:
+            spans += [(start, start + len(needle), k) for start in _word_occurrences(low, needle)]
     found = {k for _, _, k in spans}
     if len(found) <= 1:  # nothing to be contained in
         return found
