@@ -49,7 +49,17 @@ QUESTION = ("Is the object marked with a red circle closer to or farther away fr
             "marked with a blue square? A. Closer. B. Farther. Answer A or B.")
 
 ANY_CHAR = st.characters(exclude_categories=())  # lone surrogates, controls, unassigned included
-FRAGMENTS = st.sampled_from([
+
+
+def joined(fragments: list[str], max_size: int = 40):
+    """Up to ``max_size`` of ``fragments`` in a row, joined: one byte string drawn, each byte naming a
+    fragment. What ``st.lists(st.sampled_from(fragments)).map("".join)`` draws, as one choice instead
+    of two per fragment (hypothesis's cost is per choice: 220 instead of 640 us an input); it shrinks
+    likewise, to fewer fragments and to the first ones."""
+    return st.binary(max_size=max_size).map(lambda picks: "".join(fragments[i % len(fragments)] for i in picks))
+
+
+FRAGMENTS = joined([
     "A", "B", "C", "D", "a", ".", ". ", " ", "\n", "\n\n", ")", "(", "(Let's think step by step", "(Let me think step by step",
     "Answer: ", "wer is: ", "swer is ", "d say:\n\n", "er is:\n\n", "ons is: ", "itioned ", "x comes ", "Yes", "no",
     "True", "False", "in front of", "behind", "farther", "closer to the viewer", "nearer than", "Answer A",
@@ -57,7 +67,7 @@ FRAGMENTS = st.sampled_from([
     '"', "1e999", "-0", "NaN", "[", "]"])
 TEXT = st.one_of(
     st.text(ANY_CHAR, max_size=200),
-    st.lists(FRAGMENTS, max_size=40).map("".join),
+    FRAGMENTS,
     st.builds(lambda s, n: s * n, st.text(ANY_CHAR, min_size=1, max_size=4), st.integers(200, 2000)),
 )
 JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(-(10**400), 10**400),
@@ -119,18 +129,17 @@ def _read_text(text, question, answer):
 
 
 DORI_OPTIONS = ["90 degrees clockwise", "90 degrees counterclockwise", "a", "Cannot be determined", "B"]
-DORI_FRAGMENTS = st.sampled_from(["Answer: ", "answer is", "(A)", "(B)", " or ", "/", "**", "A.", "B ", "\n", " ",
-                                  "clockwise", "counter", "90 degrees ", "cannot be determined", "I'm sorry", "E", "a"])
+DORI_FRAGMENTS = joined(["Answer: ", "answer is", "(A)", "(B)", " or ", "/", "**", "A.", "B ", "\n", " ",
+                         "clockwise", "counter", "90 degrees ", "cannot be determined", "I'm sorry", "E", "a"])
 
 
-VAGUE_FRAGMENTS = st.sampled_from(["Your answer2 (intention) : ", "answer2", "(", ")", "A", "B:", "(C)", "D.", " or ",
-                                   "Answer: ", "**", "I don't know", "\n", " ", "The speaker wants person1 to "])
+VAGUE_FRAGMENTS = joined(["Your answer2 (intention) : ", "answer2", "(", ")", "A", "B:", "(C)", "D.", " or ",
+                          "Answer: ", "**", "I don't know", "\n", " ", "The speaker wants person1 to "])
 VAGUE_OPTIONS = ["Move the car.", "Stay.", "Close the door.", "Buy milk."]
 
 
 @FUZZ
-@given(cases=batch(st.one_of(TEXT, ANYTHING, st.lists(DORI_FRAGMENTS, max_size=40).map("".join),
-                             st.lists(VAGUE_FRAGMENTS, max_size=40).map("".join)),
+@given(cases=batch(st.one_of(TEXT, ANYTHING, DORI_FRAGMENTS, VAGUE_FRAGMENTS),
                    st.one_of(st.just(DORI_OPTIONS), st.just(VAGUE_OPTIONS),
                              st.lists(st.one_of(TEXT, ANYTHING), max_size=16))))
 def _read_choices(cases):
