@@ -5,8 +5,6 @@ without the model, and the CLI."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -143,10 +141,9 @@ def test_recompute_needs_no_model_and_gives_the_same_metrics(tiny_model, pairs, 
 
 def test_cli_probe_and_recompute(tiny_qwen_dir, tmp_path):
     data = write_prompt_parquet(tmp_path / "cp.parquet", prompt_rows(2))
-    cli = [sys.executable, "-m", "spatial_tasks.cli"]
-    run = subprocess.run([*cli, "probe", "--model", str(tiny_qwen_dir), "--data", str(data), "--out",
-                          str(tmp_path / "out"), "--batch-size", "3", "--dtype", "float32"],
-                         capture_output=True, text=True, timeout=300)
+    run = run_cli([SPATIAL_TASKS, "probe", "--model", str(tiny_qwen_dir), "--data", str(data), "--out",
+                   str(tmp_path / "out"), "--batch-size", "3", "--dtype", "float32"],
+                  capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "12 pairs from" in run.stdout and "12/12 pairs probed; " in run.stdout
     chosen = json.loads((tmp_path / "out" / "metrics.json").read_text())
@@ -155,14 +152,14 @@ def test_cli_probe_and_recompute(tiny_qwen_dir, tmp_path):
     else:
         assert f"12/12 pairs probed; layer {chosen['layer']}" in run.stdout
     assert "probing pairs" in run.stderr  # the progress bar
-    again = subprocess.run([*cli, "probe", "--out", str(tmp_path / "out"), "--layer", "0"], capture_output=True,
-                           text=True, timeout=120)
+    again = run_cli([SPATIAL_TASKS, "probe", "--out", str(tmp_path / "out"), "--layer", "0"], capture_output=True,
+                    text=True, timeout=120)
     assert again.returncode == 0 and "12/12 pairs probed; layer 0 (named with --layer): Coh_H" in again.stdout
-    wrong = subprocess.run([*cli, "probe", "--out", str(tmp_path / "out"), "--layer", "5"], capture_output=True,
-                           text=True, timeout=120)
+    wrong = run_cli([SPATIAL_TASKS, "probe", "--out", str(tmp_path / "out"), "--layer", "5"], capture_output=True,
+                    text=True, timeout=120)
     assert wrong.returncode == 2 and "--layer 5:" in wrong.stderr and "holds layers 0-1" in wrong.stderr
-    lone = subprocess.run([*cli, "probe", "--out", str(tmp_path / "x"), "--model", str(tiny_qwen_dir)],
-                          capture_output=True, text=True, timeout=120)
+    lone = run_cli([SPATIAL_TASKS, "probe", "--out", str(tmp_path / "x"), "--model", str(tiny_qwen_dir)],
+                   capture_output=True, text=True, timeout=120)
     assert lone.returncode == 2 and lone.stderr.strip() == "error: --model and --data go together (neither: recompute from --out)"
 
 
