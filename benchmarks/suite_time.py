@@ -17,6 +17,7 @@ import collections
 import gc
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,7 +29,7 @@ DEFAULT_ARGS = ["-n", "2", "--dist", "worksteal"]  # the README's test command
 LOG_VARIABLE = "SPATIAL_TASKS_SUITE_TIME_LOG"
 
 
-# ---- the plugin (loaded into pytest and its workers with -p benchmarks.suite_time) ---------------
+# ---- the plugin (this file, copied next to the log and loaded with -p suite_time_plugin) ---------
 
 def _log(**event) -> None:
     event["worker"] = os.environ.get("PYTEST_XDIST_WORKER", "")
@@ -127,10 +128,13 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="suite-time-") as folder:
         log = Path(folder) / "events.jsonl"
         log.touch()
+        # Only this folder goes on PYTHONPATH: with the checkout there, the tests' fresh environments
+        # would find spatial_tasks without installing their wheel.
+        shutil.copy(__file__, Path(folder) / "suite_time_plugin.py")
         env = {**os.environ, "CI": "true", LOG_VARIABLE: str(log),
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+               "PYTHONPATH": os.pathsep.join(filter(None, [folder, os.environ.get("PYTHONPATH")]))}
         started = time.time()
-        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "benchmarks.suite_time", *args], check=False,
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "suite_time_plugin", *args], check=False,
                              cwd=ROOT, env=env)
         wall = time.time() - started
         events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
