@@ -60,10 +60,10 @@ _DONT_KNOW = re.compile(r"(?i)\b(i don'?t know|i do not know|not sure|unsure)\b"
 _MARKER_WORDS = ("answer", "select", "choice", "option", "i choose", "i pick")  # every _MARKER match contains one
 _DONT_KNOW_WORDS = ("know", "sure")  # every _DONT_KNOW match contains one
 _REFUSAL_WORDS = ("sorry", "i can", "i am unable", "i'm unable", "as an ai", "apologi", "unable to")  # likewise
-_SPACES = re.compile(r"\s+")
-_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")  # the boundary of an option's text
 _REFUSAL = re.compile(r"(?i)\b(i'?m sorry|i am sorry|i cannot|i can't|i can not|i am unable|i'm unable|"
                       r"as an ai|i apologi[sz]e|unable to (answer|assist|help))")
+_SPACES = re.compile(r"\s+")
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")  # the boundary of an option's text
 
 
 @dataclass(frozen=True)
