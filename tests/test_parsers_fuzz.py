@@ -251,9 +251,12 @@ def seconds(fn, text: str) -> float:
 
 def assert_linear(fn, shape: str, what: str = "") -> None:
     fn(QUARTER[shape])  # warm caches
-    quarter, full = seconds(fn, QUARTER[shape]), seconds(fn, HOSTILE[shape])
-    assert full < CATASTROPHE_S, (what, full)
-    assert full <= GROWTH * quarter + SLACK_S, f"{what}: {full:.3f} s on 1 MB, {quarter:.3f} s on 1/4 MB"
+    for _ in range(3):  # measured again when over: a pause of the busy machine is not the reader's time
+        quarter, full = seconds(fn, QUARTER[shape]), seconds(fn, HOSTILE[shape])  # a quadratic reader is over each time
+        assert full < CATASTROPHE_S, (what, full)
+        if full <= GROWTH * quarter + SLACK_S:
+            return
+    raise AssertionError(f"{what}: {full:.3f} s on 1 MB, {quarter:.3f} s on 1/4 MB (three times over)")
 
 
 PARSERS = {
