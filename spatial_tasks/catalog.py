@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -358,9 +359,14 @@ def write_yaml(out: Path, name: str, spec: dict, overwrite: bool) -> Path:
     if path.exists() and not overwrite and not owned(path):  # ours and unchanged since, by the folder's ledger
         raise FileExistsError(f"{path}: already exists and was not written by custom-task (or was edited since); "
                               "pass --overwrite to replace it")
+    ledger.inside(path)  # never through a link
     text = HEADER + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    descriptor, tmp = tempfile.mkstemp(dir=out, prefix=f".{path.name}.", suffix=".tmp")  # a fresh name: never a link's
+    umask = os.umask(0o022)
+    os.umask(umask)
+    os.fchmod(descriptor, 0o666 & ~umask)  # as an ordinary write would make it, not mkstemp's 0600
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
     os.replace(tmp, path)
     ledger.record(path)
     return path

@@ -45,6 +45,7 @@ from spatial_tasks.results.scorecard import (
 from spatial_tasks.results.tidy import run_records, software_of
 
 REPORT = "spatial-tasks report"
+STAGING = ".report-"  # the hidden folder a report is drawn in before it replaces the earlier one
 
 
 def _previous_report(ledger: Ledger) -> list[Path]:
@@ -80,44 +81,36 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
     if not by_benchmark and not probes:
         raise FileNotFoundError(f"{root}: no logged samples of our benchmarks; run lmms-eval with --log_samples")
     ledger = Ledger(out, REPORT)
-    staging = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
-    ledger.record_scratch(staging)  # a report killed midway leaves it: the next one may remove it
+    ledger.remove_leftover_scratch(STAGING)  # a report killed midway (kill -9) left its staging folder
+    staging = Path(tempfile.mkdtemp(prefix=STAGING, dir=out))
+    ledger.record_scratch(staging)
     try:
-        records = [record for run in runs for record in run_records(run)]  # the tidy headline records
-        staged, page = _draw(root, runs, by_benchmark, makers, intro, probes, staging, records)
-        # The leaderboard keeps the rows of the one it replaces (same key: the newer row), also
-        # when this report adds none (a probe-only report must not drop it).
-        leaderboard: list[dict] = []
-        if records or (out / LEADERBOARD_JSON).exists() or (out / LEADERBOARD_CSV).exists():
-            staged += write_leaderboard(records, staging, previous=out)
-            leaderboard = json.loads((staging / LEADERBOARD_JSON).read_text(encoding="utf-8"))["records"]
-        staged += write_page(staging, leaderboard=leaderboard, **page)  # the page shows the leaderboard as written
-        # Nothing of the user's is replaced: every file this report replaces, and every one the
-        # earlier report wrote that this one drops, must be in the ledger, unchanged since.
-        staged = list(dict.fromkeys(staged))  # a file drawn twice (a run and its copy: one label) is moved once
-        targets = [out / path.name for path in staged]
-        stale = [path for path in _previous_report(ledger) if path not in targets]
-        ledger.check([*targets, *stale], what_to_do="Move them away, or write the report to another --out.")
-    except BaseException:
+        return _replace_report(root, out, ledger, staging, runs, by_benchmark, makers, intro, probes)
+    finally:
         ledger.remove(staging)
-        raise
-    ledger.remove(*stale)
-    written = []
-    for path in staged:
-        if path.is_dir() and (out / path.name).is_dir():  # the thumbnails' folder: its old files went with stale
-            _remove_empty(out / path.name)
-        os.replace(path, out / path.name)
-        written.append(out / path.name)
-        ledger.record(out / path.name)
-    ledger.remove(staging)
-    return written
 
 
-def _remove_empty(folder: Path) -> None:
-    """Remove ``folder`` and the empty folders in it (the ledger check left nothing else there)."""
-    for sub in sorted((p for p in folder.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
-        sub.rmdir()
-    folder.rmdir()
+def _replace_report(root, out, ledger, staging, runs, by_benchmark, makers, intro, probes) -> list[Path]:
+    """Draw the report into ``staging``, then, once it is whole, drop the earlier report's files
+    and move the new ones in, all through the ledger (nothing of the user's, nothing behind a link)."""
+    records = [record for run in runs for record in run_records(run)]  # the tidy headline records
+    staged, page = _draw(root, runs, by_benchmark, makers, intro, probes, staging, records)
+    # The leaderboard keeps the rows of the one it replaces (same key: the newer row), also
+    # when this report adds none (a probe-only report must not drop it).
+    leaderboard: list[dict] = []
+    if records or (out / LEADERBOARD_JSON).exists() or (out / LEADERBOARD_CSV).exists():
+        staged += write_leaderboard(records, staging, previous=out)
+        leaderboard = json.loads((staging / LEADERBOARD_JSON).read_text(encoding="utf-8"))["records"]
+    staged += write_page(staging, leaderboard=leaderboard, **page)  # the page shows the leaderboard as written
+    # Nothing of the user's is replaced: every file this report replaces, and every one the
+    # earlier report wrote that this one drops, must be in the ledger, unchanged since.
+    staged = list(dict.fromkeys(staged))  # a file drawn twice (a run and its copy: one label) is moved once
+    targets = [out / path.name for path in staged]
+    stale = [path for path in _previous_report(ledger) if path not in targets]
+    what_to_do = "Move them away, or write the report to another --out."
+    ledger.check([*targets, *stale], what_to_do=what_to_do)
+    ledger.remove(*stale, what_to_do=what_to_do)
+    return [ledger.replace(path, out / path.name, what_to_do=what_to_do) for path in staged]
 
 
 def _section(benchmark: Benchmark, entries: list, out: Path) -> tuple[list[Path], list[str]]:

@@ -65,10 +65,12 @@ class OutputFolder:
         except Timeout:
             raise FolderBusyError(f"{self.root} is being written by another `spatial-tasks generate` (it holds "
                                   f"{self.root / LOCK_NAME}); wait for it to finish, or use another --out") from None
-        # Every generator writes the card README.md here: a user's is refused now, not after the render.
+        # Every generator writes the card README.md here: a user's is refused now, not after the render;
+        # and its work files in _work/, never through a link (they would land, and be removed, elsewhere).
         try:
             self.ledger.check([self.root / "README.md"], what_to_do="Move it away, or use another --out: a generated "
                                                                     "dataset's card is its README.md.")
+            self.ledger.inside(self.work / MANIFEST_NAME, what_to_do="Move it away, or use another --out.")
         except BaseException:
             self._lock.release()
             raise
@@ -111,6 +113,7 @@ class OutputFolder:
         ours (inside ``_work``), and our temporary files; returns how many were removed."""
         count = 0
         for folder in folders:
+            folder = self.ledger.inside(folder)  # never through a link: what lies behind one is not ours
             scratch = Path(folder) / ".scratch"
             if scratch.is_dir() and owned(scratch / "."):
                 count += sum(1 for _ in scratch.iterdir())

@@ -143,6 +143,10 @@ def publish(path: Path, repo: str, private: bool = False, *, files: list[str] | 
         raise ValueError(f"batch_bytes must be >= 1, got {batch_bytes}")
     root = Path(path)
     files = upload_list(root) if files is None else files
+    from .folder import dataset_ledger
+
+    # What this folder uploaded is written here afterwards: never through a link, never over a file of the user's.
+    dataset_ledger(root).check([root / PUBLISHED], what_to_do=f"Move {PUBLISHED} away, or publish a copy of the folder.")
     api = HfApi(endpoint=endpoint, token=token)
     with hub_errors(repo, api.endpoint):
         url = api.create_repo(repo, repo_type="dataset", private=private, exist_ok=True)

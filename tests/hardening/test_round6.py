@@ -1,0 +1,187 @@
+"""Reliability round 6 (issue 64), through the real CLI where a user would meet it.
+
+Item 1: nothing outside ``--out`` is removed or replaced, whatever a ledger line says or a link
+points to -- each command that removes or replaces runs once against such a tree (the property
+of the layer itself: test_ledger_escapes.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lmms import SPATIAL_TASKS, run_cli
+from spatial_tasks.common.owned import LEDGER, Ledger, digest
+
+from .test_ledger_escapes import snapshot
+from .test_round5 import cli
+
+
+def outside_tree(base: Path, out: Path, writer: str) -> dict:
+    """Beside ``out``: a victim file and a kept folder, vouched for by their own ledgers (as another
+    report's would), and ``out``'s ledger naming the victim by ``..`` and by its absolute path, as
+    ``writer``'s. Returns what lies outside ``out`` now."""
+    (base / "outside" / "keep").mkdir(parents=True)
+    victim = base / "outside" / "victim.txt"
+    victim.write_text("the victim")
+    (base / "outside" / "keep" / "a.png").write_bytes(b"kept")
+    Ledger(base, writer).record(base / "outside")
+    Ledger(base / "outside" / "keep", writer).record(base / "outside" / "keep")
+    out.mkdir(parents=True, exist_ok=True)
+    size, sha = digest(victim)
+    with open(out / LEDGER, "a", encoding="utf-8") as ledger:
+        for path in ("../outside/victim.txt", str(victim)):
+            ledger.write(json.dumps({"path": path, "size": size, "sha256": sha, "by": writer}) + "\n")
+    return outside_now(base, out)
+
+
+def outside_now(base: Path, out: Path) -> dict:
+    return {k: v for k, v in snapshot(base, skip=out).items() if not k.endswith(LEDGER)}
+
+
+def refused(run: subprocess.CompletedProcess) -> str:
+    """The refusal of a command: exit 2, no traceback, its last stderr line (lines before it may name
+    ignored ledger lines)."""
+    assert run.returncode == 2, (run.returncode, run.stderr[-3000:])
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    return run.stderr.strip().splitlines()[-1]
+
+
+def test_a_report_never_deletes_through_a_linked_thumbs_folder(baseline_run, tmp_path):
+    """The issue's case: OUT/thumbs moved to keep/ and linked back; a later report deleted keep/."""
+    run = baseline_run("vertical", "spatialtunnel_sample")
+    assert run.results is not None, run.output[-3000:]
+    out = tmp_path / "OUT"
+    assert cli("report", str(run.out), "--out", str(out)).returncode == 0
+    before = outside_tree(tmp_path, out, "spatial-tasks report")
+    shutil.move(out / "thumbs", tmp_path / "keep")
+    (out / "thumbs").symlink_to("../keep")
+    kept = {p.name: p.read_bytes() for p in (tmp_path / "keep").iterdir()}
+    assert kept
+    done = cli("report", str(run.out), "--out", str(out))
+    line = refused(done)
+    assert line.startswith(f"error: spatial-tasks report: {out / 'thumbs'} is a link (to ../keep); spatial-tasks "
+                           "never removes or replaces anything through a link"), line
+    assert {p.name: p.read_bytes() for p in (tmp_path / "keep").iterdir()} == kept
+    assert outside_now(tmp_path, out) == {**before, **{str(tmp_path / "keep" / k): v for k, v in kept.items()}}
+    assert not list(out.glob(".report-*"))  # the staging folder went on the refusal too
+
+
+def test_a_report_ignores_ledger_lines_outside_its_folder_naming_them(baseline_run, tmp_path):
+    run = baseline_run("vertical", "spatialtunnel_sample")
+    out = tmp_path / "OUT"
+    before = outside_tree(tmp_path, out, "spatial-tasks report")
+    done = cli("report", str(run.out), "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"{out / LEDGER}:1: ../outside/victim.txt lies outside {out}; ignored" in done.stderr, done.stderr
+    assert outside_now(tmp_path, out) == before
+    assert (out / "report.md").is_file()
+    lines = (out / LEDGER).read_text().splitlines()  # compacted: one line per file the report left
+    assert len(lines) == len({json.loads(line)["path"] for line in lines}) == len(
+        [p for p in out.rglob("*") if p.is_file() and p.name != LEDGER])
+
+
+def test_a_report_killed_midway_leaves_a_staging_folder_the_next_removes(baseline_run, tmp_path):
+    run = baseline_run("vertical", "spatialtunnel_sample")
+    out = tmp_path / "OUT"
+    out.mkdir()
+    killed = subprocess.Popen([str(SPATIAL_TASKS), "report", str(run.out), "--out", str(out)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):  # until it has made its staging folder
+        if list(out.glob(".report-*")):
+            break
+        if killed.poll() is not None:
+            pytest.fail("the report ended before it staged anything")
+        import time
+
+        time.sleep(0.05)
+    killed.kill()
+    killed.wait()
+    assert list(out.glob(".report-*")), "no staging folder left to remove"
+    done = cli("report", str(run.out), "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not list(out.glob(".report-*"))
+
+
+def test_an_unreadable_ledger_is_named_and_the_report_leaves_no_staging(baseline_run, tmp_path):
+    run = baseline_run("vertical", "spatialtunnel_sample")
+    out = tmp_path / "OUT"
+    out.mkdir()
+    (out / LEDGER).write_bytes(bytes(range(256)) * 3)  # random bytes, no ledger line in them
+    done = cli("report", str(run.out), "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"{out / LEDGER}:1: not a ledger line (not UTF-8 JSON); ignored" in done.stderr, done.stderr
+    assert not list(out.glob(".report-*"))
+    for _ in range(2):  # each rerun replaces the report, no staging left, the ledger stays one report long
+        assert cli("report", str(run.out), "--out", str(out)).returncode == 0
+    assert not list(out.glob(".report-*"))
+    files = [p for p in out.rglob("*") if p.is_file() and p.name != LEDGER]
+    assert len((out / LEDGER).read_text().splitlines()) == len(files)
+
+
+def test_the_demo_refuses_a_linked_report_folder(tmp_path):
+    out = tmp_path / "OUT"
+    before = outside_tree(tmp_path, out, "spatial-tasks demo")
+    (out / "report").symlink_to(tmp_path / "outside" / "keep")
+    line = refused(run_cli([SPATIAL_TASKS, "demo", "--out", str(out)], capture_output=True, text=True, timeout=300))
+    assert line.startswith(f"error: spatial-tasks demo: {out} holds report, which spatial-tasks did not write"), line
+    assert outside_now(tmp_path, out) == before
+
+
+def test_generate_refuses_a_linked_work_folder(tmp_path):
+    out = tmp_path / "OUT"
+    before = outside_tree(tmp_path, out, "spatial-tasks generate")
+    (out / "_work").symlink_to(tmp_path / "outside" / "keep")
+    line = refused(cli("generate", "spatialtunnel", "--variant", "phase", "--grid", "2", "--per-cell", "1",
+                       "--resolution", "32", "--samples", "1", "--out", str(out)))
+    assert line.startswith(f"error: spatial-tasks generate: {out / '_work'} is a link"), line
+    assert outside_now(tmp_path, out) == before
+
+
+def test_tiny_model_refuses_a_folder_holding_a_link(tmp_path):
+    out = tmp_path / "OUT"
+    before = outside_tree(tmp_path, out, "spatial-tasks tiny-model")
+    (out / "config.json").symlink_to(tmp_path / "outside" / "victim.txt")
+    line = refused(cli("tiny-model", "--out", str(out)))
+    assert line.startswith(f"error: spatial-tasks tiny-model: {out} holds config.json, which spatial-tasks did not "
+                           "write"), line
+    assert outside_now(tmp_path, out) == before
+
+
+def test_the_probe_refuses_its_files_as_links(tmp_path, tiny_qwen_dir):
+    from spatial_tasks.paths import benchmark_tasks_dir
+
+    out = tmp_path / "OUT"
+    before = outside_tree(tmp_path, out, "spatial-tasks probe")
+    (out / "deltas.npy").symlink_to(tmp_path / "outside" / "victim.txt")
+    line = refused(cli("probe", "--model", str(tiny_qwen_dir), "--data",
+                       str(benchmark_tasks_dir("spatialtunnel") / "sample" / "contrastive_probing"),
+                       "--out", str(out), "--dtype", "float32", timeout=600))
+    assert f"holds deltas.npy, which spatial-tasks did not write" in line, line
+    assert outside_now(tmp_path, out) == before
+
+
+def test_publish_never_writes_its_record_through_a_link(tmp_path):
+    import datasets
+
+    from spatial_tasks.generators.common import dataset as ds
+
+    root = tmp_path / "OUT"
+    before = outside_tree(tmp_path, root, "spatial-tasks generate")
+    (root / "phase_variation").mkdir()
+    ds.write_parquet([{"x": 1}], datasets.Features({"x": datasets.Value("int32")}),
+                     root / "phase_variation" / "test-00000-of-00001.parquet", {"seed": 0})
+    (root / "README.md").write_text("---\nconfigs:\n- config_name: phase_variation\n  data_files:\n"
+                                    "  - split: test\n    path: phase_variation/test-*.parquet\n---\n# card\n")
+    (root / ".spatial-tasks-published.json").symlink_to(tmp_path / "outside" / "victim.txt")
+    before = outside_now(tmp_path, root)
+    env = {**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "0", "HF_TOKEN": "hf_x"}
+    line = refused(run_cli([SPATIAL_TASKS, "publish", str(root), "--repo", "me/st"], capture_output=True, text=True,
+                           env=env, timeout=120))
+    assert "holds .spatial-tasks-published.json, which spatial-tasks did not write" in line, line
+    assert outside_now(tmp_path, root) == before
