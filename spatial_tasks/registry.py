@@ -114,6 +114,21 @@ def benchmarks() -> dict[str, Benchmark]:
     return _load(modules())
 
 
+def leave_out(benchmark: Benchmark, why: str) -> None:
+    """Leave an added benchmark (``$SPATIAL_TASKS_BENCHMARKS``) out of this process's registry, with
+    one warning naming its module and why; every other benchmark is unaffected."""
+    current = benchmarks()
+    if current.get(benchmark.name) is not benchmark:
+        return
+    module = benchmark_module(benchmark.name)
+    if module in MODULES:
+        raise ValueError(f"{module}: one of this package's own benchmarks cannot be left out ({why})")
+    del current[benchmark.name]
+    from loguru import logger
+
+    logger.warning(f"${EXTRA_ENV}: {module}: {why}; left out, the other benchmarks are unaffected")
+
+
 def benchmark_module(name: str) -> str | None:
     """The module whose BENCHMARK is the registered benchmark called ``name`` (None: no such one)."""
     described = benchmarks().get(name)

@@ -97,24 +97,44 @@ def register_aggregations() -> list[str]:
     CLI and in every process of a multi-process run, before any task is built. lmms-eval resolves
     a string aggregation when it builds a task (``get_aggregation``, which only warns on an unknown
     name), but a group's ``aggregate_metric_list`` takes only "mean" or a function: group configs
-    keep ``!function utils.pool_subtasks``. Idempotent; a name another package holds is an error."""
+    keep ``!function utils.pool_subtasks``. Idempotent. A benchmark's names are all checked before
+    any is registered: one of ours whose name another package holds is an error (a bug of ours);
+    a benchmark added by ``$SPATIAL_TASKS_BENCHMARKS`` whose table fails to load, or whose name is
+    taken, is left out with one warning (``registry.leave_out``) -- the entry point must never
+    fail, or lmms-eval drops every model of ours with it."""
     from lmms_eval.api.registry import AGGREGATION_REGISTRY, register_aggregation
 
-    from spatial_tasks.registry import benchmarks
+    from spatial_tasks.registry import MODULES, benchmark_module, benchmarks, leave_out
 
     names = []
-    for benchmark in benchmarks().values():
-        for prefix, table in benchmark.metrics.items():
-            for metric, function in table.load().items():
-                name = registered_name(prefix, metric)
-                held = AGGREGATION_REGISTRY.get(name)
-                if held is None:
-                    register_aggregation(name)(aggregation(metric, function))
-                elif getattr(held, "metric_function", None) is not function:
-                    raise ValueError(f"{benchmark.name}: the lmms-eval aggregation name {name!r} is already "
-                                     f"registered by {getattr(held, '__module__', '?')}; rename the metric or its prefix")
-                names.append(name)
+    for benchmark in list(benchmarks().values()):
+        try:
+            planned = _planned(benchmark, AGGREGATION_REGISTRY)
+        except Exception as exc:  # noqa: BLE001 -- an added benchmark's code may raise anything
+            if benchmark_module(benchmark.name) in MODULES:
+                raise
+            leave_out(benchmark, f"its lmms-eval metrics cannot be registered ({type(exc).__name__}: {exc})")
+            continue
+        for name, metric, function in planned:
+            if name not in AGGREGATION_REGISTRY:
+                register_aggregation(name)(aggregation(metric, function))
+            names.append(name)
     return names
+
+
+def _planned(benchmark, held: dict) -> list[tuple[str, str, MetricFunction]]:
+    """(aggregation name, metric, function) of every metric ``benchmark`` declares; ValueError when
+    a name is held by another function (another benchmark's, lmms-eval's, another package's)."""
+    planned = []
+    for prefix, table in benchmark.metrics.items():
+        for metric, function in table.load().items():
+            name = registered_name(prefix, metric)
+            other = held.get(name)
+            if other is not None and getattr(other, "metric_function", None) is not function:
+                raise ValueError(f"{benchmark.name}: the lmms-eval aggregation name {name!r} is already registered "
+                                 f"by {getattr(other, '__module__', '?')}; rename the metric or its prefix")
+            planned.append((name, metric, function))
+    return planned
 
 
 def computed(name: str, function: MetricFunction, records: list) -> float | None:

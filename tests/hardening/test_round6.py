@@ -185,3 +185,42 @@ def test_publish_never_writes_its_record_through_a_link(tmp_path):
                            env=env, timeout=120))
     assert "holds .spatial-tasks-published.json, which spatial-tasks did not write" in line, line
     assert outside_now(tmp_path, root) == before
+
+
+# --------------------------------------------------------------------------- item 2: an added benchmark that fails
+
+CLASHING = '''
+import dataclasses
+
+from toybench.benchmark import BENCHMARK as TOY
+
+from spatial_tasks.benchmark import Later
+
+TABLE = {"acc": lambda records: 0.0}  # registered as dori_acc: DORI's own name
+BENCHMARK = dataclasses.replace(TOY, name="clashbench", metrics={"dori": Later("clash_extra:TABLE")})
+'''
+RAISING = CLASHING.replace('TABLE = {"acc": lambda records: 0.0}', 'raise_later = 1 / 0').replace(
+    'Later("clash_extra:TABLE")', 'Later("clash_extra:NO_SUCH_TABLE")').replace("raise_later = 1 / 0", "")
+
+
+@pytest.mark.parametrize("module, why", [
+    (CLASHING, "its lmms-eval metrics cannot be registered (ValueError: clashbench: the lmms-eval aggregation name "
+               "'dori_acc' is already registered by spatial_tasks.harness.pooling"),
+    (RAISING, "its lmms-eval metrics cannot be registered (AttributeError: module 'clash_extra' has no attribute "
+              "'NO_SUCH_TABLE')"),
+], ids=["clashing name", "table that fails to load"])
+def test_an_added_benchmark_that_fails_to_register_leaves_our_runs_as_they_are(module, why, baseline_run, tmp_path):
+    from lmms import run_lmms_eval
+
+    (tmp_path / "clash_extra.py").write_text(module)
+    toy = Path(__file__).resolve().parents[1] / "toybench"
+    env = {"SPATIAL_TASKS_BENCHMARKS": "clash_extra",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(toy), os.environ.get("PYTHONPATH", "")])}
+    run = run_lmms_eval(tmp_path / "out", "spatial_baseline", "rule=always_a", "dori_sample", env=env)
+    plain = baseline_run("always_a", "dori_sample")
+    assert run.results is not None, run.output[-3000:]
+    assert run.metrics("dori_sample") == plain.metrics("dori_sample")
+    warnings = [line for line in run.output.splitlines() if "$SPATIAL_TASKS_BENCHMARKS: clash_extra:" in line]
+    assert len(warnings) == 1 and all(why in line and line.endswith("left out, the other benchmarks are unaffected")
+                            for line in warnings), run.output[-3000:]
+    assert "not found" not in run.output
