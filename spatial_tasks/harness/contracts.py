@@ -88,6 +88,10 @@ def contract_problems() -> list[str]:
           and {"model", "model_args", "tasks"} <= set(inspect.signature(
               __import__("lmms_eval.evaluator", fromlist=["x"]).simple_evaluate).parameters))
     model_contract(check)
+    check("(10) lmms-eval parses --model_args with simple_parse_args_string: _smart_comma_split, then name=value",
+          lambda: "_smart_comma_split(args_string)" in inspect.getsource(
+              __import__("lmms_eval.utils", fromlist=["x"]).simple_parse_args_string)
+          and upstream.split_model_args('a=1,b="x,y"') == ["a=1", 'b="x,y"'])
     return problems
 
 

@@ -1,7 +1,7 @@
 """lmms-eval code our tasks and models reuse: (7) its answer readers and its prompt and image
 functions for the re-split tasks, (8) its
 Qwen2.5-VL model, which ``qwen2_5_vl_yesno`` extends, and (9) its Qwen3-VL, Gemma 3 and LLaVA-HF
-models, which the other ``*_yesno`` twins extend."""
+models, which the other ``*_yesno`` twins extend, and (10) its --model_args splitter."""
 
 from __future__ import annotations
 
@@ -88,3 +88,11 @@ def lmms_eval_model_module(name: str):
     if name not in YESNO_TWINS:
         raise ValueError(f"no *_yesno twin relies on lmms-eval's {name!r} model")
     return importlib.import_module(f"lmms_eval.models.simple.{name}")
+
+
+def split_model_args(arg_string: str) -> list[str]:
+    """--model_args split into its ``name=value`` pieces exactly as lmms-eval splits them (commas
+    inside quotes or braces stay: JSON values), so ``models.arguments`` sees each piece it parses."""
+    from lmms_eval.utils import _smart_comma_split
+
+    return _smart_comma_split(arg_string) if arg_string else []

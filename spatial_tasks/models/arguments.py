@@ -44,43 +44,97 @@ def _positive_int(value: object) -> bool:
         return False
 
 
-# argument -> (the check, what it takes)
-RULES: dict[str, tuple[Callable[[object], bool], str]] = {
-    "packed": (lambda v: _boolean(v) or _choice("auto")(v), "true, false or auto"),
-    "dtype": (_choice(*DTYPES), ", ".join(DTYPES)),
-    "batch_size": (_positive_int, "a whole number >= 1"),
-    "group_window": (_positive_int, "a whole number >= 1"),
-    "group_images": (_boolean, "true or false"),
-    "share_prefix": (_boolean, "true or false"),
-    "trust_remote_code": (_boolean, "true or false"),
-    "answer_rule": (_choice(*ANSWER_RULES), " or ".join(ANSWER_RULES)),
-    "image_first": (_boolean, "true or false"),  # vllm_yesno
-    "window": (_positive_int, "a whole number >= 1"),  # vllm_yesno: questions per engine call
+def _truth(value: object) -> bool:
+    return value if isinstance(value, bool) else str(value).strip().lower() in ("1", "true", "yes")
+
+
+def _lower(value: object) -> str:
+    return str(value).strip().lower()
+
+
+def _whole(value: object) -> int:
+    return int(str(value).strip())
+
+
+# argument -> (the check, what it takes, how a value that passed is read: what the model gets)
+RULES: dict[str, tuple[Callable[[object], bool], str, Callable[[object], object]]] = {
+    "packed": (lambda v: _boolean(v) or _choice("auto")(v), "true, false or auto",
+               lambda v: "auto" if _lower(v) == "auto" else _truth(v)),
+    "dtype": (_choice(*DTYPES), ", ".join(DTYPES), _lower),
+    "batch_size": (_positive_int, "a whole number >= 1", _whole),
+    "group_window": (_positive_int, "a whole number >= 1", _whole),
+    "group_images": (_boolean, "true or false", _truth),
+    "share_prefix": (_boolean, "true or false", _truth),
+    "trust_remote_code": (_boolean, "true or false", _truth),
+    "answer_rule": (_choice(*ANSWER_RULES), " or ".join(ANSWER_RULES), _lower),
+    "image_first": (_boolean, "true or false", _truth),  # vllm_yesno
+    "window": (_positive_int, "a whole number >= 1", _whole),  # vllm_yesno: questions per engine call
 }
 
 
 def create_checked(cls: type, arg_string: str, additional_config: Mapping | None, *, torch_device: bool = True):
     """``cls.create_from_arg_string`` for our scorers: --model_args read with lmms-eval's own parser,
-    every value checked (``check_model_args``) before anything loads, ``device`` implying
-    ``device_map`` (``torch_device``: the model runs here), and a setting the model turns down while
-    it loads ends the run in one line, exit 2 -- not lmms-eval's traceback and exit 0. lmms-eval
-    passes its CLI's ``--batch_size`` and ``--device`` beside --model_args; the latter, more
+    a name given twice or one ``cls`` does not take refused, every value checked and read as checked
+    (``check_model_args``) before anything loads, ``device`` implying ``device_map`` (``torch_device``:
+    the model runs here), and a setting the model turns down while it loads ends the run in one
+    line, exit 2 -- not lmms-eval's traceback and exit 0. lmms-eval passes its CLI's ``--batch_size``
+    and ``--device`` beside --model_args (an error there names the CLI flag); --model_args, more
     specific, wins (lmms-eval itself would fail on the name given twice)."""
-    from lmms_eval.utils import simple_parse_args_string
-
     from spatial_tasks.common.errors import stop_run
 
     name = model_id(cls)
-    given = simple_parse_args_string(arg_string or "")
-    cli = {k: v for k, v in (additional_config or {}).items() if v is not None}
     try:
-        check_model_args(name, given, torch_device=torch_device)
-        check_model_args(name, cli, torch_device=torch_device)
-        args = {**cli, **given}
+        given = parse_model_args(name, arg_string)
+        unknown = sorted(set(given) - set(accepted) if (accepted := accepted_args(cls)) is not None else ())
+        if unknown:
+            raise ModelArgsError(f"{name}: unknown --model_args {', '.join(unknown)}; it takes {', '.join(sorted(accepted))}")
+        cli = {k: v for k, v in (additional_config or {}).items() if v is not None}
+        args = {**check_model_args(name, cli, torch_device=torch_device, from_cli=True),
+                **check_model_args(name, given, torch_device=torch_device)}
         return cls(**(with_device_map(args) if torch_device else args))
     except (UserError, ValueError) as error:
         text = str(error)
         stop_run(f"spatial-tasks: {text}" if text.startswith(name) else f"spatial-tasks: {name}: {text}")
+
+
+def parse_model_args(model: str, arg_string: str | None) -> dict[str, object]:
+    """--model_args as lmms-eval reads them (its own split and value parser), but a piece that is
+    not ``name=value``, or a name given twice (lmms-eval keeps the last silently), is refused."""
+    from lmms_eval.utils import handle_arg_string
+
+    from spatial_tasks.harness.upstream import split_model_args
+
+    out: dict[str, object] = {}
+    for piece in split_model_args((arg_string or "").strip()):
+        key, equals, value = piece.partition("=")
+        key = key.strip()
+        if not equals or not key:
+            raise ModelArgsError(f"{model}: {piece!r} in --model_args is not name=value")
+        if key in out:
+            raise ModelArgsError(f"{model}: {key} is given twice in --model_args ({key}={out[key]!r} and "
+                                 f"{key}={handle_arg_string(value)!r}); give it once")
+        out[key] = handle_arg_string(value)
+    return out
+
+
+def accepted_args(cls: type) -> frozenset[str] | None:
+    """The --model_args ``cls`` takes (None: it hands any others on to an engine that checks them):
+    ``MODEL_ARGS`` where the class lists them, else the named parameters of every ``__init__`` in its
+    classes (the host's, lmms-eval's) and the options it reads (``AnswerOptions``/``ScoringOptions``)."""
+    listed = getattr(cls, "MODEL_ARGS", ())
+    if listed is None or listed:
+        return None if listed is None else frozenset(listed)
+    import inspect
+
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object:
+            continue
+        names.update(p.name for p in inspect.signature(init).parameters.values()
+                     if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+    options = getattr(cls, "OPTIONS", ScoringOptions)
+    return frozenset(names | {f.name for f in fields(options)} | {"max_batch_size"})
 
 
 def model_id(cls: type) -> str:
@@ -90,12 +144,21 @@ def model_id(cls: type) -> str:
     return next((name for name, path in MODELS.items() if path.rsplit(".", 1)[-1] == cls.__name__), cls.__name__)
 
 
-def check_model_args(model: str, args: Mapping[str, object], *, torch_device: bool = True) -> None:
-    """Raise ``ModelArgsError`` (one line) for the first argument of ``args`` that ``model`` cannot
-    use: a value outside ``RULES``, or (``torch_device``) a ``device`` this machine does not have."""
-    for name, (ok, takes) in RULES.items():
-        if name in args and args[name] is not None and not ok(args[name]):
-            raise ModelArgsError(f"{model}: {name}={args[name]!r} in --model_args; it takes {takes}")
+def check_model_args(model: str, args: Mapping[str, object], *, torch_device: bool = True,
+                     from_cli: bool = False) -> dict[str, object]:
+    """``args`` with each value of ``RULES`` read as it was checked (``dtype=Float32`` is float32);
+    ``ModelArgsError`` (one line) for the first that ``model`` cannot use: a value outside ``RULES``,
+    or (``torch_device``) a ``device`` this machine does not have. ``from_cli``: lmms-eval's own
+    flags (``--batch_size``, ``--device``), named as such."""
+    def where(name: str, value: object) -> str:
+        return f"--{name} {value}" if from_cli else f"{name}={value!r} in --model_args"
+
+    out = dict(args)
+    for name, (ok, takes, read) in RULES.items():
+        if name in args and args[name] is not None:
+            if not ok(args[name]):
+                raise ModelArgsError(f"{model}: {where(name, args[name])}; it takes {takes}")
+            out[name] = read(args[name])
     device = args.get("device")
     if torch_device and device not in (None, "", "auto"):
         from spatial_tasks.models.hidden_states import TorchDeviceError, check_torch_device
@@ -103,7 +166,8 @@ def check_model_args(model: str, args: Mapping[str, object], *, torch_device: bo
         try:
             check_torch_device(str(device), name="device")
         except TorchDeviceError as err:
-            raise ModelArgsError(f"{model}: {err} in --model_args") from None
+            raise ModelArgsError(f"{model}: {err} in {'--device' if from_cli else '--model_args'}") from None
+    return out
 
 
 def with_device_map(args: Mapping[str, object]) -> dict:
@@ -130,10 +194,10 @@ class AnswerOptions:
     @classmethod
     def take(cls, model: str, kwargs: dict) -> AnswerOptions:
         """Pop this class's options out of ``kwargs`` (what is left is the host's), each checked
-        (``RULES``) and read (``_READ``)."""
+        and read as ``RULES`` says (the rest as text)."""
         given = {f.name: kwargs.pop(f.name) for f in fields(cls) if kwargs.get(f.name) is not None}
-        check_model_args(model, given, torch_device=False)
-        return cls(**{name: _READ.get(name, str)(value) for name, value in given.items()})
+        read = check_model_args(model, given, torch_device=False)
+        return cls(**{name: value if name in RULES else str(value) for name, value in read.items()})
 
 
 @dataclass(frozen=True)
@@ -150,12 +214,3 @@ class ScoringOptions(AnswerOptions):
     dtype: str | None = None
 
 
-def _truth(value: object) -> bool:
-    return value if isinstance(value, bool) else str(value).strip().lower() in ("1", "true", "yes")
-
-
-# how each option is read once its value passed RULES (anything not listed: as text)
-_READ: dict[str, Callable[[object], object]] = {
-    "group_images": _truth, "share_prefix": _truth, "group_window": lambda v: int(str(v).strip()),
-    "packed": lambda v: "auto" if str(v).strip().lower() == "auto" else _truth(v),
-    "answer_rule": lambda v: str(v).strip(), "dtype": lambda v: str(v).strip()}

@@ -113,6 +113,8 @@ class Settings:
 class OpenAIYesNo(lmms):
     """First-token Yes/No log-probabilities from an OpenAI-compatible server (module docstring)."""
 
+    MODEL_ARGS = KNOWN_ARGS  # the --model_args it takes (arguments.accepted_args)
+
     @classmethod
     def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None):
         """Every argument checked before the server is asked anything (``models.arguments``); no

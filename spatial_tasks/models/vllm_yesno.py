@@ -49,6 +49,7 @@ class VLLMYesNo(VLLM):
     """lmms-eval's ``vllm`` answering with first-token Yes/No log-probabilities (module docstring)."""
 
     is_simple = True
+    MODEL_ARGS = None  # any other --model_args go to vLLM's engine, which names one it does not take
 
     @classmethod
     def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None):

@@ -224,3 +224,111 @@ def test_an_added_benchmark_that_fails_to_register_leaves_our_runs_as_they_are(m
     assert len(warnings) == 1 and all(why in line and line.endswith("left out, the other benchmarks are unaffected")
                             for line in warnings), run.output[-3000:]
     assert "not found" not in run.output
+
+
+# --------------------------------------------------------------------------- item 3: every scorer checks every argument
+
+SCORERS = ["qwen2_5_vl_yesno", "hf_yesno", "qwen3_vl_yesno", "gemma3_yesno", "llava_hf_yesno", "openai_yesno",
+           "vllm_yesno"]
+BAD_VALUES = {"packed": "maybe", "dtype": "float64x", "batch_size": "0", "group_window": "-3", "group_images": "perhaps",
+              "share_prefix": "2", "trust_remote_code": "sure", "answer_rule": "fuzzy", "image_first": "later",
+              "window": "abc"}
+LOGIT_TASK = "spatialtunnel_logit_sample_phase"
+
+
+def scorer_class(model: str) -> type:
+    from spatial_tasks.harness import MODELS
+
+    module, name = MODELS[model].rsplit(".", 1)
+    return getattr(__import__(module, fromlist=[name]), name)
+
+
+def stop_line(cls: type, arg_string: str, cli: dict | None = None) -> str:
+    from spatial_tasks.common.errors import RunStopped
+
+    with pytest.raises(RunStopped) as stop:
+        cls.create_from_arg_string(arg_string, cli if cli is not None else {"batch_size": 1})
+    assert stop.value.code == 2
+    return str(stop.value)
+
+
+def test_the_table_covers_every_registered_scorer():
+    from spatial_tasks.harness import MODELS
+    from spatial_tasks.models.arguments import RULES
+
+    assert sorted(SCORERS) == sorted(m for m in MODELS if m != "spatial_baseline")  # the rule baseline takes rules
+    assert sorted(BAD_VALUES) == sorted(RULES)
+
+
+@pytest.mark.parametrize("model", SCORERS)
+def test_every_scorer_refuses_every_bad_argument_in_one_line(model, capsys):
+    import torch
+    from lmms_eval.utils import handle_arg_string
+
+    from spatial_tasks.models.arguments import accepted_args
+
+    cls = scorer_class(model)
+    accepted = accepted_args(cls)
+    named = "model_version=m" if model == "openai_yesno" else "pretrained=/nowhere/needed"
+    key = named.split("=")[0]
+    for arg, bad in BAD_VALUES.items():  # every argument of the table: refused by value, or as one it does not take
+        line = stop_line(cls, f"{named},{arg}={bad}")
+        if accepted is not None and arg not in accepted:
+            assert line.startswith(f"spatial-tasks: {model}: unknown --model_args {arg}; it takes "), line
+        else:
+            value = handle_arg_string(bad)  # as lmms-eval's parser reads it: "0" is 0
+            assert line.startswith(f"spatial-tasks: {model}: {arg}={value!r} in --model_args; it takes "), line
+    assert stop_line(cls, f"{named},{key}=other").startswith(
+        f"spatial-tasks: {model}: {key} is given twice in --model_args ("), model
+    assert stop_line(cls, f"{named},justaword").startswith(
+        f"spatial-tasks: {model}: 'justaword' in --model_args is not name=value"), model
+    line = stop_line(cls, f"{named}", {"batch_size": -1})
+    assert line.startswith(f"spatial-tasks: {model}: --batch_size -1; it takes a whole number >= 1"), line
+    if not torch.cuda.is_available() and model not in ("openai_yesno", "vllm_yesno"):
+        line = stop_line(cls, f"{named}", {"device": "cuda:1"})
+        assert line.startswith(f"spatial-tasks: {model}: device=cuda:1: torch sees no CUDA GPU") and "--device" in line
+    if accepted is None:  # vllm_yesno hands any other argument to vLLM's engine, which names one it does not take
+        assert "unknown --model_args" not in stop_line(cls, f"{named},foo=1")
+    else:
+        assert stop_line(cls, f"{named},foo=1").startswith(f"spatial-tasks: {model}: unknown --model_args foo; it takes")
+    capsys.readouterr()
+
+
+def test_a_value_is_used_as_it_was_checked():
+    from spatial_tasks.models.arguments import ScoringOptions, check_model_args
+
+    read = check_model_args("qwen2_5_vl_yesno", {"dtype": "Float32", "packed": " AUTO", "batch_size": "8",
+                                                 "group_images": "TRUE", "answer_rule": "Variants"})
+    assert read == {"dtype": "float32", "packed": "auto", "batch_size": 8, "group_images": True,
+                    "answer_rule": "variants"}
+    kwargs = {"dtype": "Float32", "share_prefix": "No", "group_window": "16", "yes_text": "Ja", "other": 1}
+    assert ScoringOptions.take("hf_yesno", kwargs) == ScoringOptions(yes_text="Ja", dtype="float32", share_prefix=False,
+                                                                     group_window=16)
+    assert kwargs == {"other": 1}  # the host's
+
+
+@pytest.mark.parametrize("model_args, extra, said", [
+    ("foo=1", (), "unknown --model_args foo; it takes "),
+    ("pretrained={tiny},pretrained={tiny}", (), "pretrained is given twice in --model_args"),
+    ("", ("--batch_size", "-1"), "--batch_size -1; it takes a whole number >= 1"),
+], ids=["unknown", "given twice", "cli flag"])
+def test_the_twins_refuse_through_the_real_cli(model_args, extra, said, tmp_path, tiny_qwen_dir):
+    from lmms import run_lmms_eval
+
+    args = f"pretrained={tiny_qwen_dir}" + (f",{model_args}" if model_args and "{tiny}" not in model_args else "")
+    if "{tiny}" in model_args:
+        args = model_args.format(tiny=tiny_qwen_dir)
+    run = run_lmms_eval(tmp_path / "out", "qwen2_5_vl_yesno", args, LOGIT_TASK, *extra, verbose=False)
+    assert run.returncode == 2 and "Traceback" not in run.output, run.output[-3000:]
+    line = run.output.strip().splitlines()[-1]
+    assert line.startswith(f"spatial-tasks: qwen2_5_vl_yesno: {said}"), line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_dtype_in_capitals_is_read_as_float32_through_the_real_cli(tmp_path, tiny_qwen_dir):
+    from lmms import run_lmms_eval
+
+    run = run_lmms_eval(tmp_path / "out", "qwen2_5_vl_yesno", f"pretrained={tiny_qwen_dir},dtype=Float32", LOGIT_TASK)
+    assert run.results is not None, run.output[-3000:]
+    assert "Traceback" not in run.output
+    assert len(run.samples[LOGIT_TASK]) > 0
