@@ -14,6 +14,7 @@ from pathlib import Path
 
 from spatial_tasks.common import read_once
 from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.jsonfile import say_replaced, writable_text
 
 
 class SamplesError(UserError, ValueError):
@@ -34,7 +35,7 @@ def iter_json_lines(path: Path, error: type[ValueError] = SamplesError) -> Itera
     path = Path(path)
     if path.is_dir():
         raise error(f"{path}: is a folder, expected a JSON-lines file")
-    number = 0
+    number, replaced = 0, 0
     try:
         with open(path, "rb") as raw:  # opened once: the first two bytes say whether it is gzip
             gzipped = raw.read(2) == b"\x1f\x8b"
@@ -51,12 +52,18 @@ def iter_json_lines(path: Path, error: type[ValueError] = SamplesError) -> Itera
                     raise error(f"{path}:{number}: JSON nested too deeply to read") from None
                 if not isinstance(obj, dict):
                     raise error(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
+                if "\\ud" in line or "\\uD" in line:  # a JSON escape of a surrogate: perhaps a lone one
+                    obj, count = writable_text(obj)
+                    replaced += count
                 yield number, obj
     except UnicodeDecodeError as err:
         raise error(f"{path}:{number + 1}: not UTF-8 text (byte {err.object[err.start:err.start + 1]!r})") from None
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:
         kind = "truncated" if isinstance(err, EOFError) else "corrupt"
         raise error(f"{path}: {kind} gzip file (stopped after line {number}: {err})") from None
+    say_replaced(path, replaced)
+
+
 
 
 def iter_samples(path: Path) -> Iterator[dict]:
@@ -75,6 +82,16 @@ def samples_benchmark(samples_path: Path) -> str | None:
             if isinstance(value, dict) and isinstance(value.get("benchmark"), str) and value["benchmark"]:
                 return value["benchmark"]
     return None
+
+
+def is_empty(samples_path: Path) -> bool:
+    """Whether a samples file holds no logged sample at all (0 lines, or blank ones)."""
+    return next(iter(numbered_samples(samples_path)), None) is None
+
+
+def empty_samples_files(roots: Sequence[Path]) -> list[Path]:
+    """The empty samples files (``is_empty``) of every run under ``roots``."""
+    return [path for root in roots for run in find_runs(Path(root)) for path in run.samples.values() if is_empty(path)]
 
 
 def numbered_samples(path: Path) -> Iterator[tuple[int, dict]]:

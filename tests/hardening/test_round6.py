@@ -332,3 +332,57 @@ def test_a_dtype_in_capitals_is_read_as_float32_through_the_real_cli(tmp_path, t
     assert run.results is not None, run.output[-3000:]
     assert "Traceback" not in run.output
     assert len(run.samples[LOGIT_TASK]) > 0
+
+
+# --------------------------------------------------------------------------- item 4: text from samples is never fatal
+
+
+def with_lone_surrogates(sample: dict) -> tuple[dict, int]:
+    """The sample with a lone surrogate in its prompt, its target and its response; and how many."""
+    out, count = dict(sample), 0
+    for key in ("input", "target"):
+        if isinstance(out.get(key), str):
+            out[key] += "\ud800"
+            count += 1
+    responses = out["filtered_resps"]
+    if isinstance(responses, str):
+        out["filtered_resps"] = responses.replace('"text": "', '"text": "\udfff', 1)
+    else:
+        out["filtered_resps"] = [responses[0] + "\udfff", *responses[1:]]
+    return out, count + 1
+
+
+def test_a_lone_surrogate_in_logged_text_is_replaced_counted_once_and_the_report_written(baseline_run, tmp_path):
+    run = baseline_run("vertical", "spatialtunnel_sample")
+    copy = tmp_path / "run"
+    shutil.copytree(run.out, copy)
+    samples = next(copy.rglob("*_samples_*.jsonl"))
+    lines = samples.read_text().splitlines()
+    changed, expected = with_lone_surrogates(json.loads(lines[0]))
+    samples.write_text("\n".join([json.dumps(changed), *lines[1:]]) + "\n")  # json.dumps writes \\ud800 escapes
+    done = cli("report", str(copy), "--out", str(tmp_path / "report"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = [line for line in done.stderr.splitlines() if "lone surrogates" in line]
+    assert said == [f"spatial-tasks: {samples}: {expected} character(s) that UTF-8 cannot hold (lone surrogates) in its "
+                    "logged text, each read as U+FFFD"], done.stderr
+    assert (tmp_path / "report" / "report.md").is_file() and (tmp_path / "report" / "index.html").is_file()
+    page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert "\ufffd" in page or "&#65533;" in page or "\\ufffd" in page
+
+
+def test_an_empty_samples_file_is_named(baseline_run, tmp_path):
+    run = baseline_run("vertical", "spatialtunnel_sample")
+    copy = tmp_path / "run"
+    shutil.copytree(run.out, copy)
+    first, *others = sorted(copy.rglob("*_samples_*.jsonl"))
+    first.write_text("")
+    done = cli("report", str(copy), "--out", str(tmp_path / "report"))  # the other tasks are still reported
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"spatial-tasks: {first}: empty, 0 lines; left out of the report" in done.stderr.splitlines(), done.stderr
+    for path in others:
+        path.write_text("\n")
+    more = f" (and {len(others)} more samples file(s) likewise)" if others else ""
+    line = refused(cli("report", str(copy), "--out", str(tmp_path / "report")))
+    assert line == f"error: {first}: empty, 0 lines{more}; nothing to report", line
+    line = refused(cli("results", str(copy), "--out", str(tmp_path / "records")))
+    assert line == f"error: {first}: empty, 0 lines{more}; no records to write", line
