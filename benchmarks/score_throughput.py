@@ -167,6 +167,20 @@ def main() -> None:
             print(f"input preparation: {1000 * spent / n:.2f} ms CPU per question{label}")
     if "batch 8 packed" in rates and "batch 8 shared prefix" in rates:
         print(f"packed/shared-prefix at batch 8: {rates['batch 8 packed'] / rates['batch 8 shared prefix']:.2f}x")
+    print(measured_entry(args, dtype, device, rates))
+
+
+def measured_entry(args, dtype: str, card: str, rates: dict[str, float]) -> str:
+    """The line to add to spatial_tasks/models/packed.py's MEASURED for this card: packed=auto packs
+    there only if packing was the fastest batch-8 setting."""
+    batch8 = {name.removeprefix("batch 8 "): rate for name, rate in rates.items() if name.startswith("batch 8 ")}
+    if "packed" not in batch8:
+        return "MEASURED: packed was not among the settings run; no entry to add"
+    packs = batch8["packed"] >= max(batch8.values())
+    figures = ", ".join(f"{name} {rate:.1f} q/s" for name, rate in sorted(batch8.items(), key=lambda kv: -kv[1]))
+    kind = "cuda" if args.device.startswith("cuda") else args.device
+    return (f'MEASURED entry to add: ("{kind}", torch.{dtype}): Measured({packs}, "{card}", '
+            f'"{time.strftime("%Y-%m-%d")}", "{args.shape} shape, batch 8: {figures}"),')
 
 
 def _family_rates(family: str, docs: list[dict], requests: list[Instance], args, dtype: str) -> None:

@@ -56,6 +56,7 @@ from spatial_tasks.models.scoring_paths import (
     ONE_BY_ONE,
     PACKED,
     PADDED,
+    PREPARED_ONCE,
     SHARED_PREFIX,
     NothingToShare,
     PathChoice,
@@ -109,13 +110,17 @@ class HFYesNoMixin:
 
     def choose_path(self) -> PathChoice:
         """``scoring_paths.choose`` over the offered paths, with this model's options, device and dtype."""
-        from spatial_tasks.models.packed import packed_by_default
+        from spatial_tasks.models.packed import packed_by_default, unmeasured_packing
 
         options = self.options
-        return choose(self.offered_paths(), packed=options.packed, group_images=options.group_images,
-                      share_prefix=options.share_prefix,
-                      packs_by_default=packed_by_default(next(self.model.parameters()).device, self.model.dtype),
-                      block_mask=getattr(self.model.config, "_attn_implementation", None) in ("sdpa", "eager"))
+        device = next(self.model.parameters()).device
+        chosen = choose(self.offered_paths(), packed=options.packed, group_images=options.group_images,
+                        share_prefix=options.share_prefix, packs_by_default=packed_by_default(device, self.model.dtype),
+                        block_mask=getattr(self.model.config, "_attn_implementation", None) in ("sdpa", "eager"))
+        unmeasured = unmeasured_packing(device, self.model.dtype)
+        if chosen.path in (PACKED, PREPARED_ONCE) and options.packed is True and unmeasured:
+            eval_logger.warning(f"{model_id(type(self))}: {unmeasured}")
+        return chosen
 
     def drop_path(self, path: str, why: str) -> None:
         """A path that turned out not to fit this model: gone for the rest of the run, logged, recorded."""

@@ -48,23 +48,57 @@ from spatial_tasks.models.scoring_terms import PathUnavailable
 
 PREPARE = "prepare (host)"  # the stage of CPU work on the critical path, in every setting
 
-# packed=auto: whether packing was the fastest setting, per device type and dtype
-# (benchmarks/score_throughput.py; tasks/spatialtunnel/README.md, "First-token scoring speed").
-PACKED_BY_DEFAULT: dict[tuple[str, torch.dtype], bool] = {
-    ("cpu", torch.float32): True,  # mid build, batch 8: 10.7 q/s packed, 9.2 shared prefix, 5.7 grouped
-    ("cpu", torch.bfloat16): True,  # 15.6 packed, 13.0 shared prefix, 9.6 grouped
-    # CUDA: NOT measured yet (benchmarks/gpu.sh is the prepared run). Packing removes what was measured
-    # to dominate there (per-question preparation, launches, cache copies, syncs), so it packs.
-    ("cuda", torch.bfloat16): True,
-    ("cuda", torch.float16): True,
-    ("cuda", torch.float32): True,
+@dataclass(frozen=True)
+class Measured:
+    """One measured choice for ``packed=auto``: whether packing was the fastest setting on this
+    device type and dtype, the card and date it was measured on, and the figures."""
+
+    packs: bool
+    card: str
+    date: str
+    figures: str
+
+
+# packed=auto: the measured choice per device type and dtype (benchmarks/score_throughput.py;
+# tasks/spatialtunnel/README.md, "First-token scoring speed"). A pair with no entry has never run
+# packed: auto takes the paths that have run everywhere (grouped, with a shared prefix unless
+# share_prefix=false). benchmarks/gpu.sh prints the entry to add for the card it ran on.
+MEASURED: dict[tuple[str, torch.dtype], Measured] = {
+    ("cpu", torch.float32): Measured(True, "2-core CPU (this project's CI machine)", "2026-11-27",
+                                     "mid shape, batch 8: packed 10.7 q/s, shared prefix 9.2, grouped 5.7"),
+    ("cpu", torch.bfloat16): Measured(True, "2-core CPU (this project's CI machine)", "2026-11-27",
+                                      "mid shape, batch 8: packed 15.6 q/s, shared prefix 13.0, grouped 9.6"),
+    ("cuda", torch.bfloat16): Measured(False, "NVIDIA H200", "2026-11-26",
+                                       "3B shape, batch 8, before packing existed: grouped 31.4 q/s, shared prefix "
+                                       "23.4, ungrouped 16.0; packed never measured on a GPU"),
+    ("cuda", torch.float32): Measured(False, "NVIDIA H200", "2026-11-26",
+                                      "3B shape, batch 8, before packing existed: shared prefix 15.6 q/s, grouped "
+                                      "11.4; packed never measured on a GPU"),
 }
 
 
+def measured(device: torch.device, dtype: torch.dtype) -> Measured | None:
+    """The measured choice for this device type and dtype (None: never measured)."""
+    return MEASURED.get((device.type, dtype))
+
+
 def packed_by_default(device: torch.device, dtype: torch.dtype) -> bool:
-    """Whether ``packed=auto`` packs on this device type and dtype (``PACKED_BY_DEFAULT``; a pair not
-    measured packs, the design's expectation)."""
-    return PACKED_BY_DEFAULT.get((device.type, dtype), True)
+    """Whether ``packed=auto`` packs on this device type and dtype: only where packing was measured
+    fastest (``MEASURED``); a pair never measured takes the paths that have run everywhere."""
+    entry = measured(device, dtype)
+    return entry is not None and entry.packs
+
+
+def unmeasured_packing(device: torch.device, dtype: torch.dtype) -> str | None:
+    """The one line ``packed=true`` logs where packing has not been measured on this device type and
+    dtype (None where it has)."""
+    entry = measured(device, dtype)
+    if entry is not None and entry.packs:
+        return None
+    dtype_name = str(dtype).removeprefix("torch.")
+    return (f"packed=true on {device.type}/{dtype_name}: the packed path has not been measured on this device "
+            "(benchmarks/gpu.sh measures it on a GPU); its scores equal the other paths' (tested on a CPU), its speed "
+            "here is unknown")
 
 
 # --- stage timing -------------------------------------------------------------------------------

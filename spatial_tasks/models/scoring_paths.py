@@ -96,7 +96,7 @@ def choose(offered: Sequence[str], *, packed: bool | str, group_images: bool, sh
         if auto and not group_images:
             why.append("packed=auto without group_images: not packed")
         elif auto and not packs_by_default:
-            why.append("packed=auto: not the measured fastest on this device and dtype")
+            why.append("packed=auto: packing not measured fastest on this device and dtype (packed.MEASURED)")
         elif auto:
             why.append("packed=auto: the measured fastest on this device and dtype")
         elif not packed:

@@ -386,3 +386,52 @@ def test_an_empty_samples_file_is_named(baseline_run, tmp_path):
     assert line == f"error: {first}: empty, 0 lines{more}; nothing to report", line
     line = refused(cli("results", str(copy), "--out", str(tmp_path / "records")))
     assert line == f"error: {first}: empty, 0 lines{more}; no records to write", line
+
+
+# --------------------------------------------------------------------------- item 6: the default on a device has run there
+
+
+def test_packed_auto_packs_only_where_packing_was_measured_fastest():
+    import torch
+
+    from spatial_tasks.models.packed import MEASURED, packed_by_default, unmeasured_packing
+    from spatial_tasks.models.scoring_paths import GROUPED, ONE_BY_ONE, PACKED, PADDED, SHARED_PREFIX, choose
+
+    for (device, dtype), entry in MEASURED.items():  # every entry names its card and date
+        assert entry.card and len(entry.date) == 10 and entry.date.startswith("20") and entry.figures
+    for dtype in (torch.bfloat16, torch.float16, torch.float32):  # packed has never run on a GPU
+        assert not packed_by_default(torch.device("cuda"), dtype)
+        assert "has not been measured on this device" in unmeasured_packing(torch.device("cuda"), dtype)
+    assert packed_by_default(torch.device("cpu"), torch.float32) and not unmeasured_packing(torch.device("cpu"),
+                                                                                            torch.float32)
+    offered = (PACKED, SHARED_PREFIX, GROUPED, PADDED, ONE_BY_ONE)
+    on_cuda = choose(offered, packed="auto", group_images=True, share_prefix=True, block_mask=True,
+                     packs_by_default=packed_by_default(torch.device("cuda"), torch.bfloat16))
+    assert on_cuda.path == SHARED_PREFIX and PACKED not in on_cuda.order, on_cuda  # the path last measured there
+    forced = choose(offered, packed=True, group_images=True, share_prefix=True, block_mask=True,
+                    packs_by_default=False)
+    assert forced.path == PACKED
+
+
+def test_packed_true_where_it_was_never_measured_says_so_in_one_line(tiny_qwen_dir, monkeypatch):
+    import torch
+    from loguru import logger
+
+    from spatial_tasks.models import packed
+    from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
+
+    lines: list[str] = []
+    sink = logger.add(lambda message: lines.append(str(message).strip()), level="WARNING")
+    try:
+        monkeypatch.delitem(packed.MEASURED, ("cpu", torch.float32))  # as a device never measured
+        args = dict(pretrained=str(tiny_qwen_dir), device="cpu", device_map="cpu", dtype="float32")
+        auto = Qwen2_5_VLYesNo(**args)
+        assert auto.scoring.path != "packed"  # auto: the paths that have run everywhere
+        assert not [line for line in lines if "has not been measured" in line]
+        forced = Qwen2_5_VLYesNo(**args, packed=True)
+        assert forced.scoring.path == "packed"
+    finally:
+        logger.remove(sink)
+    said = [line for line in lines if "has not been measured on this device" in line]
+    assert len(said) == 1 and "qwen2_5_vl_yesno: packed=true on cpu/float32: the packed path has not been measured" \
+        in said[0], lines
