@@ -54,9 +54,39 @@ INSTALL_HINT = install_hint()
 
 def need_bpy() -> None:
     """Stop in one line (``install_hint``) before a render command makes anything, where bpy cannot be
-    imported: found without importing it, so a check costs nothing where it can."""
+    imported: found without importing it, so a check costs nothing where it can. A Blender other than
+    the one our datasets were rendered with is said in one line (``say_other_blender``)."""
     if importlib.util.find_spec("bpy") is None:
         raise UserError(INSTALL_HINT)
+    say_other_blender()
+
+
+# The Blender our datasets were rendered and checked with: the [render] extra pins it, since another
+# build draws other bytes (sampling, denoising, colour management) for the same scene and seed.
+TESTED_BPY = "5.2.3"
+_SAID_ENV = "SPATIAL_TASKS_OTHER_BLENDER_SAID"  # inherited by render workers: said once per command
+
+
+def other_blender() -> str | None:
+    """The installed bpy's version when it is not ``TESTED_BPY`` (None when it is, or none is installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        found = installed("bpy")
+    except PackageNotFoundError:
+        return None
+    return None if found == TESTED_BPY else found
+
+
+def say_other_blender() -> None:
+    """One line, once per command (its workers included), when rendering with another Blender."""
+    found = other_blender()
+    if found and not os.environ.get(_SAID_ENV):
+        os.environ[_SAID_ENV] = "1"
+        print(f"spatial-tasks: rendering with bpy {found}, not {TESTED_BPY}, the Blender our datasets were rendered and "
+              "checked with: images may differ in their bytes from a dataset made with it; the dataset records "
+              f"blender_version {found}", file=sys.stderr, flush=True)
 
 # Canonical pass names (5.x spelling) for the names a multilayer EXR may carry.
 _PASS_ALIASES = {"IndexOB": "Object Index", "IndexMA": "Material Index", "Z": "Depth"}
@@ -77,6 +107,7 @@ def require_bpy() -> ModuleType:
             import bpy
     except ImportError as err:  # pragma: no cover - depends on the environment
         raise ImportError(INSTALL_HINT) from err
+    say_other_blender()
     return bpy
 
 

@@ -10,6 +10,8 @@ Each parquet file carries it (``dataset.GENERATION_KEY``), and the card is rende
     renderer_version  our renderer's version (bumped when the same flags would draw other pixels);
                       None where nothing is rendered
     blender_version   "5.2.3 LTS (e13b728c6880)"; None where Blender is not used (PIL transforms)
+    blender_untested  only where the Blender is not the one our datasets were checked with
+                      (``blender.TESTED_BPY``): which it is
     git_commit        of this checkout ("+dirty" with local changes)
     versions          spatial-tasks, datasets, numpy, pillow and bpy, as installed
 
@@ -32,6 +34,12 @@ SPEED_ONLY_FLAGS = frozenset({"workers", "threads_per_worker", "backend", "devic
                               "progress", "overwrite"})
 PACKAGES = ("spatial-tasks", "datasets", "numpy", "pillow", "bpy")
 KEYS = ("generator", "command", "flags", "seed", "renderer_version", "blender_version", "git_commit", "versions")
+OPTIONAL_KEYS = ("blender_untested",)
+
+
+def generation(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The provenance keys of a render's record, as a dataset's files carry them."""
+    return {**{key: run.get(key) for key in KEYS}, **{key: run[key] for key in OPTIONAL_KEYS if key in run}}
 
 
 def image_flags(flags: Mapping[str, Any]) -> dict[str, Any]:
@@ -66,11 +74,13 @@ def record(generator: str, flags: Mapping[str, Any], out: Path, *, renderer_vers
     """The provenance record of a run of ``spatial-tasks generate <generator>`` (module docstring)."""
     if "seed" not in flags:
         raise ValueError(f"{generator}: a provenance record needs the run's seed among the flags")
-    blender_version = None
+    blender_version, untested = None, {}
     if blender:
-        from .blender import version_string
+        from .blender import TESTED_BPY, other_blender, version_string
 
         blender_version = version_string()
+        if other_blender():  # only then: a dataset made with the tested Blender keeps its bytes
+            untested = {"blender_untested": f"bpy {other_blender()}; the datasets were checked with bpy {TESTED_BPY}"}
     return {
         "generator": f"spatial_tasks.generators.{generator}",
         "command": command_line(generator, flags, out),
@@ -80,6 +90,7 @@ def record(generator: str, flags: Mapping[str, Any], out: Path, *, renderer_vers
         "blender_version": blender_version,
         "git_commit": git_commit(),
         "versions": package_versions(),
+        **untested,
     }
 
 

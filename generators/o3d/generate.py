@@ -213,7 +213,7 @@ def _row(work: Path, spec: sampling.ImageSpec) -> dict[str, Any]:
 def build(sel: Selection, out: Path, run: dict[str, Any]) -> list[Path]:
     """Write this shard's parquet files for every selected config, then questions and card."""
     written = []
-    generation = {key: run[key] for key in provenance.KEYS}
+    generation = provenance.generation(run)
     for config, specs in sel.specs.items():
         work = Path(out) / WORK_DIR / config
         mine = sel.shard.select(specs)

@@ -195,7 +195,7 @@ def build_variant(variant: str, out: Path, *, grid: int = 16, per_cell: int | No
     total_files = sum(len(files) for files in layout)
     first = sum(len(files) for files in layout[: shard_obj.index - 1])
     # the provenance only (no timings or worker counts): the same bytes whichever machine made them
-    generation = {key: run.get(key) for key in provenance.KEYS}
+    generation = provenance.generation(run)
     generation["images_total"] = len(full)
     config_dir = Path(out) / config
     config_dir.mkdir(parents=True, exist_ok=True)

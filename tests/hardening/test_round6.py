@@ -435,3 +435,38 @@ def test_packed_true_where_it_was_never_measured_says_so_in_one_line(tiny_qwen_d
     said = [line for line in lines if "has not been measured on this device" in line]
     assert len(said) == 1 and "qwen2_5_vl_yesno: packed=true on cpu/float32: the packed path has not been measured" \
         in said[0], lines
+
+
+# --------------------------------------------------------------------------- item 7: versions
+
+
+def test_the_render_extra_pins_the_blender_our_datasets_record():
+    import tomllib
+
+    from spatial_tasks.generators.common.blender import TESTED_BPY, other_blender
+
+    root = Path(__file__).resolve().parents[2]
+    render = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]["render"]
+    assert render == [f"bpy=={TESTED_BPY}; python_version == '3.13'"]  # exactly: 5.2.4 would be admitted by a range
+    assert f"\nbpy=={TESTED_BPY} \\" in (root / "requirements.lock").read_text()
+    assert other_blender() is None  # the lock's Blender is the tested one: nothing to say, nothing recorded
+
+
+@pytest.mark.render
+def test_rendering_with_another_blender_says_so_once_before_rendering_and_the_dataset_records_it(tmp_path, monkeypatch):
+    from spatial_tasks.generators.common import blender
+    from spatial_tasks.generators.common import dataset as ds
+
+    installed = blender.version_string().split()[0]
+    monkeypatch.setattr(blender, "TESTED_BPY", "5.2.0")  # as if the installed bpy were another build
+    monkeypatch.delenv("SPATIAL_TASKS_OTHER_BLENDER_SAID", raising=False)
+    out = tmp_path / "st"
+    done = cli("generate", "spatialtunnel", "--variant", "phase", "--grid", "2", "--per-cell", "1", "--resolution",
+               "32", "--samples", "1", "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = [line for line in done.stderr.splitlines() if "the Blender our datasets were rendered and checked with" in line]
+    assert said == [f"spatial-tasks: rendering with bpy {installed}, not 5.2.0, the Blender our datasets were rendered "
+                    "and checked with: images may differ in their bytes from a dataset made with it; the dataset "
+                    f"records blender_version {installed}"], done.stderr[-3000:]
+    shard = next((out / "phase_variation").glob("*.parquet"))
+    assert ds.read_generation(shard)["blender_untested"] == f"bpy {installed}; the datasets were checked with bpy 5.2.0"
