@@ -58,7 +58,9 @@ def make_data(folder: Path, images: int) -> Path:
     return path
 
 
-def make_runs(folder: Path, data: Path, runs: int) -> Path:
+def make_runs(folder: Path, data: Path, runs: int, questions: int | None = None) -> Path:
+    """``runs`` fake runs over the task's docs of ``data``; ``questions``: that many logged samples per
+    run, the docs repeated under new question ids (many questions per image, no more images)."""
     from spatial_tasks.catalog import task_config
     from spatial_tasks.common.environment import DATA_KEY, software
     from spatial_tasks.common.yesno import encode_payload_fields
@@ -80,7 +82,10 @@ def make_runs(folder: Path, data: Path, runs: int) -> Path:
         run_dir.mkdir(parents=True)
         stamp = f"20261129_10000{r}"
         with open(run_dir / f"{stamp}_samples_{TASK}.jsonl", "w", encoding="utf-8") as out:
-            for doc_id, (doc, prompt) in enumerate(zip(docs, prompts)):
+            for doc_id in range(questions or len(docs)):
+                doc, prompt = docs[doc_id % len(docs)], prompts[doc_id % len(docs)]
+                if doc_id >= len(docs):
+                    doc = {**doc, "question_id": f"{doc['question_id']}~{doc_id // len(docs)}"}
                 right = rng.random() < skill
                 yes = (doc["answer"] == "Yes") == right
                 margin = rng.uniform(0.2, 4.0) * (1 if yes else -1)
@@ -94,7 +99,7 @@ def make_runs(folder: Path, data: Path, runs: int) -> Path:
         results = {"results": {TASK: {"alias": TASK}}, "configs": {TASK: {
             "task": TASK, "dataset_path": "parquet", "dataset_kwargs": kwargs, "test_split": "test",
             "metadata": metadata}}, "config": {"model": "fake_vlm", "model_args": f"pretrained=model-{r}"},
-            "n-samples": {TASK: {"original": len(docs), "effective": len(docs)}}}
+            "n-samples": {TASK: {"original": questions or len(docs), "effective": questions or len(docs)}}}
         (run_dir / f"{stamp}_results.json").write_text(json.dumps(results), encoding="utf-8")
     return root
 

@@ -42,9 +42,9 @@ class TaskEntry:
 
 
 def _config(path: Path) -> dict:
-    from lmms_eval.utils import load_yaml_config  # resolves include: exactly as lmms-eval does
+    from spatial_tasks.harness.yaml_reader import load_task_yaml  # as lmms-eval reads it, without torch
 
-    return load_yaml_config(str(path), mode="simple")
+    return load_task_yaml(path, mode="simple")
 
 
 def _source(cfg: dict, note: str | None = None) -> str:
@@ -97,10 +97,10 @@ def find_task(name: str) -> TaskEntry:
 def task_config(name: str) -> tuple[Path, dict]:
     """(path, config) of our task ``name``'s YAML, read in full by lmms-eval's own loader (its
     includes resolved, its ``!function`` hooks imported); KeyError when no task of ours has the name."""
-    from lmms_eval.utils import load_yaml_config
+    from spatial_tasks.harness.yaml_reader import load_task_yaml
 
     entry = find_task(name)
-    return entry.path, load_yaml_config(str(entry.path), mode="full")
+    return entry.path, load_task_yaml(entry.path, mode="full")
 
 
 def scores_payloads(name: str) -> bool | None:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from spatial_tasks.common.samples import Run
 from spatial_tasks.page.images import THUMBS, ImageShelf
-from spatial_tasks.page.samples import Strings, benchmark_rows
+from spatial_tasks.page.samples import RowJSON, Strings, benchmark_rows
 
 PAGE = "index.html"
 
@@ -92,9 +92,8 @@ def page_data(*, intro: Sequence[str], source: str, leaderboard: Sequence[Mappin
     samples: list[dict] = []
     browsed = []
     for name in (n for n in specs if n in by_benchmark):  # registry order, as the report
-        rows, fields = benchmark_rows(specs[name], by_benchmark[name], run_index, strings, shelf, configs)
-        for row in rows:
-            row["b"] = len(browsed)
+        rows, fields = benchmark_rows(specs[name], by_benchmark[name], run_index, strings, shelf, configs,
+                                      browsed=len(browsed))
         samples += rows
         browsed.append({"name": name, "title": specs[name].title, "fields": fields})
     return {
@@ -124,10 +123,27 @@ def _finite(value):
     return value
 
 
-def embed(data: dict) -> str:
-    """``data`` as JSON safe inside a <script> element: no "<", ">" or "&" survives as itself."""
-    text = json.dumps(_finite(data), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+def script_safe_json(value: object) -> str:
+    """``value`` as JSON safe inside a <script> element: NaN and infinities as null, and no "<", ">"
+    or "&" survives as itself (escaped within strings: the same JSON value)."""
+    text = json.dumps(_finite(value), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+_ROWS = "\x00sample rows\x00"  # stands for the encoded rows while the rest is encoded
+
+
+def embed(data: dict) -> str:
+    """``data`` as JSON safe inside a <script> element (``script_safe_json``); its sample rows come
+    encoded already (``samples.RowJSON``) and are spliced in as they are."""
+    rows = data.get("samples") or []
+    text = script_safe_json({**data, "samples": _ROWS})
+    placeholder = json.dumps(_ROWS)
+    if text.count(placeholder) != 1:  # the marker must stand once, where the rows go
+        raise RuntimeError("page data: the sample rows' marker is not where the rows go")
+    head, _, tail = text.partition(placeholder)
+    return "".join([head, "[", ",".join(row if isinstance(row, RowJSON) else script_safe_json(row) for row in rows),
+                    "]", tail])
 
 
 def render(data: dict) -> str:

@@ -72,12 +72,26 @@ def generic_view(record: Mapping[str, Any], sample: Mapping[str, Any]) -> Sample
                       correct=float(correct) >= 1 if isinstance(correct, (int, float)) else None)
 
 
+class RowJSON(str):
+    """One sample row, already encoded as the page embeds it (``page.embed``): a row is kept as its
+    JSON text, not as Python dicts -- a report over 100,000 samples would otherwise hold ~8 KB of
+    objects per row (measured: 860 MB) for a page that needs ~0.4 KB of text."""
+
+
+def encoded_row(row: Mapping[str, Any]) -> RowJSON:
+    from spatial_tasks.page import script_safe_json
+
+    return RowJSON(script_safe_json(row))
+
+
 def benchmark_rows(benchmark: Benchmark, entries: Sequence[tuple[Run, str, Path]], run_index: Mapping[str, int],
-                   strings: Strings, shelf: ImageShelf, configs: Mapping[tuple[str, str], Mapping]) -> tuple[list[dict], list[str]]:
+                   strings: Strings, shelf: ImageShelf, configs: Mapping[tuple[str, str], Mapping],
+                   browsed: int = 0) -> tuple[list[RowJSON], list[str]]:
     """(rows, field names) of one benchmark's samples files: ``entries`` are (run, task, samples
-    path) as the report groups them; ``configs``: (run label, task) -> its results-file config."""
+    path) as the report groups them; ``configs``: (run label, task) -> its results-file config;
+    ``browsed``: the benchmark's index on the page (each row's "b")."""
     view_of = benchmark.browse
-    rows: list[dict] = []
+    rows: list[RowJSON] = []
     field_names: dict[str, None] = {}
     for run, task, path in entries:
         records = benchmark.records_from_samples(path)
@@ -91,10 +105,11 @@ def benchmark_rows(benchmark: Benchmark, entries: Sequence[tuple[Run, str, Path]
             response = response if isinstance(response, str) else first_response(sample)
             shown = shelf.shown(task, config, sample.get("doc_id"), record)
             field_names.update(dict.fromkeys(view.fields))
-            rows.append({"r": run_index[run.label], "t": strings(task), "d": _text(sample.get("doc_id")),
-                         "k": strings(view.key), "p": strings(_cut(_text(sample.get("input")))),
-                         "a": answer_of(response), "g": strings(_cut(view.gold)),
-                         "c": None if view.correct is None else int(bool(view.correct)),
-                         "f": {name: strings(str(value)) for name, value in view.fields.items()},
-                         "i": list(shown.names), **({"x": shown.problem} if shown.problem else {})})
+            rows.append(encoded_row({
+                "r": run_index[run.label], "t": strings(task), "d": _text(sample.get("doc_id")),
+                "k": strings(view.key), "p": strings(_cut(_text(sample.get("input")))),
+                "a": answer_of(response), "g": strings(_cut(view.gold)),
+                "c": None if view.correct is None else int(bool(view.correct)),
+                "f": {name: strings(str(value)) for name, value in view.fields.items()},
+                "i": list(shown.names), **({"x": shown.problem} if shown.problem else {}), "b": browsed}))
     return rows, list(field_names)
