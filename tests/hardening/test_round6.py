@@ -124,45 +124,36 @@ def test_an_unreadable_ledger_is_named_and_the_report_leaves_no_staging(baseline
     assert len((out / LEDGER).read_text().splitlines()) == len(files)
 
 
-def test_the_demo_refuses_a_linked_report_folder(tmp_path):
-    out = tmp_path / "OUT"
-    before = outside_tree(tmp_path, out, "spatial-tasks demo")
-    (out / "report").symlink_to(tmp_path / "outside" / "keep")
-    line = refused(run_cli([SPATIAL_TASKS, "demo", "--out", str(out)], capture_output=True, text=True, timeout=300))
-    assert line.startswith(f"error: spatial-tasks demo: {out} holds report, which spatial-tasks did not write"), line
-    assert outside_now(tmp_path, out) == before
-
-
-def test_generate_refuses_a_linked_work_folder(tmp_path):
-    out = tmp_path / "OUT"
-    before = outside_tree(tmp_path, out, "spatial-tasks generate")
-    (out / "_work").symlink_to(tmp_path / "outside" / "keep")
-    line = refused(cli("generate", "spatialtunnel", "--variant", "phase", "--grid", "2", "--per-cell", "1",
-                       "--resolution", "32", "--samples", "1", "--out", str(out)))
-    assert line.startswith(f"error: spatial-tasks generate: {out / '_work'} is a link"), line
-    assert outside_now(tmp_path, out) == before
-
-
-def test_tiny_model_refuses_a_folder_holding_a_link(tmp_path):
-    out = tmp_path / "OUT"
-    before = outside_tree(tmp_path, out, "spatial-tasks tiny-model")
-    (out / "config.json").symlink_to(tmp_path / "outside" / "victim.txt")
-    line = refused(cli("tiny-model", "--out", str(out)))
-    assert line.startswith(f"error: spatial-tasks tiny-model: {out} holds config.json, which spatial-tasks did not "
-                           "write"), line
-    assert outside_now(tmp_path, out) == before
-
-
-def test_the_probe_refuses_its_files_as_links(tmp_path, tiny_qwen_dir):
+def probe_args(tiny_qwen_dir: Path) -> list[str]:
     from spatial_tasks.paths import benchmark_tasks_dir
 
+    return ["probe", "--model", str(tiny_qwen_dir), "--data",
+            str(benchmark_tasks_dir("spatialtunnel") / "sample" / "contrastive_probing"), "--dtype", "float32"]
+
+
+# command -> (its arguments before --out, the link made in OUT, what it points to, how the refusal starts)
+LINKED = {
+    "demo": (["demo"], "report", "outside/keep", "error: spatial-tasks demo: {out} holds report, which spatial-tasks "
+                                                 "did not write"),
+    "generate": (["generate", "spatialtunnel", "--variant", "phase", "--grid", "2", "--per-cell", "1", "--resolution",
+                  "32", "--samples", "1"], "_work", "outside/keep", "error: spatial-tasks generate: {out}/_work is a link"),
+    "tiny-model": (["tiny-model"], "config.json", "outside/victim.txt",
+                   "error: spatial-tasks tiny-model: {out} holds config.json, which spatial-tasks did not write"),
+    "probe": (None, "deltas.npy", "outside/victim.txt",
+              "error: spatial-tasks probe: {out} holds deltas.npy, which spatial-tasks did not write"),
+}
+
+
+@pytest.mark.parametrize("command", list(LINKED))
+def test_each_command_refuses_a_link_in_its_folder_and_leaves_outside_alone(command, tmp_path, request):
+    args, link, target, said = LINKED[command]
+    if args is None:
+        args = probe_args(request.getfixturevalue("tiny_qwen_dir"))
     out = tmp_path / "OUT"
-    before = outside_tree(tmp_path, out, "spatial-tasks probe")
-    (out / "deltas.npy").symlink_to(tmp_path / "outside" / "victim.txt")
-    line = refused(cli("probe", "--model", str(tiny_qwen_dir), "--data",
-                       str(benchmark_tasks_dir("spatialtunnel") / "sample" / "contrastive_probing"),
-                       "--out", str(out), "--dtype", "float32", timeout=600))
-    assert f"holds deltas.npy, which spatial-tasks did not write" in line, line
+    before = outside_tree(tmp_path, out, f"spatial-tasks {command}")
+    (out / link).symlink_to(tmp_path / target)
+    line = refused(cli(*args, "--out", str(out), timeout=600))
+    assert line.startswith(said.format(out=out)), line
     assert outside_now(tmp_path, out) == before
 
 
