@@ -308,6 +308,10 @@ class Ledger:
         self.check([target], what_to_do)
         if target.is_dir() and not target.is_symlink():  # a folder of ours goes whole (check saw every file)
             self.remove(target, what_to_do=what_to_do)
+        blocking = next((p for p in (target.parent, *target.parent.parents) if p.exists() and not p.is_dir()), None)
+        if blocking is not None:
+            raise NotOurs(f"{self.command}: {blocking} is a file where {target} needs a folder; nothing was deleted or "
+                          f"replaced. {what_to_do}")
         target.parent.mkdir(parents=True, exist_ok=True)  # no link on the way: inside() saw to that
         os.replace(source, target)
         self.record(target)

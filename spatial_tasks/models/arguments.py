@@ -85,9 +85,10 @@ def create_checked(cls: type, arg_string: str, additional_config: Mapping | None
     name = model_id(cls)
     try:
         given = parse_model_args(name, arg_string)
-        unknown = sorted(set(given) - set(accepted) if (accepted := accepted_args(cls)) is not None else ())
+        accepted = accepted_args(cls)
+        unknown = sorted(set(given) - set(accepted)) if accepted is not None else []
         if unknown:
-            raise ModelArgsError(f"{name}: unknown --model_args {', '.join(unknown)}; it takes {', '.join(sorted(accepted))}")
+            raise ModelArgsError(f"{name}: unknown --model_args {unknown}; it takes {', '.join(accepted)}")
         cli = {k: v for k, v in (additional_config or {}).items() if v is not None}
         args = {**check_model_args(name, cli, torch_device=torch_device, from_cli=True),
                 **check_model_args(name, given, torch_device=torch_device)}
@@ -117,13 +118,13 @@ def parse_model_args(model: str, arg_string: str | None) -> dict[str, object]:
     return out
 
 
-def accepted_args(cls: type) -> frozenset[str] | None:
+def accepted_args(cls: type) -> tuple[str, ...] | None:
     """The --model_args ``cls`` takes (None: it hands any others on to an engine that checks them):
-    ``MODEL_ARGS`` where the class lists them, else the named parameters of every ``__init__`` in its
+    ``MODEL_ARGS`` where the class lists them (in its order), else, sorted, the named parameters of every ``__init__`` in its
     classes (the host's, lmms-eval's) and the options it reads (``AnswerOptions``/``ScoringOptions``)."""
     listed = getattr(cls, "MODEL_ARGS", ())
     if listed is None or listed:
-        return None if listed is None else frozenset(listed)
+        return None if listed is None else tuple(listed)
     import inspect
 
     names: set[str] = set()
@@ -134,7 +135,7 @@ def accepted_args(cls: type) -> frozenset[str] | None:
         names.update(p.name for p in inspect.signature(init).parameters.values()
                      if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
     options = getattr(cls, "OPTIONS", ScoringOptions)
-    return frozenset(names | {f.name for f in fields(options)} | {"max_batch_size"})
+    return tuple(sorted(names | {f.name for f in fields(options)} | {"max_batch_size"}))
 
 
 def model_id(cls: type) -> str:

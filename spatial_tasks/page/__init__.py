@@ -136,7 +136,9 @@ _ROWS = "\x00sample rows\x00"  # stands for the encoded rows while the rest is e
 def embed(data: dict) -> str:
     """``data`` as JSON safe inside a <script> element (``script_safe_json``); its sample rows come
     encoded already (``samples.RowJSON``) and are spliced in as they are."""
-    rows = data.get("samples") or []
+    if "samples" not in data:
+        return script_safe_json(data)
+    rows = data["samples"] or []
     text = script_safe_json({**data, "samples": _ROWS})
     placeholder = json.dumps(_ROWS)
     if text.count(placeholder) != 1:  # the marker must stand once, where the rows go

@@ -6,6 +6,7 @@ Nothing is mocked: the actors are real Ray worker processes on two raylets, rend
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -19,6 +20,7 @@ pytest.importorskip("bpy")
 
 from ray import cloudpickle
 from ray.cluster_utils import Cluster
+from spatial_tasks.common.owned import LEDGER
 from spatial_tasks.generators.common.jobs import run_jobs
 
 from . import ray_probe
@@ -79,8 +81,21 @@ def test_a_worker_killed_mid_job_is_replaced_and_the_run_finishes(cluster, tmp_p
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+    return {p.relative_to(folder).as_posix(): _identity_free(p) for p in sorted(folder.rglob("*"))
             if p.is_file() and "_work" not in p.parts}
+
+
+MADE_WHERE = ("inode", "pid")  # a ledger's scratch entry names the folder and process that made it, not the data
+
+
+def _identity_free(path: Path) -> bytes:
+    """The file's bytes; for the ledger, its lines without the fields that name this machine's folder
+    and process (every other byte, and every line, must still be the same)."""
+    if path.name != LEDGER:
+        return path.read_bytes()
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return "".join(json.dumps({k: v for k, v in entry.items() if k not in MADE_WHERE}, sort_keys=True) + "\n"
+                   for entry in lines).encode()
 
 
 def _same_dataset(local: Path, remote: Path) -> None:

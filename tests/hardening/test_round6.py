@@ -265,7 +265,7 @@ def test_every_scorer_refuses_every_bad_argument_in_one_line(model, capsys):
     for arg, bad in BAD_VALUES.items():  # every argument of the table: refused by value, or as one it does not take
         line = stop_line(cls, f"{named},{arg}={bad}")
         if accepted is not None and arg not in accepted:
-            assert line.startswith(f"spatial-tasks: {model}: unknown --model_args {arg}; it takes "), line
+            assert line.startswith(f"spatial-tasks: {model}: unknown --model_args {[arg]}; it takes "), line
         else:
             value = handle_arg_string(bad)  # as lmms-eval's parser reads it: "0" is 0
             assert line.startswith(f"spatial-tasks: {model}: {arg}={value!r} in --model_args; it takes "), line
@@ -281,7 +281,7 @@ def test_every_scorer_refuses_every_bad_argument_in_one_line(model, capsys):
     if accepted is None:  # vllm_yesno hands any other argument to vLLM's engine, which names one it does not take
         assert "unknown --model_args" not in stop_line(cls, f"{named},foo=1")
     else:
-        assert stop_line(cls, f"{named},foo=1").startswith(f"spatial-tasks: {model}: unknown --model_args foo; it takes")
+        assert stop_line(cls, f"{named},foo=1").startswith(f"spatial-tasks: {model}: unknown --model_args ['foo']; it takes")
     capsys.readouterr()
 
 
@@ -299,7 +299,7 @@ def test_a_value_is_used_as_it_was_checked():
 
 
 @pytest.mark.parametrize("model_args, extra, said", [
-    ("foo=1", (), "unknown --model_args foo; it takes "),
+    ("foo=1", (), "unknown --model_args ['foo']; it takes "),
     ("pretrained={tiny},pretrained={tiny}", (), "pretrained is given twice in --model_args"),
     ("", ("--batch_size", "-1"), "--batch_size -1; it takes a whole number >= 1"),
 ], ids=["unknown", "given twice", "cli flag"])
