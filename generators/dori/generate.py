@@ -39,6 +39,7 @@ import datasets
 from PIL import Image
 from spatial_tasks.generators.common import dataset as ds
 from spatial_tasks.generators.common import provenance
+from spatial_tasks.generators.common.blender import need_bpy
 from spatial_tasks.generators.common.folder import OutputFolder
 from spatial_tasks.generators.common.jobs import (
     Shard,
@@ -300,6 +301,8 @@ def generate(task: str, out: Path, *, count: int = 200, resolution: int = 256, s
     ``ray_address``: render on Ray (jobs.run_jobs); ``device``: Cycles' device."""
     tasks = check_flags(task, count=count, resolution=resolution, samples=samples, seed=seed, shard=shard,
                         workers=workers, images=images, patterns=patterns, source=source)
+    if ray_address is None and any(name != "canonical_orientation" for name in tasks):
+        need_bpy()  # before anything is made: bpy there (a cluster's workers render: theirs), and which Blender
     with OutputFolder(Path(out), WORK_DIR) as folder:
         for name in tasks:
             identity = {"generator": GENERATOR, "task": name, "seed": seed, "shards": Shard.parse(shard).count}
