@@ -93,7 +93,11 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
     ledger = Ledger(out, REPORT)
     ledger.remove_leftover_scratch(STAGING)  # a report killed midway (kill -9) left its staging folder
     staging = Path(tempfile.mkdtemp(prefix=STAGING, dir=out))
-    ledger.record_scratch(staging)
+    try:
+        ledger.record_scratch(staging)
+    except BaseException:
+        staging.rmdir()  # made a moment ago and still empty: the ledger could not list it
+        raise
     try:
         return _replace_report(root, out, ledger, staging, runs, by_benchmark, makers, intro, probes)
     finally:

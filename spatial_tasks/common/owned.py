@@ -29,6 +29,7 @@ import os
 import shutil
 import sys
 import threading
+from stat import S_ISLNK, S_ISREG
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -63,7 +64,7 @@ class _Parsed:
 
 
 _READ: dict[str, tuple[tuple[int, int, int], _Parsed]] = {}  # ledger -> ((inode, size, mtime), parsed)
-_WARNED: set[tuple[str, tuple[int, int, int]]] = set()
+_WARNED: set[tuple[str, object]] = set()
 
 
 def _read(folder: Path) -> dict[str, dict]:
@@ -72,11 +73,19 @@ def _read(folder: Path) -> dict[str, dict]:
     are named on stderr once per version."""
     path = Path(folder) / LEDGER
     try:
-        stat = path.stat()
+        stat = path.lstat()
     except FileNotFoundError:
         return {}
     except OSError as err:
         raise _unreadable(path, err) from None
+    if S_ISLNK(stat.st_mode):  # a ledger is a file a command wrote here, never one it is pointed at
+        if (str(path), "link") not in _WARNED:
+            _WARNED.add((str(path), "link"))
+            print(f"spatial-tasks: {path}: is a link (to {os.readlink(path)}), not a ledger spatial-tasks wrote; ignored",
+                  file=sys.stderr, flush=True)
+        return {}
+    if not S_ISREG(stat.st_mode):  # a folder, a pipe (reading it would wait forever) ...
+        raise _unreadable(path, OSError(0, "not a regular file"))
     version = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
     cached = _READ.get(str(path))
     if cached is None or cached[0] != version:
@@ -396,11 +405,19 @@ class _locked:
 
     def __enter__(self):
         while True:
-            try:  # never through a link named like the ledger: that would write wherever it points
-                descriptor = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            if self.path.is_symlink():  # never written through: that would write wherever it points
+                raise NotOurs(f"{self.path}: is a link (to {os.readlink(self.path)}), and spatial-tasks never writes "
+                              "through a link; nothing was deleted or replaced. Move it away, or choose another --out.")
+            try:
+                descriptor = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
+                                     0o644)
             except OSError as err:
                 raise NotOurs(f"{self.path}: cannot be written as spatial-tasks' ledger ({err.strerror}); "
                               "nothing was deleted or replaced. Move it away, or choose another --out.") from None
+            if not S_ISREG(os.fstat(descriptor).st_mode):
+                os.close(descriptor)
+                raise NotOurs(f"{self.path}: is not a regular file, so it cannot be spatial-tasks' ledger; nothing was "
+                              "deleted or replaced. Move it away, or choose another --out.")
             handle = os.fdopen(descriptor, "a+b")
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:

@@ -461,3 +461,24 @@ def test_rendering_with_another_blender_says_so_once_before_rendering_and_the_da
                     f"records blender_version {installed}"], done.stderr[-3000:]
     shard = next((out / "phase_variation").glob("*.parquet"))
     assert ds.read_generation(shard)["blender_untested"] == f"bpy {installed}; the datasets were checked with bpy 5.2.0"
+
+
+@pytest.mark.parametrize("kind", ["link", "folder", "pipe"])
+def test_a_ledger_that_is_not_a_file_of_ours_stops_the_report_in_one_line(kind, baseline_run, tmp_path):
+    run = baseline_run("vertical", "spatialtunnel_sample")
+    out = tmp_path / "OUT"
+    out.mkdir()
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_text("")
+    if kind == "link":
+        (out / LEDGER).symlink_to(elsewhere)
+    elif kind == "folder":
+        (out / LEDGER).mkdir()
+    else:
+        os.mkfifo(out / LEDGER)  # reading it would wait forever
+    line = refused(cli("report", str(run.out), "--out", str(out), timeout=120))
+    said = {"link": f"error: {out / LEDGER}: is a link (to {elsewhere}), and spatial-tasks never writes through a link",
+            "folder": f"error: {out / LEDGER}: this ledger cannot be read (",
+            "pipe": f"error: {out / LEDGER}: this ledger cannot be read (not a regular file)"}[kind]
+    assert line.startswith(said), line
+    assert elsewhere.read_text() == "" and sorted(p.name for p in out.iterdir()) == [LEDGER]
