@@ -243,13 +243,12 @@ def results_command(
 
     records = collect(list(paths), iterations=iterations, seed=seed)
     if not records:
-        from spatial_tasks.common.samples import SamplesError, empty_samples_files
+        from spatial_tasks.common.samples import empty_samples_files, only_empty
         from spatial_tasks.registry import benchmarks
 
         empty = empty_samples_files(paths)
         if empty:
-            more = f" (and {len(empty) - 1} more samples file(s) likewise)" if len(empty) > 1 else ""
-            raise SamplesError(f"{empty[0]}: empty, 0 lines{more}; no records to write")
+            raise only_empty(empty, "no records to write")
 
         titles = ", ".join(b.title for b in benchmarks().values() if b.scorecard is not None)
         raise FileNotFoundError(f"{', '.join(map(str, paths))}: no logged samples of {titles} "

@@ -101,9 +101,7 @@ def _load(names: tuple[str, ...]) -> dict[str, Benchmark]:
         except (TypeError, ValueError) as exc:
             if module in MODULES:
                 raise
-            from loguru import logger
-
-            logger.warning(f"${EXTRA_ENV}: {exc}; left out, the other benchmarks are unaffected")
+            _say_left_out(str(exc))
             continue
         out[description.name] = description
     return out
@@ -124,9 +122,14 @@ def leave_out(benchmark: Benchmark, why: str) -> None:
     if module in MODULES:
         raise ValueError(f"{module}: one of this package's own benchmarks cannot be left out ({why})")
     del current[benchmark.name]
+    _say_left_out(f"{module}: {why}")
+
+
+def _say_left_out(what: str) -> None:
+    """The one warning of an added benchmark left out."""
     from loguru import logger
 
-    logger.warning(f"${EXTRA_ENV}: {module}: {why}; left out, the other benchmarks are unaffected")
+    logger.warning(f"${EXTRA_ENV}: {what}; left out, the other benchmarks are unaffected")
 
 
 def benchmark_module(name: str) -> str | None:

@@ -32,7 +32,7 @@ from spatial_tasks.common.environment import describe, mixed_warning, software
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.owned import Ledger
 from spatial_tasks.common.read_once import read_once
-from spatial_tasks.common.samples import Run, SamplesError, find_runs, is_empty, samples_benchmark
+from spatial_tasks.common.samples import Run, find_runs, is_empty, only_empty, samples_benchmark
 from spatial_tasks.page import PAGE, write_page
 from spatial_tasks.paths import output_folder
 from spatial_tasks.registry import MODULES, BenchmarkFailed, benchmark_module, benchmarks, guarded, offering
@@ -87,8 +87,7 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
             print(f"spatial-tasks: {samples}: empty, 0 lines; left out of the report", file=sys.stderr, flush=True)
     if not by_benchmark and not probes:
         if empty:
-            more = f" (and {len(empty) - 1} more samples file(s) likewise)" if len(empty) > 1 else ""
-            raise SamplesError(f"{empty[0]}: empty, 0 lines{more}; nothing to report")
+            raise only_empty(empty, "nothing to report")
         raise FileNotFoundError(f"{root}: no logged samples of our benchmarks; run lmms-eval with --log_samples")
     ledger = Ledger(out, REPORT)
     ledger.remove_leftover_scratch(STAGING)  # a report killed midway (kill -9) left its staging folder

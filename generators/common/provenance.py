@@ -79,8 +79,9 @@ def record(generator: str, flags: Mapping[str, Any], out: Path, *, renderer_vers
         from .blender import TESTED_BPY, other_blender, version_string
 
         blender_version = version_string()
-        if other_blender():  # only then: a dataset made with the tested Blender keeps its bytes
-            untested = {"blender_untested": f"bpy {other_blender()}; the datasets were checked with bpy {TESTED_BPY}"}
+        other = other_blender()
+        if other:  # only then: a dataset made with the tested Blender keeps its bytes
+            untested = {"blender_untested": f"bpy {other}; the datasets were checked with bpy {TESTED_BPY}"}
     return {
         "generator": f"spatial_tasks.generators.{generator}",
         "command": command_line(generator, flags, out),

@@ -255,13 +255,14 @@ class Ledger:
                               f"or replaces anything through a link, so nothing was deleted or replaced. {what_to_do}")
         return Path(os.path.abspath(self.folder)) / rel if rel != "." else Path(os.path.abspath(self.folder))
 
-    def check(self, paths: Iterable[Path], what_to_do: str = "Move them away, or choose another --out.") -> None:
+    def check(self, paths: Iterable[Path], what_to_do: str = "Move them away, or choose another --out.") -> list[Path]:
         """Raise ``NotOurs`` unless every existing file among ``paths`` lies inside this folder (no
-        link between) and may be removed or replaced."""
+        link between) and may be removed or replaced; returns the paths as ``inside`` resolves them."""
         placed = [self.inside(p, what_to_do) for p in paths]
         foreign = not_ours(placed)
         if foreign:
             raise refusal(self.command, self.folder, foreign, what_to_do)
+        return placed
 
     def record(self, *paths: Path) -> None:
         """List these files (folders: every file below) as written by this command."""
@@ -292,8 +293,7 @@ class Ledger:
         """Delete these files and folders, all or nothing: refused (``NotOurs``) if any lies outside
         this folder, behind a link, or holds a file that is not ours. Returns how many files were
         removed; the ledger is then compacted."""
-        placed = [self.inside(p, what_to_do) for p in paths]
-        self.check(placed, what_to_do)
+        placed = self.check(paths, what_to_do)
         removed, gone = 0, []
         for path in placed:
             if path.is_dir() and not path.is_symlink():
@@ -313,11 +313,12 @@ class Ledger:
     def replace(self, source: Path, target: Path, what_to_do: str = "Move it away, or choose another --out.") -> Path:
         """Move ``source`` (a file or folder this command made) onto ``target`` inside this folder,
         refused unless whatever ``target`` holds now is ours; records what it moved there."""
-        target = self.inside(target, what_to_do)
-        self.check([target], what_to_do)
+        [target] = self.check([target], what_to_do)
         if target.is_dir() and not target.is_symlink():  # a folder of ours goes whole (check saw every file)
             self.remove(target, what_to_do=what_to_do)
-        blocking = next((p for p in (target.parent, *target.parent.parents) if p.exists() and not p.is_dir()), None)
+        below = Path(os.path.abspath(self.folder))
+        blocking = next((p for p in (target.parent, *target.parent.parents) if below in p.parents and p.exists()
+                         and not p.is_dir()), None)
         if blocking is not None:
             raise NotOurs(f"{self.command}: {blocking} is a file where {target} needs a folder; nothing was deleted or "
                           f"replaced. {what_to_do}")

@@ -64,8 +64,6 @@ def iter_json_lines(path: Path, error: type[ValueError] = SamplesError) -> Itera
     say_replaced(path, replaced)
 
 
-
-
 def iter_samples(path: Path) -> Iterator[dict]:
     """Logged samples from one JSONL file; a bad line, or a doc logged twice, raises naming the
     file and line(s)."""
@@ -92,6 +90,12 @@ def is_empty(samples_path: Path) -> bool:
 def empty_samples_files(roots: Sequence[Path]) -> list[Path]:
     """The empty samples files (``is_empty``) of every run under ``roots``."""
     return [path for root in roots for run in find_runs(Path(root)) for path in run.samples.values() if is_empty(path)]
+
+
+def only_empty(empty: Sequence[Path], consequence: str) -> SamplesError:
+    """The error of a command whose samples files are all empty: the first named, the rest counted."""
+    more = f" (and {len(empty) - 1} more samples file(s) likewise)" if len(empty) > 1 else ""
+    return SamplesError(f"{empty[0]}: empty, 0 lines{more}; {consequence}")
 
 
 def numbered_samples(path: Path) -> Iterator[tuple[int, dict]]:
