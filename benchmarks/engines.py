@@ -13,6 +13,9 @@ spatial-tasks installed from its wheel); ``G`` a folder holding glance-vlm 0.3.1
   size 1 every question is a forward of its own);
 * ``vllm_yesno`` in-process (V: vLLM's engine, every question in one call);
 * ``openai_yesno`` against vLLM serving CK (V) on 127.0.0.1, 1 and 8 in flight, no reply cache;
+* transformers' own ``pipeline("decision")`` (5.23+: the next-token logits of "Yes"/"No"), given our
+  exact prompt as its template (``spatial_tasks.models.decision``), one question per call, timed in this
+  process after the model loaded;
 * glance-vlm's yes/no read-out (``GenericVlmBackend.score_statements``: its ``--model-id`` path, one
   forward per question), timed inside its process on the same questions and images.
 
@@ -113,6 +116,30 @@ class Server:
                 self.process.wait()
 
 
+def decision_rate(checkpoint: str) -> tuple[float, str]:
+    """transformers' pipeline("decision") on every question of the task, one call each (its API's unit),
+    timed after the pipeline loaded and one warm-up question."""
+    import datasets
+
+    from spatial_tasks.models.decision import decision_pipeline, p_yes
+    from spatial_tasks.paths import tasks_dir
+    from spatial_tasks.spatialtunnel import load
+    from spatial_tasks.spatialtunnel.tasks import doc_to_text, doc_to_visual
+
+    items = []
+    for variant, folder in (("phase", "phase_variation"), ("size", "size_variation")):
+        parquet = tasks_dir() / "spatialtunnel" / "sample" / folder / "test-00000-of-00001.parquet"
+        docs = load.to_docs(datasets.Dataset.from_parquet(str(parquet)), variant=variant, label=folder)
+        items += [(doc_to_text(d), doc_to_visual(d)[0]) for d in docs]
+    decide = decision_pipeline(checkpoint)
+    p_yes(decide, *items[0])  # warm-up, not counted
+    started = time.perf_counter()
+    for text, image in items:
+        p_yes(decide, text, image)
+    seconds = time.perf_counter() - started
+    return len(items) / seconds, f"{seconds:.1f} s for {len(items)} questions, timed after the pipeline loaded"
+
+
 def glance_rate(python: str, glance_path: str, checkpoint: str) -> tuple[float | None, str]:
     """glance-vlm's read-out, timed in a process of its own (this file's --glance-worker)."""
     if not Path(glance_path, "glance", "backends", "generic_hf.py").is_file():
@@ -187,6 +214,7 @@ def main() -> None:
     try:
         rows["hf_yesno in-process"] = rate("hf_yesno", f"pretrained={checkpoint},device=cpu,dtype=float32", ours, folder,
                                            extra=("--batch_size", "8"))
+        rows['transformers pipeline("decision")'] = decision_rate(checkpoint)
         rows["vllm_yesno in-process"] = rate("vllm_yesno", f"model={checkpoint},dtype=float32,enforce_eager=True,"
                                              "max_model_len=4096", str(side / "bin" / "lmms-eval"), folder, ENGINE_ENV)
         server = Server(str(side / "bin" / "python"), checkpoint, folder / "server.log")

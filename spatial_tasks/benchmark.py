@@ -140,6 +140,17 @@ class Command:
 
 
 @dataclass(frozen=True)
+class Proof:
+    """One line of the demo report's intro: a ``spatial_baseline`` rule's figure and what it proves."""
+
+    rule: str
+    task: str  # the lmms-eval task or group whose figure is quoted
+    metric: str  # its metric in lmms-eval's results
+    symbol: str  # how the line names the figure
+    claim: str  # what the figure proves
+
+
+@dataclass(frozen=True)
 class Demo:
     """A benchmark's part of ``spatial-tasks demo`` (the main job, offline, on the bundled samples)."""
 
@@ -150,7 +161,8 @@ class Demo:
     model_gen_kwargs: str | None = None
     logit_tasks: str | None = None  # what the first-token (Yes/No logit) models answer
     sample_note: str | None = None  # the report's line on its bundled sample data
-    notes: tuple[str, ...] = ()  # the report's bullets: what each baseline proves
+    proves: tuple[Proof, ...] = ()  # the intro's line per rule: its figure and what it proves
+    notes: tuple[str, ...] = ()  # the intro's lines on anything else the demo runs of it
 
 
 @dataclass(frozen=True)

@@ -311,6 +311,36 @@ def tiny_model_command(
     typer.echo(str(built))
 
 
+@app.command("known-model")
+def known_model_command(
+    behaviour: Annotated[str, typer.Argument(help="shortcut (answers 'the higher object is farther') or depth "
+                                                  "(answers from the true depths).")],
+    out: Annotated[Path, typer.Option(help="Folder for the model (DIR/model: weights, processor, card), its "
+                                             "lmms-eval figures (DIR/eval) and, unless --renders, the renders.")],
+    renders: Annotated[Path | None, typer.Option(help="Folder of the training renders, made or resumed there "
+                                                       "(share it between the two models).")] = None,
+    seed: Annotated[int, typer.Option(help="Weights, held-out split and batch order seed.")] = 0,
+) -> None:
+    """Train a tiny Qwen2.5-VL with a known behaviour on our own SpatialTunnel renders (about 25 minutes on
+    2 CPU cores, renders included); the shipped ones are spatial_tasks/known_models/checkpoints/."""
+    from spatial_tasks.common.owned import Ledger
+    from spatial_tasks.known_models.behaviours import BEHAVIOURS
+    from spatial_tasks.known_models.build import build
+    from spatial_tasks.paths import output_folder
+
+    behaviour = _one_of("BEHAVIOUR", behaviour, tuple(BEHAVIOURS))
+    if out.exists() and not out.is_dir():
+        output_folder(out)
+    ledger = Ledger(out, "spatial-tasks known-model")
+    ledger.check([out / "model", out / "eval"], what_to_do="Choose a new or empty --out, or move them away.")
+    ledger.remove(out / "model", out / "eval")
+    try:
+        build(behaviour, out, renders=renders, seed=seed)
+    finally:
+        ledger.record(out / "model", out / "eval")
+    typer.echo(str(out / "model"))
+
+
 @app.command("demo")
 def demo_command(
     out: Annotated[Path, typer.Option(help="Folder for lmms-eval outputs and the report (replaced on a rerun; a folder "

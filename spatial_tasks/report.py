@@ -24,7 +24,7 @@ import os
 import sys
 import tempfile
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from spatial_tasks.benchmark import Benchmark, Study
@@ -65,10 +65,12 @@ def _studies_of(folders: Sequence[Path]) -> list[tuple[Benchmark, Study]]:
 
 
 @read_once()  # every run read once: tidy rows, checks, settings, sections, page (common.read_once)
-def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes: Sequence[Path] = ()) -> list[Path]:
+def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes: Sequence[Path] = (),
+                 view: Mapping | None = None) -> list[Path]:
     """Write every benchmark's figures and report.md under ``out`` (an earlier report there is
     replaced); ``intro`` lines go under the title; ``probes`` are ``spatial-tasks probe`` folders
-    (their section is redrawn from the saved deltas). Returns the files written."""
+    (their section is redrawn from the saved deltas); ``view``: what the page's sample browser opens on
+    (``page.page_data``). Returns the files written."""
     makers = benchmarks()
     out = output_folder(out)
     by_benchmark: dict[str, list[tuple[Run, str, Path]]] = defaultdict(list)
@@ -98,16 +100,17 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
         staging.rmdir()  # made a moment ago and still empty: the ledger could not list it
         raise
     try:
-        return _replace_report(root, out, ledger, staging, runs, by_benchmark, makers, intro, probes)
+        return _replace_report(root, out, ledger, staging, runs, by_benchmark, makers, intro, probes, view)
     finally:
         ledger.remove(staging)
 
 
-def _replace_report(root, out, ledger, staging, runs, by_benchmark, makers, intro, probes) -> list[Path]:
+def _replace_report(root, out, ledger, staging, runs, by_benchmark, makers, intro, probes, view=None) -> list[Path]:
     """Draw the report into ``staging``, then, once it is whole, drop the earlier report's files
     and move the new ones in, all through the ledger (nothing of the user's, nothing behind a link)."""
     records = [record for run in runs for record in run_records(run)]  # the tidy headline records
     staged, page = _draw(root, runs, by_benchmark, makers, intro, probes, staging, records)
+    page["view"] = view
     # The leaderboard keeps the rows of the one it replaces (same key: the newer row), also
     # when this report adds none (a probe-only report must not drop it).
     leaderboard: list[dict] = []

@@ -6,7 +6,17 @@ coarse and granular averages over tasks (Table 2's Avg, computed from our task c
 
 from __future__ import annotations
 
-from spatial_tasks.benchmark import Benchmark, Demo, Later, Paper, PromptCheck, Section, Source, distinct
+from spatial_tasks.benchmark import (
+    Benchmark,
+    Demo,
+    Later,
+    Paper,
+    PromptCheck,
+    Proof,
+    Section,
+    Source,
+    distinct,
+)
 from spatial_tasks.dori.metrics import SCORECARD
 from spatial_tasks.dori.schema import check_prompt
 
@@ -18,11 +28,11 @@ DEMO = Demo(
     rules=("oracle", "always_a"),
     sample_note="`tasks/dori/sample`: 52 questions on 96 px Blender renders and transforms of them, made by our DORI "
                 "generators",
-    notes=(
-        "DORI `rule=oracle` (the recorded ground truth, written as letter + option text + a reason) → accuracy and "
-        "soft accuracy 1 on every task: options, the seeded order, parsing and scoring agree.",
-        "DORI `rule=always_a` → exactly the share of questions whose answer the seed-42 order shows first (the "
-        "\"A first\" column), near chance = mean(1/number of options).",
+    proves=(
+        Proof("oracle", "dori_sample", "soft", "soft accuracy", "the recorded ground truth, written as letter + "
+              "option text + a reason: options, the seeded order, parsing and scoring agree"),
+        Proof("always_a", "dori_sample", "acc", "accuracy", "the share of questions whose answer the seed-42 "
+              "order shows first, near chance"),
     ),
 )
 

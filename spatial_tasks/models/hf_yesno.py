@@ -91,14 +91,24 @@ class HFYesNoMixin:
 
         return create_checked(cls, arg_string, additional_config)
 
-    def _scoring_setup(self, options: ScoringOptions, cast: bool = True) -> None:
+    def _scoring_setup(self, options: ScoringOptions, cast: bool = True, pretrained: str | None = None) -> None:
         """The options every ``<family>_yesno`` adds (``ScoringOptions``), after the host loaded the
         model: ``dtype`` cast (float32 for exact comparisons; ``cast=False`` where the host loaded in
         it), the answer tokens checked (a tokenizer without single-token answers fails here), and the
-        scoring path chosen once for the run, logged in one line and recorded in its config."""
+        scoring path chosen once for the run, logged in one line and recorded in its config.
+
+        A host that loads in bfloat16 (lmms-eval's qwen2_5_vl, qwen3_vl, gemma3) has rounded the weights:
+        casting up alone keeps them rounded, so for a wider ``dtype`` the weights are read again from
+        ``pretrained`` in it (a float32 checkpoint then scores as ``hf_yesno`` loads it)."""
         self.options = options
         if cast and options.dtype is not None:
-            self.model.to(getattr(torch, options.dtype))
+            wanted = getattr(torch, options.dtype)
+            loaded = next(self.model.parameters()).dtype
+            self.model.to(wanted)
+            if pretrained is not None and wanted.itemsize > loaded.itemsize:
+                fresh = type(self.model).from_pretrained(pretrained, dtype=wanted)
+                self.model.load_state_dict(fresh.state_dict())
+                del fresh
         self.answer_tokens()
         self.scoring = self.choose_path()
         eval_logger.info(self.scoring.line(model_id(type(self))))
@@ -260,7 +270,7 @@ class Qwen2_5_VLYesNo(ImageFeatureHooks, HFYesNoMixin, Qwen2_5_VL):
     def __init__(self, pretrained: str = "Qwen/Qwen2.5-VL-3B-Instruct", **kwargs: Any) -> None:
         options = ScoringOptions.take("qwen2_5_vl_yesno", kwargs)
         super().__init__(pretrained=pretrained, **kwargs)
-        self._scoring_setup(options)
+        self._scoring_setup(options, pretrained=pretrained)
 
     def _image_entry(self, image: Image.Image | None) -> dict:
         """A chat message's image part as ``Qwen2_5_VL.generate_until`` writes it (JPEG data URL, pixel

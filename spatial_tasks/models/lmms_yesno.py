@@ -60,7 +60,7 @@ class Qwen3_VLYesNo(ImageFeatureHooks, HFYesNoMixin, _qwen3_vl.Qwen3_VL):
                 "when the name carries the active size (e.g. Qwen3-VL-235B-A22B). Rename the folder to include "
                 "A<n>B, or use --model hf_yesno (it reads the family from config.json).")
         super().__init__(pretrained=pretrained, **kwargs)
-        self._scoring_setup(options)
+        self._scoring_setup(options, pretrained=pretrained)
 
     def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
         return self._chunk_inputs([(context, visuals)])
@@ -105,7 +105,7 @@ class Gemma3YesNo(HFYesNoMixin, _gemma3.Gemma3):
     def __init__(self, pretrained: str = "google/gemma-3-27b-it", **kwargs: Any) -> None:
         options = ScoringOptions.take("gemma3_yesno", kwargs)
         super().__init__(pretrained=pretrained, **kwargs)
-        self._scoring_setup(options)
+        self._scoring_setup(options, pretrained=pretrained)
 
     def _messages(self, context: str, visuals: list) -> list[dict]:
         context = context.replace("<image>", "")

@@ -231,6 +231,14 @@ SHAPES: dict[str, dict[str, dict]] = {
                  "num_key_value_heads": 2, "mrope_section": [4, 6, 6]},
         "vision": {"depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 2, "fullatt_block_indexes": [1]},
     },
+    # "known": the shape of the models trained on our renders (spatial_tasks/known_models): big enough
+    # to bind an object's name to its image tokens, small enough to ship (about 4M parameters).
+    "known": {
+        "text": {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 4, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "mrope_section": [8, 12, 12]},
+        "vision": {"depth": 4, "hidden_size": 128, "intermediate_size": 256, "num_heads": 2,
+                   "fullatt_block_indexes": [1, 3]},
+    },
     "mid": {
         "text": {"hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 6, "num_attention_heads": 8,
                  "num_key_value_heads": 2, "mrope_section": [8, 12, 12]},

@@ -13,6 +13,7 @@ from spatial_tasks.benchmark import (
     Later,
     Paper,
     PromptSpace,
+    Proof,
     ReleasedOutputs,
     Section,
     Source,
@@ -35,10 +36,10 @@ DEMO = Demo(
     rules=("depth_oracle", "always_near"),
     sample_note="`tasks/o3d/sample`: 45 128 px renders of our O3-D generator plus 12 PIL-drawn stand-ins for the "
                 "real crops, in the official O3-D layout",
-    notes=(
-        "O3-D `rule=depth_oracle` (ground-truth depth maps and masks, the median rule of the paper's depth "
-        "baseline) → accuracy 1: ground truth, masks, markers and the paper's answer parser agree.",
-        "O3-D `rule=always_near` → bias_nf = −1 (and acc_near = 1, acc_far = 0): the sign of Eq. 1.",
+    proves=(
+        Proof("depth_oracle", "o3d_sample", "acc", "accuracy", "the median rule on ground-truth depth maps and "
+              "masks: ground truth, masks, markers and the paper's answer parser agree"),
+        Proof("always_near", "o3d_sample", "bias_nf", "bias_nf", "always \"near\": the sign of Eq. 1"),
     ),
 )
 

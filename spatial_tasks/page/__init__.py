@@ -80,8 +80,12 @@ def scorecard(records: Sequence[Mapping]) -> dict:
 
 def page_data(*, intro: Sequence[str], source: str, leaderboard: Sequence[Mapping], papers: Sequence,
               runs: Sequence[Run], versions: Sequence[tuple[str, Mapping]], settings: Sequence[tuple[str, str, Mapping]],
-              figures: Sequence[tuple[str, Sequence[Path]]], by_benchmark: Mapping[str, list], shelf: ImageShelf) -> dict:
-    """Everything the page shows, as one JSON-able dict."""
+              figures: Sequence[tuple[str, Sequence[Path]]], by_benchmark: Mapping[str, list], shelf: ImageShelf,
+              view: Mapping | None = None) -> dict:
+    """Everything the page shows, as one JSON-able dict. ``view`` is what the sample browser opens on:
+    ``{"runs": (folder name of run A, of run B), "benchmark": name, "first": (field, value)}`` -- two runs
+    side by side on one benchmark, the questions whose field has that value first (then those the two
+    disagree on); a run it names that is not there leaves the browser as it opens by default."""
     from spatial_tasks.registry import benchmarks
 
     specs = benchmarks()
@@ -108,8 +112,22 @@ def page_data(*, intro: Sequence[str], source: str, leaderboard: Sequence[Mappin
                      for title, files in figures if files],
         "runs": [{"label": run.label, "folder": str(run.folder), "stamp": run.stamp} for run in runs], "benchmarks": browsed,
         "strings": strings.table, "samples": samples, "thumbs": THUMBS,
+        "view": _view(view, runs, [b["name"] for b in browsed]),
         "image_problems": dict(sorted(shelf.problems.items())),
     }
+
+
+def _view(view: Mapping | None, runs: Sequence[Run], browsed: Sequence[str]) -> dict | None:
+    if not view:
+        return None
+    # a run is named by its --output_path folder; lmms-eval writes below it, in a folder of the model's
+    def index(name: str) -> int | None:
+        return next((i for i, run in enumerate(runs) if name in Path(run.folder).parts), None)
+
+    a, b = (index(name) for name in view["runs"])
+    if a is None or b is None or view.get("benchmark") not in browsed:
+        return None
+    return {"a": a, "b": b, "bench": browsed.index(view["benchmark"]), "first": list(view.get("first") or ())}
 
 
 def _finite(value):

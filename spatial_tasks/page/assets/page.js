@@ -198,6 +198,11 @@
       (differs ? disagree : agree).push([i, j, differs]);
     }
     current = disagree.concat(agree);
+    const first = D.view && D.view.first.length ? D.view.first : null;
+    if (first) { // the view's questions first (e.g. SpatialTunnel's counter pairs), each part disagreements first
+      const hit = (entry) => S[samples[entry[0]].f[first[0]]] === first[1];
+      current = current.filter(hit).concat(current.filter((entry) => !hit(entry)));
+    }
   }
 
   function imagesOf(s) {
@@ -311,7 +316,11 @@
     p.textContent = "Images could not be read for " + problems.length + " task(s): " +
       problems.map(([task, why]) => task + ": " + why).join("; ");
   }
-  if (D.runs.length) { refreshBenchmarks(); refreshTasks(); update(); } else $("sample-list").append(el("p", { class: "note" }, "No logged sample."));
+  if (D.view) { // the report's chosen comparison: two runs side by side on one benchmark
+    state.a = D.view.a; state.b = D.view.b; state.bench = String(D.view.bench);
+    $("run-a").value = String(state.a); $("run-b").value = String(state.b);
+  }
+  if (D.runs.length) { refreshBenchmarks(); refreshTasks(); refreshFields(); update(); } else $("sample-list").append(el("p", { class: "note" }, "No logged sample."));
 
   // Read-only view of the filtered list, for tests and the console: [run, task, doc id, key (, run B's task, doc id)].
   window.reportPage = {

@@ -18,6 +18,7 @@ LEGEND = [
     "- **VD-EI**: Eq. 3, ¼[cos(μ_above, μ_far) + cos(μ_below, μ_close) − cos(μ_above, μ_close) − "
     "cos(μ_below, μ_far)]; +1 when \"far\" is encoded as \"above\". **VD-EI (code)**: the authors' code's "
     "variant, cos of the mean sign-corrected vertical and distance deltas.",
+    "- Coherences carry a 95 % percentile-bootstrap interval (each axis's pairs resampled, 1,000 times, seeded).",
     "- Paper, Table 5 (at the paper's layer): Qwen2.5-VL-3B .367 .293 .043 .457; Molmo-7B .143 .228 .075 .279; "
     "NVILA-Lite-2B .323 .289 .052 .539; RoboRefer .649 .830 .182 .362.",
 ]
@@ -36,7 +37,7 @@ def probe_section(probes: list[Path], out: Path) -> tuple[list[Path], list[str]]
         at = m["at_layer"] or {}
         table.append(f"| {folder} | {m['model']} | {summary.done}/{summary.total} | "
                      f"{'none qualifies' if summary.layer is None else summary.layer} | "
-                     + " | ".join(number(at.get(k), signed=True) for k in KEYS) + " |")
+                     + " | ".join(_with_interval(at.get(k), (m.get("intervals") or {}).get(k)) for k in KEYS) + " |")
         if m.get("zero_deltas"):
             reasons.append(f"- `{folder}`: {m['zero_deltas']} zero delta(s) (the swapped prompt gave the same hidden "
                            "state; cosine 0, as the authors' code).")
@@ -49,6 +50,13 @@ def probe_section(probes: list[Path], out: Path) -> tuple[list[Path], list[str]]
                 shutil.copyfile(figure, target)
                 files.append(target)
     return files, [*table, "", *LEGEND, *reasons]
+
+
+def _with_interval(value, interval) -> str:
+    """A coherence with its 95 % interval where the probe computed one (older folders have none)."""
+    if not interval:
+        return number(value, signed=True)
+    return f"{number(value, signed=True)} [{number(interval[0], signed=True)}, {number(interval[1], signed=True)}]"
 
 
 PROBE_COLUMNS = {"coh_h": "Coh_H", "coh_v": "Coh_V", "coh_d": "Coh_D", "vd_ei": "VD-EI"}

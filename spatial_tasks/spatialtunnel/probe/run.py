@@ -286,6 +286,9 @@ def recompute(out: Path, layer: int | None = None) -> ProbeSummary:
     result = {"model": meta["model"], "data": meta["data"], "pairs_done": len(rows), "pairs": meta["pairs"],
               "counts": counts, "layer": layer, "layer_reason": why,
               "at_layer": None if layer is None else per_layer[layer], "zero_deltas": zero,
+              # 95 % intervals of the coherences at that layer (items resampled per axis, seeded)
+              "intervals": None if layer is None else probing.coherence_intervals(
+                  np.asarray(deltas[saved.index(layer), rows, :]), labels),
               "paper_table5": paper, "per_layer": {str(k): v for k, v in per_layer.items()}}
     ledger = Ledger(out, PROBE)
     ledger.check([out / METRICS, out / METRICS_CSV, out / "coherence.png", *out.glob("pca_layer*.png")],

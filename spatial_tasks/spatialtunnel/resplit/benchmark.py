@@ -7,7 +7,7 @@ they have no scorecard column.
 
 from __future__ import annotations
 
-from spatial_tasks.benchmark import Benchmark, Demo, Later, Paper, Section, Source, distinct
+from spatial_tasks.benchmark import Benchmark, Demo, Later, Paper, Proof, Section, Source, distinct
 
 NAME = "spatialtunnel_resplit"
 PAPER = "spatialtunnel"  # the SpatialTunnel paper's Table 2
@@ -17,11 +17,13 @@ DEMO = Demo(
     tasks="spatialtunnel_embspatial_depth_split_sample,spatialtunnel_cv_bench_3d_split_sample",
     rules=("vertical", "oracle"),
     model_gen_kwargs="max_new_tokens=16",
-    notes=(
-        "SpatialTunnel re-splits of real benchmarks (`tasks/spatialtunnel/sample/{embspatial,cv_bench_3d}_depth`: "
-        "drawn stand-ins in EmbSpatial-Bench's and CV-Bench's schemas) `rule=vertical` (the shortcut: the highest "
-        "option for \"farthest\", the lowest for \"closest\") → Acc_con = 1, Acc_ctr = 0, Δ = +1: the split is read "
-        "from the boxes; `rule=oracle` → Acc = 1.",
+    proves=(
+        Proof("vertical", "spatialtunnel_embspatial_depth_split_sample", "delta", "Δ", "the shortcut (the highest "
+              "option for \"farthest\", the lowest for \"closest\") on drawn stand-ins in EmbSpatial-Bench's schema: "
+              "the split is read from the boxes"),
+        Proof("vertical", "spatialtunnel_cv_bench_3d_split_sample", "delta", "Δ", "the same in CV-Bench's schema"),
+        Proof("oracle", "spatialtunnel_embspatial_depth_split_sample", "acc_all", "accuracy", "right answers are "
+              "scored right"),
     ),
 )
 

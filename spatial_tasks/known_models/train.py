@@ -1,0 +1,239 @@
+"""Teach a tiny Qwen2.5-VL a known behaviour, in two stages, through the model's own forward.
+
+Trained on the answers alone a tiny VLM stays at chance on the tunnel: it never finds which image
+tokens a name in the question refers to, and the answer is an XOR (which object wins, and whether the
+question says "closer" or "farther") whose parts carry no signal on their own. Auxiliary heads and
+attention targets, dropped after training, give each step of the computation its own signal:
+
+1. **vision stage** (``vision_steps``) -- the vision tower and merger alone: a linear head on each merged
+   image token predicts which object classes (colour x shape) have their centre in that token's cell and
+   each one's cue (``examples._cells``);
+2. **question stage** (``question_steps``) -- the whole model on the prompts lmms-eval sends:
+   cross-entropy on the answer token and ``<|im_end|>`` (so that generation stops after "Yes"/"No"; off
+   for the first ``binding_steps``), plus the vision head, plus
+   - binding: head 0 of layer ``BIND_LAYER`` at each object name's last token attends to that object's
+     image token, and a head on the last layer reads the object's cue there;
+   - comparing: heads 0, 1 and 2 of layer ``COMPARE_LAYER`` at the answer position attend to the
+     subject's name, the other name and the word "closer"/"farther", and a head on the last layer reads
+     the answer's margin there (the other's cue minus the subject's, signed by that word).
+
+The heads read only the cue the behaviour plants (height for ``shortcut``, distance to the vanishing
+point for ``depth``), so the other cue is never taught.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+from spatial_tasks.known_models.examples import N_CLASSES, Images, Questions
+
+
+@dataclass
+class Schedule:
+    vision_steps: int = 300
+    question_steps: int = 2500
+    batch: int = 32
+    lr: float = 1e-3  # the vision stage's
+    question_lr: float = 3e-4  # the question stage's: the vision tower is already trained
+    warmup: int = 100
+    weight_decay: float = 0.01
+    vision_weight: float = 1.0
+    name_weight: float = 1.0
+    binding_steps: int = 300  # question-stage steps with the answer loss off: names learn to fetch their objects
+    attention_weight: float = 1.0
+    seed: int = 0
+
+
+# Attention supervision (see the module docstring): head 0 of BIND_LAYER, at each object name's last
+# token, looks at the image token of that object's cell; heads 0 and 1 of COMPARE_LAYER, at the
+# answer position, look at the subject's name and at the other name.
+BIND_LAYER, COMPARE_LAYER = 1, 2
+
+
+@dataclass
+class History:
+    step: list[int] = field(default_factory=list)
+    stage: list[str] = field(default_factory=list)
+    loss: list[float] = field(default_factory=list)  # the stage's main loss
+    aux: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _lr(step: int, total: int, schedule: Schedule, peak: float) -> float:
+    if step < schedule.warmup:
+        return peak * (step + 1) / schedule.warmup
+    progress = (step - schedule.warmup) / max(1, total - schedule.warmup)
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def image_features(model, pixel_values: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
+    """Merged image tokens (n_images, tokens, hidden) for a batch of same-grid images."""
+    n = pixel_values.shape[0]
+    out = model.model.get_image_features(pixel_values.flatten(0, 1), grid.expand(n, 3), return_dict=True)
+    return torch.stack(list(out.pooler_output))
+
+
+def _cells_loss(pred: torch.Tensor, target: torch.Tensor, pos_weight: float) -> torch.Tensor:
+    present = target[..., 0]
+    presence = F.binary_cross_entropy_with_logits(pred[..., 0], present, pos_weight=torch.tensor(pos_weight))
+    cue = ((pred[..., 1] - target[..., 1]) ** 2 * present).sum() / present.sum().clamp(min=1)
+    return presence + cue
+
+
+def _vision_loss(head: torch.nn.Linear, features: torch.Tensor, images: Images, rows: torch.Tensor) -> torch.Tensor:
+    """Each image token says which classes have their centre in its cell, with their cue (``cells``)."""
+    return _cells_loss(head(features).unflatten(-1, (N_CLASSES, 2)), images.cells[rows], 10.0)
+
+
+def _question_forward(model, images: Images, q: Questions, rows: torch.Tensor, attentions: bool = False):
+    from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+    image_rows, which = torch.unique(q.image[rows], return_inverse=True)
+    encoded = image_features(model, images.pixel_values[image_rows], images.grid_thw)
+    features = encoded[which]
+    ids, mask = q.input_ids[rows], q.attention_mask[rows]
+    length = int(mask.sum(1).max())
+    out = model.model(input_ids=ids[:, :length], attention_mask=mask[:, :length],
+                      image_grid_thw=images.grid_thw.expand(len(rows), 3),
+                      mm_encoder_outputs={"image": BaseModelOutputWithPooling(pooler_output=tuple(features))},
+                      output_attentions=attentions)
+    if attentions:
+        return out.last_hidden_state, encoded, image_rows, ids[:, :length], out.attentions
+    return out.last_hidden_state, encoded, image_rows, ids[:, :length]
+
+
+def _attention_loss(attentions, q: Questions, rows: torch.Tensor) -> torch.Tensor:
+    batch = torch.arange(len(rows))[:, None]
+    names, cells = q.names_at[rows], q.name_tokens[rows]
+    bind = attentions[BIND_LAYER][batch, 0, names, cells]
+    at = q.answer_at[rows][:, None]
+    looked_at = torch.cat([names, q.relation_at[rows][:, None]], 1)
+    compare = attentions[COMPARE_LAYER][batch, torch.tensor([[0, 1, 2]]), at, looked_at]
+    return -(torch.log(bind + 1e-6).mean() + torch.log(compare + 1e-6).mean())
+
+
+def _questions_of(questions: Questions, image_rows: torch.Tensor) -> torch.Tensor:
+    """Every question of these images (the four templates of each)."""
+    return torch.isin(questions.image, image_rows).nonzero().squeeze(1)
+
+
+def train(model, images: Images, questions: Questions, train_images: torch.Tensor, schedule: Schedule,
+          on_step: Callable[[str, int, int, float, dict], None] | None = None) -> History:
+    """Train ``model`` in place on the questions of ``train_images`` (indices into ``images``)."""
+    generator = torch.Generator().manual_seed(schedule.seed)
+    hidden = model.config.text_config.hidden_size
+    vision_head = torch.nn.Linear(hidden, N_CLASSES * 2)
+    name_head = torch.nn.Linear(hidden, 1)
+    compare_head = torch.nn.Linear(hidden, 1)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(schedule.seed)
+        vision_head.reset_parameters()
+        name_head.reset_parameters()
+        compare_head.reset_parameters()
+    history = History()
+    started = time.perf_counter()
+    implementation = model.config._attn_implementation
+    model.set_attn_implementation("eager")  # the attention weights are supervised
+    model.train()
+
+    # 1. the vision tower and merger alone
+    params = list(model.model.visual.parameters()) + list(vision_head.parameters())
+    opt = torch.optim.AdamW(params, lr=schedule.lr, weight_decay=schedule.weight_decay)
+    for step in range(schedule.vision_steps):
+        for group in opt.param_groups:
+            group["lr"] = _lr(step, schedule.vision_steps, schedule, schedule.lr)
+        rows = train_images[torch.randint(len(train_images), (schedule.batch,), generator=generator)]
+        feats = image_features(model, images.pixel_values[rows], images.grid_thw)
+        loss = _vision_loss(vision_head, feats, images, rows)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        history.step.append(step)
+        history.stage.append("vision")
+        history.loss.append(float(loss))
+        history.aux.append(0.0)
+        if on_step:
+            on_step("vision", step, schedule.vision_steps, float(loss), {})
+
+    # 2. the whole model on the questions
+    params = [*model.parameters(), *vision_head.parameters(), *name_head.parameters(), *compare_head.parameters()]
+    opt = torch.optim.AdamW(params, lr=schedule.lr, weight_decay=schedule.weight_decay)
+    for step in range(schedule.question_steps):
+        for group in opt.param_groups:
+            group["lr"] = _lr(step, schedule.question_steps, schedule, schedule.question_lr)
+        # whole images: the four questions of each share its encoding
+        picked = train_images[torch.randperm(len(train_images), generator=generator)[:schedule.batch // 4]]
+        rows = _questions_of(questions, picked)
+        last, feats, image_rows, ids, attentions = _question_forward(model, images, questions, rows, True)
+        # the answer token and <|im_end|> after it
+        at = questions.answer_at[rows]
+        batch = torch.arange(len(rows))
+        logits = model.lm_head(torch.stack([last[batch, at], last[batch, at + 1]], 1))
+        targets = torch.stack([ids[batch, at + 1], ids[batch, at + 2]], 1)
+        answer_loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        names = questions.names_at[rows]
+        name_pred = name_head(last[batch[:, None], names]).squeeze(-1)
+        cues = questions.name_cues[rows]
+        name_loss = F.mse_loss(name_pred, cues)
+        # at the answer position, the answer's margin: the other's cue minus the subject's, turned by the
+        # question's word (both behaviours: a smaller cue is farther). The answer alone is an XOR (which
+        # object wins, and whether the question says closer or farther) whose parts carry no signal.
+        margin = (cues[:, 1] - cues[:, 0]) * (2 * questions.farther[rows] - 1)
+        compare_pred = compare_head(last[batch, at]).squeeze(-1)
+        name_loss = name_loss + F.mse_loss(compare_pred, margin)
+        vision_loss = _vision_loss(vision_head, feats, images, image_rows)
+        answer_weight = 0.0 if step < schedule.binding_steps else 1.0
+        attention_loss = _attention_loss(attentions, questions, rows)
+        loss = (answer_weight * answer_loss + schedule.name_weight * name_loss + schedule.vision_weight * vision_loss
+                + schedule.attention_weight * attention_loss)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        history.step.append(schedule.vision_steps + step)
+        history.stage.append("questions")
+        history.loss.append(float(answer_loss))
+        history.aux.append(float(name_loss + vision_loss))
+        if on_step:
+            on_step("questions", step, schedule.question_steps, float(answer_loss),
+                    {"name": round(float(name_loss), 3), "vision": round(float(vision_loss), 3),
+                     "attention": round(float(attention_loss), 3)})
+    model.eval()
+    model.set_attn_implementation(implementation)
+    history.seconds = time.perf_counter() - started
+    return history
+
+
+@torch.inference_mode()
+def p_yes(model, images: Images, questions: Questions, rows: torch.Tensor, yes_id: int, no_id: int,
+          batch: int = 64) -> torch.Tensor:
+    """sigma(l_Yes - l_No) of the first answer token, for questions ``rows``."""
+    out = []
+    for start in range(0, len(rows), batch):
+        part = rows[start:start + batch]
+        last, *_ = _question_forward(model, images, questions, part)
+        logits = model.lm_head(last[torch.arange(len(part)), questions.answer_at[part]])
+        out.append(torch.sigmoid(logits[:, yes_id] - logits[:, no_id]))
+    return torch.cat(out)
+
+
+def summary(p: torch.Tensor, questions: Questions, rows: torch.Tensor) -> dict[str, float]:
+    """v against the true answers, split consistent/counter (as the benchmark reports it)."""
+    truth = questions.truth_yes[rows]
+    v = torch.where(truth == 1, p, 1 - p)
+    cons = questions.consistent[rows]
+    out = {"v": float(v.mean())}
+    for name, flag in (("v_cons", 1), ("v_ctr", 0)):
+        picked = v[cons == flag]
+        out[name] = float(picked.mean()) if len(picked) else float("nan")
+    out["delta"] = out["v_cons"] - out["v_ctr"]
+    planted = questions.label_yes[rows]
+    out["agree"] = float(torch.where(planted == 1, p, 1 - p).mean())
+    return out
