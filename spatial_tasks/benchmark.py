@@ -151,6 +151,20 @@ class Proof:
 
 
 @dataclass(frozen=True)
+class KnownModel:
+    """A model trained to a known behaviour (docs/known-models.md) that the demo evaluates, probes and
+    quotes: its shipped checkpoint, what it runs, and the figure that shows what was planted."""
+
+    name: str
+    checkpoint: Path
+    tasks: str  # the lmms-eval tasks it answers in the demo (first-token logits)
+    figures_task: str  # the task whose figures the intro quotes
+    metric: str  # the figure that shows the behaviour, quoted with its interval
+    also: tuple[str, ...]  # figures quoted beside it
+    claim: str  # what the figure shows
+
+
+@dataclass(frozen=True)
 class Demo:
     """A benchmark's part of ``spatial-tasks demo`` (the main job, offline, on the bundled samples)."""
 
@@ -163,6 +177,9 @@ class Demo:
     sample_note: str | None = None  # the report's line on its bundled sample data
     proves: tuple[Proof, ...] = ()  # the intro's line per rule: its figure and what it proves
     notes: tuple[str, ...] = ()  # the intro's lines on anything else the demo runs of it
+    known_models: tuple[KnownModel, ...] = ()  # run beside the random models, one intro line each
+    # what the report page's sample browser opens on (``page.page_data``'s ``view``; runs named by folder)
+    view: Mapping[str, object] | None = None
 
 
 @dataclass(frozen=True)

@@ -321,11 +321,12 @@ def known_model_command(
                                                        "(share it between the two models).")] = None,
     seed: Annotated[int, typer.Option(help="Weights, held-out split and batch order seed.")] = 0,
 ) -> None:
-    """Train a tiny Qwen2.5-VL with a known behaviour on our own SpatialTunnel renders (about 25 minutes on
-    2 CPU cores, renders included); the shipped ones are spatial_tasks/known_models/checkpoints/."""
+    """Train a tiny Qwen2.5-VL with a known behaviour on our own SpatialTunnel renders (on 2 CPU cores: the
+    1,024 renders about 15 minutes, shared through --renders; training and its lmms-eval figures 12-15 minutes
+    per model). The shipped ones are in spatial_tasks/spatialtunnel/known_models/checkpoints/."""
     from spatial_tasks.common.owned import Ledger
-    from spatial_tasks.known_models.behaviours import BEHAVIOURS
-    from spatial_tasks.known_models.build import build
+    from spatial_tasks.spatialtunnel.known_models.behaviours import BEHAVIOURS
+    from spatial_tasks.spatialtunnel.known_models.build import build
     from spatial_tasks.paths import output_folder
 
     behaviour = _one_of("BEHAVIOUR", behaviour, tuple(BEHAVIOURS))

@@ -24,7 +24,6 @@ from rich.console import Console
 from spatial_tasks.benchmark import Study
 from spatial_tasks.common.owned import Ledger
 from spatial_tasks.common.samples import RunFailed, check_run
-from spatial_tasks.known_models.build import checkpoint
 from spatial_tasks.paths import output_folder
 from spatial_tasks.registry import benchmarks, offering
 from spatial_tasks.report import write_report
@@ -34,19 +33,50 @@ console = Console()
 TINY_QWEN_ARGS = "device=cpu,device_map=cpu,min_pixels=3136,max_pixels=50176"
 
 
-# The known-behaviour models (spatial_tasks/known_models) run beside the random ones: each line of the
-# intro quotes this task's figures (the phase variant: the paper's Table 3 rows).
-KNOWN_TASKS = "spatialtunnel_logit_sample"
-KNOWN_FIGURES_TASK = "spatialtunnel_logit_sample_phase"
-KNOWN_LINES = {
-    "shortcut": ("delta", "the planted shortcut (\"higher ⇒ farther\"), caught"),
-    "depth": ("v", "true depth read from the pixels: no gap between consistent and counter pairs"),
-}
+def known_models() -> list:
+    """(benchmark, known model) of every benchmark's models with known behaviour (``Demo.known_models``)."""
+    return [(b, k) for b in benchmarks().values() if b.demo is not None for k in b.demo.known_models]
+
+
+def _figures(benchmark, folder: Path, task: str) -> dict[str, tuple[float, float, float]]:
+    """Each scorecard figure of ``task`` in the run under ``folder``: (value, 95 % interval)."""
+    from spatial_tasks.common.intervals import ITERATIONS, SEED
+    from spatial_tasks.common.samples import find_runs
+
+    paths = [run.samples[task] for run in find_runs(folder) if task in run.samples]
+    if len(paths) != 1:
+        raise RunFailed(f"{folder}: {len(paths)} samples files of {task}, expected one")
+    found = benchmark.scorecard.intervals(benchmark.records_from_samples(paths[0]), ITERATIONS, SEED)
+    return {metric: tuple(values[:3]) for metric, values in found.items()}
+
+
+def _quote(figures: dict, metric: str) -> str:
+    value, low, high = figures[metric]
+    form = "+.2f" if metric.startswith("delta") else ".2f"
+    return f"{'Δ' if metric == 'delta' else metric} = {value:{form}} [{low:{form}}, {high:{form}}]"
+
+
+def known_lines(runs: Path, random: dict[str, Path]) -> list[str]:
+    """One line per known model (its figure, what it shows), then per random first-token model
+    (``random``: label -> run folder) the same figures on the same task."""
+    lines, quoted = [], {}
+    for b, known in known_models():
+        f = _figures(b, runs / f"known_{known.name}", known.figures_task)
+        also = ", ".join(f"{m} = {f[m][0]:.2f}" for m in known.also)
+        lines.append(f"- known model `{known.name}` (trained on our renders, `qwen2_5_vl_yesno`): "
+                     f"{_quote(f, known.metric)}, {also}: {known.claim}.")
+        quoted.setdefault((b.name, known.figures_task), (b, []))[1].append(known.metric)
+    for label, folder in random.items():
+        for (_, task), (b, metrics) in quoted.items():
+            f = _figures(b, folder, task)
+            lines.append(f"- {label}: {b.title} " + ", ".join(_quote(f, m) for m in dict.fromkeys(metrics))
+                         + ": random weights answer noise (p ≈ 0.5).")
+    return lines
 
 
 def intro(out: Path) -> list[str]:
     """The report's opening: what the demo shows, then one line per model and per baseline rule with its
-    figure, read from the runs under ``out/runs`` (``Demo.proves``, ``Demo.notes``, ``KNOWN_LINES``)."""
+    figure, read from the runs under ``out/runs`` (``Demo.proves``, ``Demo.notes``, the known models')."""
     demos = [(b, b.demo) for b in benchmarks().values() if b.demo is not None]
     data = "; ".join(d.sample_note for _, d in demos if d.sample_note)
     runs = out / "runs"
@@ -56,18 +86,10 @@ def intro(out: Path) -> list[str]:
          f"({data}), not the benchmarks. Each line: the model or rule, its figure [95 % interval], what it proves."),
         "",
     ]
-    for name, (metric, claim) in KNOWN_LINES.items():
-        f = _figures(runs / f"known_{name}")
-        lines.append(f"- known model `{name}` (trained on our renders, `qwen2_5_vl_yesno`): "
-                     f"{_quote(f, metric)}, v_cons = {f['v_cons'][0]:.2f}, v_ctr = {f['v_ctr'][0]:.2f}: {claim}.")
-    random = _figures(runs / "tiny_qwen2_5_vl_yesno")
-    lines.append(f"- tiny random Qwen2.5-VL (`qwen2_5_vl_yesno`): SpatialTunnel {_quote(random, 'v')}, "
-                 f"{_quote(random, 'delta')}: random weights answer noise (p ≈ 0.5).")
-    if (runs / "tiny_gemma3_hf_yesno").exists():
-        gemma = _figures(runs / "tiny_gemma3_hf_yesno")
-        lines.append(f"- tiny random Gemma 3 (`hf_yesno`, the generic path for any transformers family): "
-                     f"SpatialTunnel {_quote(gemma, 'v')}: noise too.")
-    lines += _probing_line(out / "studies" / "spatialtunnel")
+    random = {"tiny random Qwen2.5-VL (`qwen2_5_vl_yesno`)": runs / "tiny_qwen2_5_vl_yesno",
+              "tiny random Gemma 3 (`hf_yesno`, the generic path for any transformers family)":
+                  runs / "tiny_gemma3_hf_yesno"}
+    lines += known_lines(runs, {k: v for k, v in random.items() if v.exists()})
     lines.append("- tiny random Qwen2.5-VL (`qwen2_5_vl`, text answers): it mostly writes nothing the parsers read, "
                  "so accuracies are 0 and the figures that need readable answers are n/a.")
     for b, demo in demos:
@@ -78,42 +100,6 @@ def intro(out: Path) -> list[str]:
     return lines
 
 
-def _probing_line(folder: Path) -> list[str]:
-    """Coh_D of each probed model at its chosen layer, with its interval (``spatial-tasks probe``), and
-    whether the depth model's stands clear of the others'."""
-    import json
-
-    found = {}
-    for name in (*KNOWN_LINES, "tiny-qwen2_5_vl"):
-        metrics = folder / name / "metrics.json"
-        if metrics.is_file():
-            data = json.loads(metrics.read_text(encoding="utf-8"))
-            value, interval = (data.get("at_layer") or {}).get("Coh_D"), (data.get("intervals") or {}).get("Coh_D")
-            if isinstance(value, float) and interval:
-                found[name] = (value, *interval, data["layer"])
-    if not found:
-        return []
-    quoted = "; ".join(f"{n} {v:+.2f} [{lo:+.2f}, {hi:+.2f}] (layer {layer})" for n, (v, lo, hi, layer) in found.items())
-    best = max(found, key=lambda n: found[n][0])
-    clear = all(found[best][1] > hi for n, (_, _, hi, _) in found.items() if n != best)
-    verdict = (f"the far/close direction is most coherent in the {best} model"
-               + (", its interval clear of the others'" if clear else ", but the intervals overlap"))
-    return [f"- SpatialTunnel probing (`spatial-tasks probe`, the contrastive pairs of the bundled sample), Coh_D: "
-            f"{quoted}: {verdict}; see its section."]
-
-
-def _figures(folder: Path) -> dict[str, tuple[float, float, float]]:
-    from spatial_tasks.known_models.build import run_figures
-
-    return run_figures(folder, KNOWN_FIGURES_TASK)
-
-
-def _quote(figures: dict, metric: str) -> str:
-    value, low, high = figures[metric]
-    symbol, sign = ("Δ", "+") if metric == "delta" else (metric, "")
-    return f"{symbol} = {value:{sign}.2f} [{low:{sign}.2f}, {high:{sign}.2f}]"
-
-
 def _result(folder: Path, task: str, metric: str) -> str:
     """A figure of lmms-eval's results file in ``folder`` (n/a when the run did not define it)."""
     from spatial_tasks.common.samples import load_results
@@ -121,8 +107,9 @@ def _result(folder: Path, task: str, metric: str) -> str:
     files = sorted(folder.rglob("*_results.json"))
     results = load_results(files[-1]).get("results", {}).get(task, {}) if files else {}
     value = results.get(f"{metric},none")
-    return f"{value:+.2f}" if isinstance(value, (int, float)) and metric.startswith(("delta", "bias")) \
-        else f"{value:.2f}" if isinstance(value, (int, float)) else "n/a"
+    if not isinstance(value, (int, float)):
+        return "n/a"
+    return f"{value:+.2f}" if metric.startswith(("delta", "bias")) else f"{value:.2f}"
 
 
 def lmms_eval_command(model: str, model_args: str, tasks: str, output: Path, *extra: str) -> list[str]:
@@ -154,9 +141,9 @@ def demo_runs(model_dir: Path, out: Path, gemma_dir: Path | None = None) -> list
         if gemma_dir is not None:
             plan.append(("tiny gemma3 through hf_yesno (any transformers family), first-token logits", "hf_yesno",
                          f"pretrained={gemma_dir},device=cpu", logit, "tiny_gemma3_hf_yesno", ()))
-    for name in KNOWN_LINES:
-        plan.append((f"known model {name} (trained on our renders), first-token logits", "qwen2_5_vl_yesno",
-                     f"pretrained={checkpoint(name)},{TINY_QWEN_ARGS}", KNOWN_TASKS, f"known_{name}", ()))
+    for _, known in known_models():
+        plan.append((f"known model {known.name} (trained on our renders), first-token logits", "qwen2_5_vl_yesno",
+                     f"pretrained={known.checkpoint},{TINY_QWEN_ARGS}", known.tasks, f"known_{known.name}", ()))
     return [(label, lmms_eval_command(model, args, tasks, runs_dir / folder, *extra), runs_dir / folder, tasks)
             for label, model, args, tasks, folder, extra in plan]
 
@@ -281,13 +268,13 @@ def run_demo(out: Path, workers: int = 2) -> Path:
     if failures:
         raise RunFailed(f"{len(failures)} of {len(runs)} evaluations failed ({'; '.join(failures)}); "
                         f"their logs are in {out / 'logs'}")
-    studies = run_studies({"tiny-qwen2_5_vl": model_dir, **{name: checkpoint(name) for name in KNOWN_LINES}},
+    studies = run_studies({"tiny-qwen2_5_vl": model_dir, **{k.name: k.checkpoint for _, k in known_models()}},
                           out / "studies")
     # The report re-scores the samples in this process: the same offline backbone as the runs.
     os.environ.update(offline_bertscore())
-    # the page opens on the two known models side by side, the counter pairs (where they differ) first
-    view = {"runs": ("known_shortcut", "known_depth"), "benchmark": "spatialtunnel", "first": ("two-way", "counter")}
-    files = write_report(out / "runs", out / "report", intro=intro(out), probes=studies, view=view)
+    views = [b.demo.view for b in benchmarks().values() if b.demo is not None and b.demo.view]
+    files = write_report(out / "runs", out / "report", intro=intro(out), probes=studies,
+                         view=views[0] if views else None)
     report = next(p for p in files if p.name == "report.md")
     console.print(f"[bold]Report[/]: {report}  ({time.time() - started:.0f} s in all)")
     console.print(f"[bold]Page[/]: {report.with_name('index.html')}  (open it in a browser: the scorecard, "

@@ -55,9 +55,9 @@ def test_wheel_carries_every_task_file_and_generator_module(wheel):
     library = _checkout_files("spatial_tasks", ("*.py",))
     missing = sorted(m for m in library if f"spatial_tasks/{m}" not in names)
     assert not missing, f"modules missing from the wheel: {missing}"
-    checkpoints = ROOT / "spatial_tasks" / "known_models" / "checkpoints"
-    known = {k for k in _checkout_files("spatial_tasks/known_models/checkpoints", ("*",)) if (checkpoints / k).is_file()}
-    missing = sorted(k for k in known if f"spatial_tasks/known_models/checkpoints/{k}" not in names)
+    checkpoints = ROOT / "spatial_tasks" / "spatialtunnel" / "known_models" / "checkpoints"
+    known = {k for k in _checkout_files("spatial_tasks/spatialtunnel/known_models/checkpoints", ("*",)) if (checkpoints / k).is_file()}
+    missing = sorted(k for k in known if f"spatial_tasks/spatialtunnel/known_models/checkpoints/{k}" not in names)
     assert len(known) >= 2 * 10 and not missing, f"known-model checkpoint files missing from the wheel: {missing}"
 
 

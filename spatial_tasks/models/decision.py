@@ -7,7 +7,7 @@ the image before the question, the generation prompt) and the image as lmms-eval
 URL, ``qwen_vl_utils`` resizing). An independent route to the same figure: the parity test
 (tests/models/test_known_models.py) and ``benchmarks/engines.py`` compare it with ours.
 
-    decide = decision_pipeline("spatial_tasks/known_models/checkpoints/shortcut")
+    decide = decision_pipeline("spatial_tasks/spatialtunnel/known_models/checkpoints/shortcut")
     p_yes(decide, question_text, image)
 """
 
@@ -16,6 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from PIL import Image
+
+from spatial_tasks.models.lmms_requests import lmms_eval_image
 
 IMAGE = "<image>"  # the asset placeholder in the state
 # Qwen2.5-VL's chat format around the state's parts (the image block where IMAGE was, then the text).
@@ -40,16 +42,6 @@ def decision_pipeline(pretrained: str, system_prompt: str = "You are a helpful a
     config = DecisionConfig(chat_template=template, labels={"noul": ["Yes", "No"]})
     return pipeline("decision", model=model, tokenizer=processor.tokenizer, processor=processor,
                     decision_config=config)
-
-
-def lmms_eval_image(image: Image.Image, min_pixels: int = 3136, max_pixels: int = 50176) -> Image.Image:
-    """The image as lmms-eval's qwen2_5_vl hands it to the processor: JPEG data URL (quality 85),
-    then ``qwen_vl_utils``' resizing within the pixel bounds."""
-    from lmms_eval.models.model_utils.media_encoder import encode_image_to_data_url
-    from qwen_vl_utils import fetch_image
-
-    url = encode_image_to_data_url(image, image_format="JPEG", mime_type="image/jpeg", convert_rgb=True, quality=85)
-    return fetch_image({"image": url, "min_pixels": min_pixels, "max_pixels": max_pixels})
 
 
 def p_yes(decide: Any, text: str, image: Image.Image, **pixels: int) -> float:

@@ -60,3 +60,13 @@ def image_key(image: Image.Image) -> str:
     digest = hashlib.blake2b(image.tobytes(), digest_size=16)
     digest.update(f"{image.mode}:{image.size}".encode())
     return digest.hexdigest()
+
+
+def lmms_eval_image(image: Image.Image, min_pixels: int = 3136, max_pixels: int = 50176) -> Image.Image:
+    """The image as lmms-eval's qwen2_5_vl hands it to the processor: JPEG data URL (quality 85),
+    then ``qwen_vl_utils``' resizing within the pixel bounds."""
+    from lmms_eval.models.model_utils.media_encoder import encode_image_to_data_url
+    from qwen_vl_utils import fetch_image
+
+    url = encode_image_to_data_url(image, image_format="JPEG", mime_type="image/jpeg", convert_rgb=True, quality=85)
+    return fetch_image({"image": url, "min_pixels": min_pixels, "max_pixels": max_pixels})

@@ -6,7 +6,20 @@ Paper: Min et al., "Why Far Looks Up" (ECCV 2026). Headline figures: v and Δ = 
 
 from __future__ import annotations
 
-from spatial_tasks.benchmark import Benchmark, Demo, Later, Paper, Proof, Section, Source, Study, distinct
+from pathlib import Path
+
+from spatial_tasks.benchmark import (
+    Benchmark,
+    Demo,
+    KnownModel,
+    Later,
+    Paper,
+    Proof,
+    Section,
+    Source,
+    Study,
+    distinct,
+)
 from spatial_tasks.spatialtunnel.metrics import SCORECARD
 from spatial_tasks.spatialtunnel.records import PROTOCOLS
 
@@ -28,6 +41,14 @@ DEMO = Demo(
         Proof("size", "spatialtunnel_logit_sample_size", "delta_s", "Δ_s", "\"larger ⇒ nearer\" by rule: the size "
               "sweep is scored right"),
     ),
+    known_models=tuple(
+        KnownModel(name, Path(__file__).parent / "known_models" / "checkpoints" / name, "spatialtunnel_logit_sample",
+                   "spatialtunnel_logit_sample_phase", metric, ("v_cons", "v_ctr"), claim)
+        for name, metric, claim in (
+            ("shortcut", "delta", "the planted shortcut (\"higher ⇒ farther\"), caught"),
+            ("depth", "v", "true depth read from the pixels: no gap between consistent and counter pairs"))),
+    # the page opens on the two side by side, the counter pairs (where they differ) first
+    view={"runs": ("known_shortcut", "known_depth"), "benchmark": NAME, "first": ("two-way", "counter")},
 )
 
 BENCHMARK = Benchmark(

@@ -10,7 +10,7 @@ import math
 import pytest
 from lmms import TINY_QWEN_ARGS, run_lmms_eval
 
-from spatial_tasks.known_models.build import SHIPPED_FILES, checkpoint, run_figures, sha256
+from spatial_tasks.spatialtunnel.known_models.build import SHIPPED_FILES, checkpoint, run_figures, sha256
 
 MAX_BYTES = 20 * 1024 * 1024
 NAMES = ("shortcut", "depth")
@@ -107,7 +107,8 @@ def test_every_in_process_route_reads_the_same_p_yes(name):
     """qwen2_5_vl_yesno by each of its paths, packed at batch 8 and at batch 1; hf_yesno by each path its
     family offers (given the pixels lmms-eval sends: it hands the processor the image itself, lmms-eval a
     JPEG resized by qwen_vl_utils); and transformers' pipeline("decision") with our prompt as its template."""
-    from spatial_tasks.models.decision import decision_pipeline, lmms_eval_image, p_yes
+    from spatial_tasks.models.decision import decision_pipeline, p_yes
+    from spatial_tasks.models.lmms_requests import lmms_eval_image
     from spatial_tasks.models.hf_auto import HFYesNo
     from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
     from spatial_tasks.models.scoring_paths import ONE_BY_ONE, PACKED
@@ -139,8 +140,8 @@ def test_training_sees_exactly_what_lmms_eval_sends(tiny_qwen_dir):
     import torch
     from transformers import AutoProcessor
 
-    from spatial_tasks.known_models import examples
-    from spatial_tasks.known_models.behaviours import BEHAVIOURS
+    from spatial_tasks.spatialtunnel.known_models import examples
+    from spatial_tasks.spatialtunnel.known_models.behaviours import BEHAVIOURS
     from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
     from spatial_tasks.paths import benchmark_tasks_dir
     from spatial_tasks.spatialtunnel import load

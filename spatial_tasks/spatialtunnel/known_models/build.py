@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from spatial_tasks.known_models.behaviours import BEHAVIOURS
+from spatial_tasks.spatialtunnel.known_models.behaviours import BEHAVIOURS
 
 # The training renders: phase variation, another seed and a finer grid than the bundled sample
 # (seed 0, grid 8), at its resolution.
@@ -37,14 +37,16 @@ EVALUATIONS = (("logit", "qwen2_5_vl_yesno", "spatialtunnel_logit_sample_phase")
 MODEL_ARGS = "device=cpu,device_map=cpu,min_pixels=3136,max_pixels=50176"
 SHIPPED_FILES = ("model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
                  "tokenizer_config.json", "processor_config.json", "chat_template.jinja")
-CHECKPOINTS = Path(__file__).with_name("checkpoints")
 
 
 def checkpoint(name: str) -> Path:
     """The shipped checkpoint of a known model (``shortcut`` or ``depth``)."""
-    if name not in BEHAVIOURS:
-        raise ValueError(f"known model {name!r}: one of {sorted(BEHAVIOURS)}")
-    return CHECKPOINTS / name
+    from spatial_tasks.spatialtunnel.benchmark import DEMO
+
+    found = {k.name: k.checkpoint for k in DEMO.known_models}
+    if name not in found:
+        raise ValueError(f"known model {name!r}: one of {sorted(found)}")
+    return found[name]
 
 
 @dataclass
@@ -67,14 +69,13 @@ def run_figures(folder: Path, task: str) -> dict[str, tuple[float, float, float]
     interval, from its logged samples by SpatialTunnel's scorecard (what ``spatial-tasks results`` reports)."""
     from spatial_tasks.common.intervals import ITERATIONS, SEED
     from spatial_tasks.common.samples import find_runs
-    from spatial_tasks.registry import get
-    from spatial_tasks.results.tidy import read_records
+    from spatial_tasks.spatialtunnel.metrics import SCORECARD
+    from spatial_tasks.spatialtunnel.rescore import records_from_samples
 
-    spec = get("spatialtunnel")
     paths = [run.samples[task] for run in find_runs(folder) if task in run.samples]
     if len(paths) != 1:
         raise FileNotFoundError(f"{folder}: {len(paths)} samples files of {task}, expected one")
-    found = spec.scorecard.intervals(read_records(spec, paths[0]), ITERATIONS, SEED)
+    found = SCORECARD.intervals(records_from_samples(paths[0]), ITERATIONS, SEED)
     return {metric: tuple(found[metric][:3]) for metric in ("v", "v_cons", "v_ctr", "delta")}
 
 
@@ -156,8 +157,8 @@ def build(name: str, out: Path, renders: Path | None = None, seed: int = 0, sche
 
     from spatial_tasks.generators.common.jobs import available_cpus
     from spatial_tasks.generators.spatialtunnel import generate as gen
-    from spatial_tasks.known_models import examples, train
     from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
+    from spatial_tasks.spatialtunnel.known_models import examples, train
 
     behaviour = BEHAVIOURS[name]
     schedule = schedule or train.Schedule(seed=seed)

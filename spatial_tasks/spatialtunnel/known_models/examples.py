@@ -67,14 +67,12 @@ def read_docs(parquets: Sequence[Path]) -> list[dict]:
     return list(load.to_docs(table, variant="phase", label=str(parquets[0].parent)))
 
 
-def lmms_messages(image, text: str) -> list[dict]:
-    """The conversation lmms-eval's qwen2_5_vl builds for one image and one prompt."""
-    from lmms_eval.models.model_utils.media_encoder import encode_image_to_data_url
-
-    url = encode_image_to_data_url(image, image_format="JPEG", mime_type="image/jpeg", convert_rgb=True, quality=85)
-    return [{"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": [{"type": "image", "image": url, "max_pixels": MAX_PIXELS,
-                                          "min_pixels": MIN_PIXELS}, {"type": "text", "text": text}]}]
+def chat_text(processor, prompt: str) -> str:
+    """The prompt as lmms-eval's qwen2_5_vl renders it: the system turn, the image before the text, the
+    generation prompt (the chat template reads only the image part's type)."""
+    messages = [{"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt}]}]
+    return processor.apply_chat_template([messages], tokenize=False, add_generation_prompt=True)[0]
 
 
 def _name_class(name: str) -> int:
@@ -84,8 +82,7 @@ def _name_class(name: str) -> int:
 
 def build_examples(docs: Sequence[dict], processor, behaviour, progress=None) -> tuple[Images, Questions]:
     """Tensors for every doc: each image processed once, each question tokenised once."""
-    from qwen_vl_utils import process_vision_info
-
+    from spatial_tasks.models.lmms_requests import lmms_eval_image
     from spatial_tasks.spatialtunnel.tasks import doc_to_text, doc_to_visual
 
     tokenizer = processor.tokenizer
@@ -95,12 +92,9 @@ def build_examples(docs: Sequence[dict], processor, behaviour, progress=None) ->
     rows: dict[str, list] = {k: [] for k in ("image", "ids", "answer_at", "names_at", "name_cues", "name_tokens",
                                              "relation_at", "farther", "label_yes",
                                              "truth_yes", "consistent")}
-    end_ids = tokenizer.encode("<|im_end|>", add_special_tokens=False)
     for doc in docs:
         if doc["image_id"] not in by_image:
-            image = doc_to_visual(doc)[0]
-            messages = lmms_messages(image, "")
-            resized = process_vision_info([messages])[0][0]
+            resized = lmms_eval_image(doc_to_visual(doc)[0], MIN_PIXELS, MAX_PIXELS)
             out = processor.image_processor(images=[resized], return_tensors="pt")
             if grid is None:
                 grid = out["image_grid_thw"]
@@ -113,45 +107,11 @@ def build_examples(docs: Sequence[dict], processor, behaviour, progress=None) ->
             resized_size[doc["image_id"]] = resized.size
             if progress:
                 progress()
-        prompt = doc_to_text(doc)
-        messages = lmms_messages(doc_to_visual(doc)[0], prompt)
-        text = processor.apply_chat_template([messages], tokenize=False, add_generation_prompt=True)[0]
-        expanded = text.replace("<|image_pad|>", "<|image_pad|>" * int(grid.prod() // 4))
-        answer = behaviour.answer(doc)
-        ids = tokenizer.encode(expanded, add_special_tokens=False)
-        answer_ids = tokenizer.encode(answer, add_special_tokens=False)
-        if len(answer_ids) != 1:
-            raise ValueError(f"answer {answer!r} is not one token")
-        rows["image"].append(by_image[doc["image_id"]])
-        rows["ids"].append(ids + answer_ids + end_ids)
-        rows["answer_at"].append(len(ids) - 1)
-        names, cues, cells = [], [], []
-        first_image_token = ids.index(processor.tokenizer.convert_tokens_to_ids("<|image_pad|>"))
-        for key in ("obj1", "obj2"):
-            name = doc[key]
-            start = expanded.rindex(f"the {name}") + len(f"the {name}")
-            tail = tokenizer.encode(expanded[start:], add_special_tokens=False)
-            head = tokenizer.encode(expanded[:start], add_special_tokens=False)
-            if head + tail != ids:
-                raise ValueError(f"{doc['question_id']}: {name!r} does not end on a token boundary")
-            names.append(len(head) - 1)
-            cues.append(behaviour.cue(doc, key[-1]))
-            cells.append(first_image_token + _cell_of(doc, key[-1], resized_size[doc["image_id"]], grid))
-        word_end = expanded.rindex(f" {doc['comparison']}") + len(f" {doc['comparison']}")
-        head = tokenizer.encode(expanded[:word_end], add_special_tokens=False)
-        if head + tokenizer.encode(expanded[word_end:], add_special_tokens=False) != ids:
-            raise ValueError(f"{doc['question_id']}: {doc['comparison']!r} does not end on a token boundary")
-        rows["relation_at"].append(len(head) - 1)
-        rows["farther"].append(doc["comparison"] == "farther")
-        # names in the order the question says them: the subject first
-        if doc["subject"] == "obj2":
-            names, cues, cells = names[::-1], cues[::-1], cells[::-1]
-        rows["names_at"].append(names)
-        rows["name_tokens"].append(cells)
-        rows["name_cues"].append(cues)
-        rows["label_yes"].append(answer == "Yes")
-        rows["truth_yes"].append(doc["answer"] == "Yes")
-        rows["consistent"].append({"consistent": 1, "counter": 0}.get(doc["relation_two_way"], -1))
+        row = _question_row(doc, tokenizer, chat_text(processor, doc_to_text(doc)), grid,
+                            resized_size[doc["image_id"]], behaviour)
+        row["image"] = by_image[doc["image_id"]]
+        for key, value in row.items():
+            rows[key].append(value)
     length = max(len(r) for r in rows["ids"])
     pad = tokenizer.pad_token_id
     ids = torch.full((len(rows["ids"]), length), pad, dtype=torch.long)
@@ -174,6 +134,42 @@ def build_examples(docs: Sequence[dict], processor, behaviour, progress=None) ->
         truth_yes=torch.tensor(rows["truth_yes"], dtype=torch.float32),
         consistent=torch.tensor(rows["consistent"]))
     return images, questions
+
+
+def _last_token_of(tokenizer, text: str, end: int, ids: list[int], what: str) -> int:
+    """The position of the token that ends at character ``end`` of ``text`` (tokenised as ``ids``)."""
+    head = tokenizer.encode(text[:end], add_special_tokens=False)
+    if head + tokenizer.encode(text[end:], add_special_tokens=False) != ids:
+        raise ValueError(f"{what} does not end on a token boundary")
+    return len(head) - 1
+
+
+def _question_row(doc: dict, tokenizer, text: str, grid: torch.Tensor, size: tuple[int, int], behaviour) -> dict:
+    """One question's token ids (prompt, answer, <|im_end|>) and the positions and targets the heads read."""
+    expanded = text.replace("<|image_pad|>", "<|image_pad|>" * int(grid.prod() // 4))
+    answer = behaviour.answer(doc)
+    ids = tokenizer.encode(expanded, add_special_tokens=False)
+    answer_ids = tokenizer.encode(answer, add_special_tokens=False)
+    if len(answer_ids) != 1:
+        raise ValueError(f"answer {answer!r} is not one token")
+    first_image_token = ids.index(tokenizer.convert_tokens_to_ids("<|image_pad|>"))
+    names, cues, cells = [], [], []
+    for key in ("1", "2"):
+        name = doc[f"obj{key}"]
+        end = expanded.rindex(f"the {name}") + len(f"the {name}")
+        names.append(_last_token_of(tokenizer, expanded, end, ids, f"{doc['question_id']}: {name!r}"))
+        cues.append(behaviour.cue(doc, key))
+        cells.append(first_image_token + _cell_of(doc, key, size, grid))
+    word = f" {doc['comparison']}"
+    relation_at = _last_token_of(tokenizer, expanded, expanded.rindex(word) + len(word), ids,
+                                 f"{doc['question_id']}: {word.strip()!r}")
+    if doc["subject"] == "obj2":  # names in the order the question says them: the subject first
+        names, cues, cells = names[::-1], cues[::-1], cells[::-1]
+    return {"ids": ids + answer_ids + tokenizer.encode("<|im_end|>", add_special_tokens=False),
+            "answer_at": len(ids) - 1, "names_at": names, "name_cues": cues, "name_tokens": cells,
+            "relation_at": relation_at, "farther": doc["comparison"] == "farther", "label_yes": answer == "Yes",
+            "truth_yes": doc["answer"] == "Yes",
+            "consistent": {"consistent": 1, "counter": 0}.get(doc["relation_two_way"], -1)}
 
 
 def _cell_of(doc: dict, key: str, size: tuple[int, int], grid: torch.Tensor) -> int:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from spatial_tasks.known_models.examples import N_CLASSES, Images, Questions
+from spatial_tasks.spatialtunnel.known_models.examples import N_CLASSES, Images, Questions
 
 
 @dataclass
@@ -61,8 +61,12 @@ class History:
     step: list[int] = field(default_factory=list)
     stage: list[str] = field(default_factory=list)
     loss: list[float] = field(default_factory=list)  # the stage's main loss
-    aux: list[float] = field(default_factory=list)
     seconds: float = 0.0
+
+    def add(self, step: int, stage: str, loss: float) -> None:
+        self.step.append(step)
+        self.stage.append(stage)
+        self.loss.append(loss)
 
 
 def _lr(step: int, total: int, schedule: Schedule, peak: float) -> float:
@@ -123,19 +127,59 @@ def _questions_of(questions: Questions, image_rows: torch.Tensor) -> torch.Tenso
     return torch.isin(questions.image, image_rows).nonzero().squeeze(1)
 
 
+@dataclass
+class Heads:
+    """The auxiliary heads (dropped after training): cell classes and cues, a name's cue, the margin."""
+
+    vision: torch.nn.Linear
+    name: torch.nn.Linear
+    compare: torch.nn.Linear
+
+    @classmethod
+    def for_model(cls, model, seed: int) -> Heads:
+        hidden = model.config.text_config.hidden_size
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            return cls(torch.nn.Linear(hidden, N_CLASSES * 2), torch.nn.Linear(hidden, 1), torch.nn.Linear(hidden, 1))
+
+    def parameters(self) -> list[torch.nn.Parameter]:
+        return [*self.vision.parameters(), *self.name.parameters(), *self.compare.parameters()]
+
+
+def _update(opt, params: list, loss: torch.Tensor) -> None:
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    opt.step()
+
+
+def _question_losses(model, heads: Heads, images: Images, questions: Questions, rows: torch.Tensor
+                     ) -> dict[str, torch.Tensor]:
+    """The question stage's losses on ``rows``: answer, name (with the margin), vision, attention."""
+    last, feats, image_rows, ids, attentions = _question_forward(model, images, questions, rows, True)
+    # the answer token and <|im_end|> after it
+    at = questions.answer_at[rows]
+    batch = torch.arange(len(rows))
+    logits = model.lm_head(torch.stack([last[batch, at], last[batch, at + 1]], 1))
+    targets = torch.stack([ids[batch, at + 1], ids[batch, at + 2]], 1)
+    cues = questions.name_cues[rows]
+    name_pred = heads.name(last[batch[:, None], questions.names_at[rows]]).squeeze(-1)
+    # at the answer position, the answer's margin: the other's cue minus the subject's, turned by the
+    # question's word (both behaviours: a smaller cue is farther). The answer alone is an XOR (which
+    # object wins, and whether the question says closer or farther) whose parts carry no signal.
+    margin = (cues[:, 1] - cues[:, 0]) * (2 * questions.farther[rows] - 1)
+    compare_pred = heads.compare(last[batch, at]).squeeze(-1)
+    return {"answer": F.cross_entropy(logits.flatten(0, 1), targets.flatten()),
+            "name": F.mse_loss(name_pred, cues) + F.mse_loss(compare_pred, margin),
+            "vision": _vision_loss(heads.vision, feats, images, image_rows),
+            "attention": _attention_loss(attentions, questions, rows)}
+
+
 def train(model, images: Images, questions: Questions, train_images: torch.Tensor, schedule: Schedule,
           on_step: Callable[[str, int, int, float, dict], None] | None = None) -> History:
     """Train ``model`` in place on the questions of ``train_images`` (indices into ``images``)."""
     generator = torch.Generator().manual_seed(schedule.seed)
-    hidden = model.config.text_config.hidden_size
-    vision_head = torch.nn.Linear(hidden, N_CLASSES * 2)
-    name_head = torch.nn.Linear(hidden, 1)
-    compare_head = torch.nn.Linear(hidden, 1)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(schedule.seed)
-        vision_head.reset_parameters()
-        name_head.reset_parameters()
-        compare_head.reset_parameters()
+    heads = Heads.for_model(model, schedule.seed)
     history = History()
     started = time.perf_counter()
     implementation = model.config._attn_implementation
@@ -143,68 +187,35 @@ def train(model, images: Images, questions: Questions, train_images: torch.Tenso
     model.train()
 
     # 1. the vision tower and merger alone
-    params = list(model.model.visual.parameters()) + list(vision_head.parameters())
+    params = [*model.model.visual.parameters(), *heads.vision.parameters()]
     opt = torch.optim.AdamW(params, lr=schedule.lr, weight_decay=schedule.weight_decay)
     for step in range(schedule.vision_steps):
         for group in opt.param_groups:
             group["lr"] = _lr(step, schedule.vision_steps, schedule, schedule.lr)
         rows = train_images[torch.randint(len(train_images), (schedule.batch,), generator=generator)]
-        feats = image_features(model, images.pixel_values[rows], images.grid_thw)
-        loss = _vision_loss(vision_head, feats, images, rows)
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        history.step.append(step)
-        history.stage.append("vision")
-        history.loss.append(float(loss))
-        history.aux.append(0.0)
+        loss = _vision_loss(heads.vision, image_features(model, images.pixel_values[rows], images.grid_thw), images,
+                            rows)
+        _update(opt, params, loss)
+        history.add(step, "vision", float(loss))
         if on_step:
             on_step("vision", step, schedule.vision_steps, float(loss), {})
 
     # 2. the whole model on the questions
-    params = [*model.parameters(), *vision_head.parameters(), *name_head.parameters(), *compare_head.parameters()]
+    params = [*model.parameters(), *heads.parameters()]
     opt = torch.optim.AdamW(params, lr=schedule.lr, weight_decay=schedule.weight_decay)
+    weights = {"name": schedule.name_weight, "vision": schedule.vision_weight, "attention": schedule.attention_weight}
     for step in range(schedule.question_steps):
         for group in opt.param_groups:
             group["lr"] = _lr(step, schedule.question_steps, schedule, schedule.question_lr)
         # whole images: the four questions of each share its encoding
         picked = train_images[torch.randperm(len(train_images), generator=generator)[:schedule.batch // 4]]
-        rows = _questions_of(questions, picked)
-        last, feats, image_rows, ids, attentions = _question_forward(model, images, questions, rows, True)
-        # the answer token and <|im_end|> after it
-        at = questions.answer_at[rows]
-        batch = torch.arange(len(rows))
-        logits = model.lm_head(torch.stack([last[batch, at], last[batch, at + 1]], 1))
-        targets = torch.stack([ids[batch, at + 1], ids[batch, at + 2]], 1)
-        answer_loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
-        names = questions.names_at[rows]
-        name_pred = name_head(last[batch[:, None], names]).squeeze(-1)
-        cues = questions.name_cues[rows]
-        name_loss = F.mse_loss(name_pred, cues)
-        # at the answer position, the answer's margin: the other's cue minus the subject's, turned by the
-        # question's word (both behaviours: a smaller cue is farther). The answer alone is an XOR (which
-        # object wins, and whether the question says closer or farther) whose parts carry no signal.
-        margin = (cues[:, 1] - cues[:, 0]) * (2 * questions.farther[rows] - 1)
-        compare_pred = compare_head(last[batch, at]).squeeze(-1)
-        name_loss = name_loss + F.mse_loss(compare_pred, margin)
-        vision_loss = _vision_loss(vision_head, feats, images, image_rows)
+        losses = _question_losses(model, heads, images, questions, _questions_of(questions, picked))
         answer_weight = 0.0 if step < schedule.binding_steps else 1.0
-        attention_loss = _attention_loss(attentions, questions, rows)
-        loss = (answer_weight * answer_loss + schedule.name_weight * name_loss + schedule.vision_weight * vision_loss
-                + schedule.attention_weight * attention_loss)
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        history.step.append(schedule.vision_steps + step)
-        history.stage.append("questions")
-        history.loss.append(float(answer_loss))
-        history.aux.append(float(name_loss + vision_loss))
+        _update(opt, params, answer_weight * losses["answer"] + sum(w * losses[k] for k, w in weights.items()))
+        history.add(schedule.vision_steps + step, "questions", float(losses["answer"]))
         if on_step:
-            on_step("questions", step, schedule.question_steps, float(answer_loss),
-                    {"name": round(float(name_loss), 3), "vision": round(float(vision_loss), 3),
-                     "attention": round(float(attention_loss), 3)})
+            on_step("questions", step, schedule.question_steps, float(losses["answer"]),
+                    {k: round(float(losses[k]), 3) for k in weights})
     model.eval()
     model.set_attn_implementation(implementation)
     history.seconds = time.perf_counter() - started
