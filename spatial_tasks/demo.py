@@ -38,18 +38,6 @@ def known_models() -> list:
     return [(b, k) for b in benchmarks().values() if b.demo is not None for k in b.demo.known_models]
 
 
-def _figures(benchmark, folder: Path, task: str) -> dict[str, tuple[float, float, float]]:
-    """Each scorecard figure of ``task`` in the run under ``folder``: (value, 95 % interval)."""
-    from spatial_tasks.common.intervals import ITERATIONS, SEED
-    from spatial_tasks.common.samples import find_runs
-
-    paths = [run.samples[task] for run in find_runs(folder) if task in run.samples]
-    if len(paths) != 1:
-        raise RunFailed(f"{folder}: {len(paths)} samples files of {task}, expected one")
-    found = benchmark.scorecard.intervals(benchmark.records_from_samples(paths[0]), ITERATIONS, SEED)
-    return {metric: tuple(values[:3]) for metric, values in found.items()}
-
-
 def _quote(figures: dict, metric: str) -> str:
     value, low, high = figures[metric]
     form = "+.2f" if metric.startswith("delta") else ".2f"
@@ -59,16 +47,18 @@ def _quote(figures: dict, metric: str) -> str:
 def known_lines(runs: Path, random: dict[str, Path]) -> list[str]:
     """One line per known model (its figure, what it shows), then per random first-token model
     (``random``: label -> run folder) the same figures on the same task."""
+    from spatial_tasks.results.tidy import task_figures
+
     lines, quoted = [], {}
     for b, known in known_models():
-        f = _figures(b, runs / f"known_{known.name}", known.figures_task)
+        f = task_figures(b, runs / f"known_{known.name}", known.figures_task)
         also = ", ".join(f"{m} = {f[m][0]:.2f}" for m in known.also)
         lines.append(f"- known model `{known.name}` (trained on our renders, `qwen2_5_vl_yesno`): "
                      f"{_quote(f, known.metric)}, {also}: {known.claim}.")
         quoted.setdefault((b.name, known.figures_task), (b, []))[1].append(known.metric)
     for label, folder in random.items():
         for (_, task), (b, metrics) in quoted.items():
-            f = _figures(b, folder, task)
+            f = task_figures(b, folder, task)
             lines.append(f"- {label}: {b.title} " + ", ".join(_quote(f, m) for m in dict.fromkeys(metrics))
                          + ": random weights answer noise (p ≈ 0.5).")
     return lines

@@ -36,6 +36,17 @@ def read_records(benchmark: Benchmark, path: Path, options: Options = {}) -> lis
     return benchmark.records_from_samples(path, **{k: v for k, v in options.items() if k in benchmark.options})
 
 
+def task_figures(benchmark: Benchmark, folder: Path, task: str, iterations: int = ITERATIONS, seed: int = SEED
+                 ) -> dict[str, tuple[float, float, float]]:
+    """Every scorecard figure (headlines and details) of ``task`` in the one lmms-eval run under
+    ``folder``: (value, 95 % interval low, high), from its logged samples."""
+    paths = [run.samples[task] for run in find_runs(folder) if task in run.samples]
+    if len(paths) != 1:
+        raise FileNotFoundError(f"{folder}: {len(paths)} samples files of {task}, expected one")
+    found = benchmark.scorecard.intervals(read_records(benchmark, paths[0]), iterations, seed)
+    return {metric: tuple(values[:3]) for metric, values in found.items()}
+
+
 def _metric_names(benchmark: Benchmark, path: Path) -> tuple[str, ...] | None:
     declared = benchmark.offers(DeclaredMetrics)
     return declared.names(path) if declared is not None else None

@@ -66,17 +66,12 @@ def sha256(path: Path) -> str:
 
 def run_figures(folder: Path, task: str) -> dict[str, tuple[float, float, float]]:
     """v, v_cons, v_ctr and Δ of ``task`` in the lmms-eval run under ``folder``, each with its 95 %
-    interval, from its logged samples by SpatialTunnel's scorecard (what ``spatial-tasks results`` reports)."""
-    from spatial_tasks.common.intervals import ITERATIONS, SEED
-    from spatial_tasks.common.samples import find_runs
-    from spatial_tasks.spatialtunnel.metrics import SCORECARD
-    from spatial_tasks.spatialtunnel.rescore import records_from_samples
+    interval (``results.tidy.task_figures``: what ``spatial-tasks results`` reports)."""
+    from spatial_tasks.registry import get
+    from spatial_tasks.results.tidy import task_figures
 
-    paths = [run.samples[task] for run in find_runs(folder) if task in run.samples]
-    if len(paths) != 1:
-        raise FileNotFoundError(f"{folder}: {len(paths)} samples files of {task}, expected one")
-    found = SCORECARD.intervals(records_from_samples(paths[0]), ITERATIONS, SEED)
-    return {metric: tuple(found[metric][:3]) for metric in ("v", "v_cons", "v_ctr", "delta")}
+    found = task_figures(get("spatialtunnel"), folder, task)
+    return {metric: found[metric] for metric in ("v", "v_cons", "v_ctr", "delta")}
 
 
 def lmms_eval_figures(model_dir: Path, out: Path) -> list[Figures]:
