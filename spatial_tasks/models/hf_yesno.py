@@ -99,13 +99,14 @@ class HFYesNoMixin:
 
         A host that loads in bfloat16 (lmms-eval's qwen2_5_vl, qwen3_vl, gemma3) has rounded the weights:
         casting up alone keeps them rounded, so for a wider ``dtype`` the weights are read again from
-        ``pretrained`` in it (a float32 checkpoint then scores as ``hf_yesno`` loads it)."""
+        ``pretrained`` in it (a float32 checkpoint then scores as ``hf_yesno`` loads it) -- only where
+        the checkpoint holds more bits than were loaded (a bfloat16 checkpoint is not read twice)."""
         self.options = options
         if cast and options.dtype is not None:
             wanted = getattr(torch, options.dtype)
             loaded = next(self.model.parameters()).dtype
             self.model.to(wanted)
-            if pretrained is not None and wanted.itemsize > loaded.itemsize:
+            if pretrained is not None and wanted.itemsize > loaded.itemsize and _stored_wider(pretrained, loaded):
                 fresh = type(self.model).from_pretrained(pretrained, dtype=wanted)
                 self.model.load_state_dict(fresh.state_dict())
                 del fresh
@@ -420,6 +421,16 @@ class Qwen2_5_VLYesNo(ImageFeatureHooks, HFYesNoMixin, Qwen2_5_VL):
             return_tensors="pt",
         )
         return inputs.to("cuda" if self.device_map == "auto" else self.device)
+
+
+def _stored_wider(pretrained: str, loaded: torch.dtype) -> bool:
+    """Whether the checkpoint's config says its weights are stored wider than ``loaded`` (unknown: yes)."""
+    from transformers import AutoConfig
+
+    stored = getattr(AutoConfig.from_pretrained(pretrained), "dtype", None)
+    if isinstance(stored, str):
+        stored = getattr(torch, stored, None)
+    return not isinstance(stored, torch.dtype) or stored.itemsize > loaded.itemsize
 
 
 def _interleave(context: str, visual_parts: list[dict]) -> list[dict]:
