@@ -129,3 +129,28 @@ def _common_folder(files: Sequence[str]) -> Path | None:
     if not files:
         return None
     return Path(os.path.commonpath([str(Path(f).resolve().parent) for f in files]))
+
+
+def folder_cache(path: str | os.PathLike, load_kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``load_kwargs`` for ``datasets.load_dataset(path, ...)``, with a cache of its own when ``path`` is a
+    local folder.
+
+    datasets keeps a local folder's configs under the folder's *name* and the config's
+    (``<cache>/<folder name>/<config>/0.0.0/<module hash>``), not under its files: a second folder of the
+    same name, or the same folder generated again, silently reads the first one's rows. So each version of
+    a folder's files (paths, sizes, modification times; the folder's own path) gets its own cache_dir.
+    """
+    kwargs = dict(load_kwargs or {})
+    folder = Path(path).expanduser()
+    if "cache_dir" in kwargs or not folder.is_dir():
+        return kwargs
+    import hashlib
+
+    digest = hashlib.sha256(str(folder.resolve()).encode())
+    for file in sorted(folder.rglob("*")):
+        relative = file.relative_to(folder)
+        if file.is_file() and not any(part.startswith((".", "_")) for part in relative.parts):
+            stat = file.stat()
+            digest.update(f"\n{relative}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    kwargs["cache_dir"] = str(Path(datasets.config.HF_DATASETS_CACHE) / "spatial-tasks-folders" / digest.hexdigest()[:20])
+    return kwargs

@@ -34,7 +34,7 @@ from loguru import logger as log
 
 from spatial_tasks.common import images
 from spatial_tasks.common.choice import LETTERS, is_cannot_determine
-from spatial_tasks.common.origin import Origin, in_memory, origin_for
+from spatial_tasks.common.origin import Origin, folder_cache, in_memory, origin_for
 from spatial_tasks.common.validate import (
     INSPECT_HINT,
     SourceError,
@@ -538,7 +538,7 @@ def discover(path: str, load_kwargs: Mapping[str, Any] | None = None) -> list[tu
                                                                    f"{str(err)[:200]}); configs found: {configs}")) from None
         for split in splits:
             try:
-                data = datasets.load_dataset(path, config, split=split, **load_kwargs)
+                data = datasets.load_dataset(path, config, split=split, **folder_cache(path, load_kwargs))
             except Exception as err:  # noqa: BLE001
                 problem = dataset_file_problem(path, config, **load_kwargs)
                 if problem:

@@ -178,5 +178,7 @@ def load_docs(data: TaskData, hook: DocsHook):
         loaded = datasets.load_from_disk(data.path)
         raw = loaded[data.split] if isinstance(loaded, datasets.DatasetDict) else loaded
     else:
-        raw = datasets.load_dataset(data.path, data.name, split=data.split, **data.load_kwargs())
+        from spatial_tasks.common.origin import folder_cache
+
+        raw = datasets.load_dataset(data.path, data.name, split=data.split, **folder_cache(data.path, data.load_kwargs()))
     return hook(raw, data)

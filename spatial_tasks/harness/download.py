@@ -8,6 +8,7 @@ import functools
 import sys
 from collections.abc import Mapping
 
+from spatial_tasks.common.origin import folder_cache
 from spatial_tasks.harness.data import DocsHook, TaskData
 from spatial_tasks.harness.failures import TaskDataFailed, check_hub_reachable
 
@@ -40,7 +41,7 @@ def install_download() -> None:
             self.DATASET_PATH, self.DATASET_NAME = data.path, data.name
             self.config.process_docs = functools.partial(hook, data=data)
             try:
-                return once(self, dict(data.kwargs))
+                return once(self, folder_cache(data.path, data.kwargs))
             finally:
                 self.config.process_docs = hook
         except (KeyboardInterrupt, SystemExit):

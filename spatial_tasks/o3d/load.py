@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 from PIL import Image
 
 from spatial_tasks.common import images
-from spatial_tasks.common.origin import Origin, fingerprint, in_memory, origin_for
+from spatial_tasks.common.origin import Origin, fingerprint, folder_cache, in_memory, origin_for
 from spatial_tasks.common.validate import INSPECT_HINT, dataset_file_problem, require_columns
 from spatial_tasks.o3d import markers, schema
 from spatial_tasks.o3d.schema import SchemaError
@@ -103,7 +103,7 @@ class O3DSource(Mapping):
                 raise KeyError(f"O3-D source {self.key!r} has no subset {name!r} "
                                f"(has: {sorted(self._subsets)})")
             try:
-                ds = datasets.load_dataset(self.path, name, split=schema.SPLIT, **self.load_kwargs)
+                ds = datasets.load_dataset(self.path, name, split=schema.SPLIT, **folder_cache(self.path, self.load_kwargs))
             except Exception as exc:  # the datasets error names the config; add the source
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 first = dataset_file_problem(self.path, name, **self.load_kwargs) or first
@@ -583,7 +583,7 @@ def load_o3d(path: str = schema.HUB_ID, *, subsets: Iterable[str] | None = None,
     """Docs straight from a Hub id or local folder in the official layout (outside lmms-eval)."""
     src = register_source(path, load_kwargs=load_kwargs)
     questions = datasets.load_dataset(src.path or path, schema.QUESTIONS_CONFIG, split=schema.SPLIT,
-                                      **dict(load_kwargs or {}))
+                                      **folder_cache(src.path or path, load_kwargs))
     origin = origin_for(questions, src.path or path, schema.QUESTIONS_CONFIG, schema.SPLIT, load_kwargs)
     return build_docs(questions, src, subset_names=subsets, marked=marked, origin=origin)
 
