@@ -331,6 +331,9 @@ class Benchmark:
     # ``aggregation:`` names) and recomputed over the pooled records for a group.
     metrics: Mapping[str, Later] = field(default_factory=dict)
     demo: Demo | None = None  # its part of ``spatial-tasks demo``
+    # its models trained to a known behaviour (built by ``spatial-tasks known-model``, shipped); the demo runs
+    # those of ``demo.known_models``
+    known_models: tuple[KnownModel, ...] = ()
     # its task YAMLs: a folder under this package's tasks/ (default: its name), or a path outside it
     tasks_dir: str | Path | None = None
     score: Callable[..., dict] | None = None

@@ -308,8 +308,9 @@ def _floor(module: str) -> int:
         return 0  # the ground: common/, the description type, where the data files are
     if parts[1] == "tasks":
         return 5  # the task folders' hook lists: lmms-eval imports them, nothing of ours does
-    if parts[1] in ("cli", "cli_helpers", "demo") or parts[-1] == "commands" or "known_models" in parts[2:3]:
-        return 4  # the commands, and a benchmark's known-behaviour models (they render, train and evaluate)
+    if parts[1] in ("cli", "cli_helpers", "demo", "known_models") or parts[-1] == "commands" \
+            or "known_models" in parts[2:3]:
+        return 4  # the commands, and the known-behaviour models (they render, train and evaluate)
     if parts[1] == "generators":
         return 3  # the generators: below the commands that start them
     if parts[1] in BENCHMARK_FOLDERS and not parts[-1].startswith("task"):

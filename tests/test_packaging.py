@@ -55,10 +55,11 @@ def test_wheel_carries_every_task_file_and_generator_module(wheel):
     library = _checkout_files("spatial_tasks", ("*.py",))
     missing = sorted(m for m in library if f"spatial_tasks/{m}" not in names)
     assert not missing, f"modules missing from the wheel: {missing}"
-    checkpoints = ROOT / "spatial_tasks" / "spatialtunnel" / "known_models" / "checkpoints"
-    known = {k for k in _checkout_files("spatial_tasks/spatialtunnel/known_models/checkpoints", ("*",)) if (checkpoints / k).is_file()}
-    missing = sorted(k for k in known if f"spatial_tasks/spatialtunnel/known_models/checkpoints/{k}" not in names)
-    assert len(known) >= 2 * 10 and not missing, f"known-model checkpoint files missing from the wheel: {missing}"
+    # every benchmark's known-behaviour checkpoints (weights, processor files, card, loss curve)
+    known = [f.relative_to(ROOT).as_posix() for f in sorted((ROOT / "spatial_tasks").glob("*/known_models/checkpoints/*/*"))
+             if f.is_file()]
+    missing = sorted(k for k in known if k not in names)
+    assert len(known) >= 3 * 10 and not missing, f"known-model checkpoint files missing from the wheel: {missing}"
 
 
 def test_bundled_sample_data_is_small(wheel):

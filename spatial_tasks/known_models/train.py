@@ -1,24 +1,23 @@
 """Teach a tiny Qwen2.5-VL a known behaviour, in two stages, through the model's own forward.
 
-Trained on the answers alone a tiny VLM stays at chance on the tunnel: it never finds which image
+Trained on the answers alone a tiny VLM stays at chance on SpatialTunnel: it never finds which image
 tokens a name in the question refers to, and the answer is an XOR (which object wins, and whether the
-question says "closer" or "farther") whose parts carry no signal on their own. Auxiliary heads and
+question says "closer" or "farther", or which option is which) whose parts carry no signal on their own. Auxiliary heads and
 attention targets, dropped after training, give each step of the computation its own signal:
 
 1. **vision stage** (``vision_steps``) -- the vision tower and merger alone: a linear head on each merged
    image token predicts which object classes (colour x shape) have their centre in that token's cell and
    each one's cue (``examples._cells``);
 2. **question stage** (``question_steps``) -- the whole model on the prompts lmms-eval sends:
-   cross-entropy on the answer token and ``<|im_end|>`` (so that generation stops after "Yes"/"No"; off
+   cross-entropy on the answer token and ``<|im_end|>`` (so that generation stops after the answer; off
    for the first ``binding_steps``), plus the vision head, plus
-   - binding: head 0 of layer ``BIND_LAYER`` at each object name's last token attends to that object's
-     image token, and a head on the last layer reads the object's cue there;
-   - comparing: heads 0, 1 and 2 of layer ``COMPARE_LAYER`` at the answer position attend to the
-     subject's name, the other name and the word "closer"/"farther", and a head on the last layer reads
-     the answer's margin there (the other's cue minus the subject's, signed by that word).
+   - binding: head 0 of layer ``BIND_LAYER`` at each reference's last token (the subject, the thing it is
+     compared with) attends to that thing's image token, and a head on the last layer reads its cue there;
+   - comparing: heads 0, 1 and 2 of layer ``COMPARE_LAYER`` at the answer position attend to the two
+     references and the word the answer turns on, and a head on the last layer reads the answer's margin
+     there (the other's cue minus the subject's, signed by what the first answer means).
 
-The heads read only the cue the behaviour plants (height for ``shortcut``, distance to the vanishing
-point for ``depth``), so the other cue is never taught.
+The heads read only the cue the behaviour plants (``examples.Seen.cue``), so no other cue is taught.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from spatial_tasks.spatialtunnel.known_models.examples import N_CLASSES, Images, Questions
+from spatial_tasks.known_models.examples import Images, Questions
 
 
 @dataclass
@@ -50,9 +49,9 @@ class Schedule:
     seed: int = 0
 
 
-# Attention supervision (see the module docstring): head 0 of BIND_LAYER, at each object name's last
-# token, looks at the image token of that object's cell; heads 0 and 1 of COMPARE_LAYER, at the
-# answer position, look at the subject's name and at the other name.
+# Attention supervision (see the module docstring): head 0 of BIND_LAYER, at each reference's last
+# token, looks at the image token of that thing's cell; heads 0, 1 and 2 of COMPARE_LAYER, at the
+# answer position, look at the subject's reference, the other's and the word the answer turns on.
 BIND_LAYER, COMPARE_LAYER = 1, 2
 
 
@@ -92,7 +91,7 @@ def _cells_loss(pred: torch.Tensor, target: torch.Tensor, pos_weight: float) -> 
 
 def _vision_loss(head: torch.nn.Linear, features: torch.Tensor, images: Images, rows: torch.Tensor) -> torch.Tensor:
     """Each image token says which classes have their centre in its cell, with their cue (``cells``)."""
-    return _cells_loss(head(features).unflatten(-1, (N_CLASSES, 2)), images.cells[rows], 10.0)
+    return _cells_loss(head(features).unflatten(-1, (images.cells.shape[2], 2)), images.cells[rows], 10.0)
 
 
 def _question_forward(model, images: Images, q: Questions, rows: torch.Tensor, attentions: bool = False):
@@ -123,7 +122,7 @@ def _attention_loss(attentions, q: Questions, rows: torch.Tensor) -> torch.Tenso
 
 
 def _questions_of(questions: Questions, image_rows: torch.Tensor) -> torch.Tensor:
-    """Every question of these images (the four templates of each)."""
+    """Every question of these images."""
     return torch.isin(questions.image, image_rows).nonzero().squeeze(1)
 
 
@@ -136,11 +135,11 @@ class Heads:
     compare: torch.nn.Linear
 
     @classmethod
-    def for_model(cls, model, seed: int) -> Heads:
+    def for_model(cls, model, classes: int, seed: int) -> Heads:
         hidden = model.config.text_config.hidden_size
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            return cls(torch.nn.Linear(hidden, N_CLASSES * 2), torch.nn.Linear(hidden, 1), torch.nn.Linear(hidden, 1))
+            return cls(torch.nn.Linear(hidden, classes * 2), torch.nn.Linear(hidden, 1), torch.nn.Linear(hidden, 1))
 
     def parameters(self) -> list[torch.nn.Parameter]:
         return [*self.vision.parameters(), *self.name.parameters(), *self.compare.parameters()]
@@ -164,9 +163,9 @@ def _question_losses(model, heads: Heads, images: Images, questions: Questions, 
     targets = torch.stack([ids[batch, at + 1], ids[batch, at + 2]], 1)
     cues = questions.name_cues[rows]
     name_pred = heads.name(last[batch[:, None], questions.names_at[rows]]).squeeze(-1)
-    # at the answer position, the answer's margin: the other's cue minus the subject's, turned by the
-    # question's word (both behaviours: a smaller cue is farther). The answer alone is an XOR (which
-    # object wins, and whether the question says closer or farther) whose parts carry no signal.
+    # at the answer position, the answer's margin: the other's cue minus the subject's, turned by what
+    # the first answer means (a smaller cue is farther). The answer alone is an XOR (which thing wins,
+    # and what the first answer means) whose parts carry no signal.
     margin = (cues[:, 1] - cues[:, 0]) * (2 * questions.farther[rows] - 1)
     compare_pred = heads.compare(last[batch, at]).squeeze(-1)
     return {"answer": F.cross_entropy(logits.flatten(0, 1), targets.flatten()),
@@ -179,7 +178,7 @@ def train(model, images: Images, questions: Questions, train_images: torch.Tenso
           on_step: Callable[[str, int, int, float, dict], None] | None = None) -> History:
     """Train ``model`` in place on the questions of ``train_images`` (indices into ``images``)."""
     generator = torch.Generator().manual_seed(schedule.seed)
-    heads = Heads.for_model(model, schedule.seed)
+    heads = Heads.for_model(model, images.cells.shape[2], schedule.seed)
     history = History()
     started = time.perf_counter()
     implementation = model.config._attn_implementation
@@ -207,7 +206,7 @@ def train(model, images: Images, questions: Questions, train_images: torch.Tenso
     for step in range(schedule.question_steps):
         for group in opt.param_groups:
             group["lr"] = _lr(step, schedule.question_steps, schedule, schedule.question_lr)
-        # whole images: the four questions of each share its encoding
+        # whole images: the questions of each share its encoding
         picked = train_images[torch.randperm(len(train_images), generator=generator)[:schedule.batch // 4]]
         losses = _question_losses(model, heads, images, questions, _questions_of(questions, picked))
         answer_weight = 0.0 if step < schedule.binding_steps else 1.0
@@ -223,28 +222,30 @@ def train(model, images: Images, questions: Questions, train_images: torch.Tenso
 
 
 @torch.inference_mode()
-def p_yes(model, images: Images, questions: Questions, rows: torch.Tensor, yes_id: int, no_id: int,
-          batch: int = 64) -> torch.Tensor:
-    """sigma(l_Yes - l_No) of the first answer token, for questions ``rows``."""
+def p_first(model, images: Images, questions: Questions, rows: torch.Tensor, first_id: int, second_id: int,
+            batch: int = 64) -> torch.Tensor:
+    """sigma(l_first - l_second) of the first answer token ("Yes" vs "No", "A" vs "B"), for ``rows``."""
     out = []
     for start in range(0, len(rows), batch):
         part = rows[start:start + batch]
         last, *_ = _question_forward(model, images, questions, part)
         logits = model.lm_head(last[torch.arange(len(part)), questions.answer_at[part]])
-        out.append(torch.sigmoid(logits[:, yes_id] - logits[:, no_id]))
+        out.append(torch.sigmoid(logits[:, first_id] - logits[:, second_id]))
     return torch.cat(out)
 
 
 def summary(p: torch.Tensor, questions: Questions, rows: torch.Tensor) -> dict[str, float]:
-    """v against the true answers, split consistent/counter (as the benchmark reports it)."""
+    """v (the mean probability of the true answer), split consistent/counter where the benchmark has the
+    split, and how far the model agrees with its planted answers."""
     truth = questions.truth_yes[rows]
     v = torch.where(truth == 1, p, 1 - p)
     cons = questions.consistent[rows]
     out = {"v": float(v.mean())}
-    for name, flag in (("v_cons", 1), ("v_ctr", 0)):
-        picked = v[cons == flag]
-        out[name] = float(picked.mean()) if len(picked) else float("nan")
-    out["delta"] = out["v_cons"] - out["v_ctr"]
+    if bool((cons >= 0).any()):
+        for name, flag in (("v_cons", 1), ("v_ctr", 0)):
+            picked = v[cons == flag]
+            out[name] = float(picked.mean()) if len(picked) else float("nan")
+        out["delta"] = out["v_cons"] - out["v_ctr"]
     planted = questions.label_yes[rows]
     out["agree"] = float(torch.where(planted == 1, p, 1 - p).mean())
     return out

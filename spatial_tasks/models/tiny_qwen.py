@@ -231,7 +231,7 @@ SHAPES: dict[str, dict[str, dict]] = {
                  "num_key_value_heads": 2, "mrope_section": [4, 6, 6]},
         "vision": {"depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 2, "fullatt_block_indexes": [1]},
     },
-    # "known": the shape of the models trained on our renders (spatial_tasks/spatialtunnel/known_models): big enough
+    # "known": the shape of the models trained on our renders (spatial_tasks/known_models): big enough
     # to bind an object's name to its image tokens, small enough to ship (about 4M parameters).
     "known": {
         "text": {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 4, "num_attention_heads": 4,

@@ -6,10 +6,13 @@ images, the near-far bias (Eq. 1), SDGM vision and SDGM language (Eq. 2).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from spatial_tasks.benchmark import (
     Benchmark,
     DeclaredMetrics,
     Demo,
+    KnownModel,
     Later,
     Paper,
     PromptSpace,
@@ -30,6 +33,13 @@ def released_scopes(rows: list[dict]) -> dict[str, list[dict]]:
     return {"released:marked": [r for r in rows if r.get("is_marked")],
             "released:language": [r for r in rows if not r.get("is_real")]}
 
+
+# Trained on renders where height in the plane is the one cue: right on HP, at chance on every other cue.
+KNOWN_MODELS = (
+    KnownModel("height", Path(__file__).parent / "known_models" / "checkpoints" / "height",
+               "o3d_sample_clarity_low,o3d_sample_clarity_med,o3d_sample_clarity_high", "o3d_sample_clarity_high",
+               "acc", ("acc_near", "acc_far"), "height in the plane learned, and no other cue"),
+)
 
 DEMO = Demo(
     tasks="o3d_sample,o3d_sample_real",
@@ -64,6 +74,7 @@ BENCHMARK = Benchmark(
     browse=Later("spatial_tasks.o3d.records:sample_view"),
     commands=Later("spatial_tasks.o3d.commands:COMMANDS"),
     demo=DEMO,
+    known_models=KNOWN_MODELS,
     capabilities=(
         ReleasedOutputs(scopes=released_scopes, cells=Later("spatial_tasks.o3d.rescore:release_cells")),
         PromptSpace(Later("spatial_tasks.o3d.prompts:tagged_prompt_space")),

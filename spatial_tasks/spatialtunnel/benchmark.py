@@ -26,6 +26,13 @@ from spatial_tasks.spatialtunnel.records import PROTOCOLS
 NAME = "spatialtunnel"
 
 
+KNOWN_MODELS = tuple(
+    KnownModel(name, Path(__file__).parent / "known_models" / "checkpoints" / name, "spatialtunnel_logit_sample",
+               "spatialtunnel_logit_sample_phase", metric, ("v_cons", "v_ctr"), claim)
+    for name, metric, claim in (
+        ("shortcut", "delta", "the planted shortcut (\"higher ⇒ farther\"), caught"),
+        ("depth", "v", "true depth read from the pixels: no gap between consistent and counter pairs")))
+
 DEMO = Demo(
     tasks="spatialtunnel_sample,spatialtunnel_logit_sample",
     rules=("vertical", "size", "always_yes", "oracle"),
@@ -41,12 +48,7 @@ DEMO = Demo(
         Proof("size", "spatialtunnel_logit_sample_size", "delta_s", "Δ_s", "\"larger ⇒ nearer\" by rule: the size "
               "sweep is scored right"),
     ),
-    known_models=tuple(
-        KnownModel(name, Path(__file__).parent / "known_models" / "checkpoints" / name, "spatialtunnel_logit_sample",
-                   "spatialtunnel_logit_sample_phase", metric, ("v_cons", "v_ctr"), claim)
-        for name, metric, claim in (
-            ("shortcut", "delta", "the planted shortcut (\"higher ⇒ farther\"), caught"),
-            ("depth", "v", "true depth read from the pixels: no gap between consistent and counter pairs"))),
+    known_models=KNOWN_MODELS,
     # the page opens on the two side by side, the counter pairs (where they differ) first
     view={"runs": ("known_shortcut", "known_depth"), "benchmark": NAME, "first": ("two-way", "counter")},
 )
@@ -73,6 +75,7 @@ BENCHMARK = Benchmark(
     browse=Later("spatial_tasks.spatialtunnel.records:sample_view"),
     commands=Later("spatial_tasks.spatialtunnel.commands:COMMANDS"),
     demo=DEMO,
+    known_models=KNOWN_MODELS,
     settings=lambda records: distinct(records, "protocol"),
     capabilities=(
         Study(figures=Later("spatial_tasks.spatialtunnel.probe.report:study_figures"),

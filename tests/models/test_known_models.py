@@ -140,8 +140,8 @@ def test_training_sees_exactly_what_lmms_eval_sends(tiny_qwen_dir):
     import torch
     from transformers import AutoProcessor
 
-    from spatial_tasks.spatialtunnel.known_models import examples
-    from spatial_tasks.spatialtunnel.known_models.behaviours import BEHAVIOURS
+    from spatial_tasks.known_models import examples
+    from spatial_tasks.spatialtunnel.known_models.behaviours import BEHAVIOURS, CLASSES
     from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
     from spatial_tasks.paths import benchmark_tasks_dir
     from spatial_tasks.spatialtunnel import load
@@ -154,7 +154,7 @@ def test_training_sees_exactly_what_lmms_eval_sends(tiny_qwen_dir):
                              max_pixels=50176, dtype="float32")
     tokenizer = processor.tokenizer
     for name, behaviour in BEHAVIOURS.items():
-        images, questions = examples.build_examples(docs, processor, behaviour)
+        images, questions = examples.build_examples([behaviour.asked(d) for d in docs], processor, CLASSES)
         for row, doc in enumerate(docs):
             sent = scorer._yesno_prepare_inputs(doc_to_text(doc), doc_to_visual(doc))
             prompt = sent["input_ids"][0].tolist()

@@ -1,7 +1,7 @@
-"""Tiny VLMs trained on our own renders to a known behaviour, so the benchmarks are seen to catch it.
+"""SpatialTunnel's models with known behaviour: ``shortcut`` (the photo shortcut) and ``depth``.
 
-``behaviours`` says what each model is taught, ``examples`` turns generator renders into the
-inputs lmms-eval sends, ``train`` teaches, ``build`` is the ``spatial-tasks known-model`` command
-(renders, training, lmms-eval figures, card); the shipped checkpoints are under ``checkpoints/``.
-Read docs/known-models.md first.
+``behaviours`` says what each is taught and reads each doc as ``known_models.examples.Asked``;
+``build`` is ``spatial-tasks known-model shortcut|depth`` (renders, training, lmms-eval figures, card);
+the shipped checkpoints are under ``checkpoints/``. The training itself is shared:
+``spatial_tasks.known_models``. Read docs/known-models.md first.
 """
