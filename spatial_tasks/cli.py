@@ -27,7 +27,9 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, help=__d
 GROUPS = {"generate": "Render a synthetic dataset (Blender).",
           "rescore": "Recompute metrics from saved model outputs.",
           "preview": "Look at a generated dataset: contact sheets.",
-          "assets": "Fetch offline assets for the generators."}
+          "assets": "Fetch offline assets for the generators.",
+          "known-model": "Train a tiny Qwen2.5-VL with a known behaviour on our own renders, and measure it through "
+                         "lmms-eval (docs/known-models.md)."}
 _groups: dict[str, typer.Typer] = {}
 
 
@@ -309,41 +311,6 @@ def tiny_model_command(
     built = build_tiny_model(family, out, seed=seed, shape=shape)
     ledger.record(out)
     typer.echo(str(built))
-
-
-@app.command("known-model")
-def known_model_command(
-    name: Annotated[str, typer.Argument(help="SpatialTunnel: shortcut (answers 'the higher object is farther') or "
-                                             "depth (answers from the true depths); O3-D: size (judges depth by "
-                                             "relative size alone).")],
-    out: Annotated[Path, typer.Option(help="Folder for the model (DIR/model: weights, processor, card), its "
-                                             "lmms-eval figures (DIR/eval) and, unless --renders, the renders.")],
-    renders: Annotated[Path | None, typer.Option(help="Folder of the renders, made or resumed there (share it "
-                                                       "between the two SpatialTunnel models).")] = None,
-    seed: Annotated[int, typer.Option(help="Weights, held-out split and batch order seed.")] = 0,
-) -> None:
-    """Train a tiny Qwen2.5-VL with a known behaviour on our own renders, and measure it through lmms-eval
-    (on 2 CPU cores: SpatialTunnel's 1,024 renders about 15 minutes, shared through --renders, then 12-15
-    minutes per model; O3-D's size model about 25 minutes in all). The shipped ones are in each benchmark's
-    known_models/checkpoints/ (docs/known-models.md)."""
-    from spatial_tasks.common.owned import Ledger
-    from spatial_tasks.o3d.known_models import build as o3d
-    from spatial_tasks.paths import output_folder
-    from spatial_tasks.spatialtunnel.known_models import build as spatialtunnel
-
-    # each benchmark's known_models/build.py (a description cannot name it: the build reads the registry)
-    builds = {name: module.build for module in (spatialtunnel, o3d) for name in module.NAMES}
-    name = _one_of("NAME", name, tuple(builds))
-    if out.exists() and not out.is_dir():
-        output_folder(out)
-    ledger = Ledger(out, "spatial-tasks known-model")
-    ledger.check([out / "model", out / "eval"], what_to_do="Choose a new or empty --out, or move them away.")
-    ledger.remove(out / "model", out / "eval")
-    try:
-        builds[name](name, out, renders=renders, seed=seed)
-    finally:
-        ledger.record(out / "model", out / "eval")
-    typer.echo(str(out / "model"))
 
 
 @app.command("demo")

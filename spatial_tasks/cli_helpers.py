@@ -65,3 +65,32 @@ def doc_preview(benchmark: str, what: str, read):
 
     command.__doc__ = f"A contact sheet of the first questions of a {what} folder, as a model sees their images."
     return command
+
+
+def known_model(name: str, what: str, build):
+    """``spatial-tasks known-model NAME``: train a tiny Qwen2.5-VL to a known behaviour on the benchmark's own
+    renders and measure it (``build(name, out, renders=, seed=)``: the benchmark's ``known_models/build.py``).
+    It replaces only a model and figures it made in --out (the folder's ledger, ``common.owned``)."""
+    def command(
+        out: Annotated[Path, typer.Option(help="Folder for the model (DIR/model: weights, processor, card), its "
+                                                 "lmms-eval figures (DIR/eval) and, unless --renders, the renders.")],
+        renders: Annotated[Path | None, typer.Option(help="Folder of the renders, made or resumed there (share it "
+                                                           "between models of one benchmark).")] = None,
+        seed: Annotated[int, typer.Option(help="Weights, held-out split and batch order seed.")] = 0,
+    ) -> None:
+        from spatial_tasks.common.owned import Ledger
+        from spatial_tasks.paths import output_folder
+
+        if out.exists() and not out.is_dir():
+            output_folder(out)  # its one line: "--out X: is a file, expected a folder"
+        ledger = Ledger(out, "spatial-tasks known-model")
+        ledger.check([out / "model", out / "eval"], what_to_do="Choose a new or empty --out, or move them away.")
+        ledger.remove(out / "model", out / "eval")
+        try:
+            build(name, out, renders=renders, seed=seed)
+        finally:
+            ledger.record(out / "model", out / "eval")
+        typer.echo(str(out / "model"))
+
+    command.__doc__ = f"{what} (docs/known-models.md; the shipped one is in its benchmark's known_models/checkpoints/)."
+    return command

@@ -21,6 +21,17 @@ CHECKPOINT = next(k.checkpoint for k in get("o3d").known_models if k.name == "he
 CHANCE, BAND, PLANTED_FLOOR, MIN_QUESTIONS = 0.5, 0.15, 0.8, 40
 
 
+def test_the_command_replaces_only_what_it_made(tmp_path):
+    """`spatial-tasks known-model height --out DIR` refuses a DIR/model of the user's before anything runs."""
+    mine = tmp_path / "out" / "model" / "notes.txt"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("mine")
+    done = subprocess.run([SPATIAL_TASKS, "known-model", "height", "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode != 0 and "Choose a new or empty --out" in done.stderr, done.stderr
+    assert mine.read_text() == "mine"
+
+
 def test_the_shipped_files_are_the_ones_on_the_card():
     card = json.loads((CHECKPOINT / "card.json").read_text())
     assert set(card["files"]) == set(SHIPPED_FILES)

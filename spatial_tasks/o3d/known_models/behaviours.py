@@ -14,7 +14,8 @@ training image is therefore also shown in ``VIEWS`` edited copies (``Enlarge``):
 distractors, drawn larger about their bases, so that size says nothing and only the base tells the answer.
 
 What it shows (docs/known-models.md, the card): HP 1.00, and chance +- 0.15 on five of the seven other
-cues; RS (0.65) and FS (0.71) stay above it, and more so on a second held-out set (0.78 each). What was
+cues; RS (0.65) and FS (0.71) stay above it, and more so on a second held-out set (0.78 each), from the
+HDRI environments, whose shadow-catcher ground shows a larger object's shadow reaching lower. What was
 tried: planting RS itself (a model that reads how tall the target looks also reads HP, whose raised camera
 shows the top of the far target, taller by up to 16 %, and FS, whose far views shrink every object to
 2-3 px: RS 0.98, HP 0.30, FS 0.81; with zoomed and stretched crops against absolute size, HP 0.19, FS 0.94),

@@ -38,7 +38,7 @@ HELD_OUT_SHARE = 0.1
 HELD_OUT_TASKS = ("o3d_clarity_low", "o3d_clarity_med", "o3d_clarity_high")
 SAMPLE_TASKS = ("o3d_sample_clarity_low", "o3d_sample_clarity_med", "o3d_sample_clarity_high", "o3d_sample_markers")
 CUES = ("HP", "OC", "RS", "TG", "SA", "LS", "FO", "FS")
-NAMES = ("height",)  # what ``spatial-tasks known-model`` builds here
+NAMES = ("height",)  # what ``spatial-tasks known-model`` builds here (commands.py registers each)
 
 
 def generator_command(run: dict) -> str:

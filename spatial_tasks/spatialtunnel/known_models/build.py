@@ -32,7 +32,6 @@ HELD_OUT = 0.1
 EVALUATIONS = (("logit", "qwen2_5_vl_yesno", "spatialtunnel_logit_sample_phase"),
                ("exact match", "qwen2_5_vl", "spatialtunnel_sample_phase"))
 MODEL_ARGS = cards.MODEL_ARGS
-NAMES = tuple(BEHAVIOURS)  # what ``spatial-tasks known-model`` builds here
 
 
 def checkpoint(name: str) -> Path:
