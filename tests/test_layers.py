@@ -279,6 +279,19 @@ def test_a_later_loads_calls_and_shows_what_it_names():
     assert Later("spatial_tasks.common.formatting").load().number is number
 
 
+def test_every_later_of_every_description_loads():
+    """A ``Later`` names code that is imported only on first use, so a typo or a moved function would
+    surface in a user's run: each one of every registered description is loaded here."""
+    broken, laters = [], [(spec, later) for spec in benchmarks().values() for later in _laters(spec)]
+    assert len(laters) > 50  # the walk reaches them
+    for spec, later in laters:
+        try:
+            later.load()
+        except (ImportError, AttributeError) as err:
+            broken.append(f"{spec.name}: {later.target}: {type(err).__name__}: {err}")
+    assert not broken, broken
+
+
 def test_no_private_name_is_read_from_another_module():
     """Issue 45, item 7: a name with a leading underscore stays in its module (neither imported by
     ``from spatial_tasks... import _name`` nor read as ``module._name``)."""

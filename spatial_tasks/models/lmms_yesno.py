@@ -86,9 +86,21 @@ def _same(visuals: list) -> list:
     return visuals
 
 
+class _BatchedInputs:
+    """The prepare hooks of a twin whose ``_inputs(items)`` builds one padded batch of (context, visuals)."""
+
+    def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
+        return self._inputs([(context, visuals)])
+
+    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
+        if len({len(visuals) == 0 for _, visuals in items}) > 1:
+            raise PathUnavailable("a prompt without an image beside prompts with one")
+        return self._inputs(items)
+
+
 # --- Gemma 3 -----------------------------------------------------------------------------------
 
-class Gemma3YesNo(HFYesNoMixin, _gemma3.Gemma3):
+class Gemma3YesNo(_BatchedInputs, HFYesNoMixin, _gemma3.Gemma3):
     """lmms-eval's ``gemma3`` answering with first-token Yes/No logits.
 
     The conversation is built as ``Gemma3.generate_until`` builds it: a system turn with
@@ -142,18 +154,11 @@ class Gemma3YesNo(HFYesNoMixin, _gemma3.Gemma3):
             processor_kwargs={"padding": True, "pad_to_multiple_of": 8, "padding_side": "left"})
         return inputs.to("cuda" if self.device_map == "auto" else self.device, dtype=self.model.dtype)
 
-    def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
-        return self._inputs([(context, visuals)])
-
-    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
-        if len({len(visuals) == 0 for _, visuals in items}) > 1:
-            raise PathUnavailable("a prompt without an image beside prompts with one")
-        return self._inputs(items)
 
 
 # --- LLaVA, LLaVA-NeXT, LLaVA-OneVision (llava-hf checkpoints) -----------------------------------
 
-class LlavaHfYesNo(HFYesNoMixin, _llava_hf.LlavaHf):
+class LlavaHfYesNo(_BatchedInputs, HFYesNoMixin, _llava_hf.LlavaHf):
     """lmms-eval's ``llava_hf`` answering with first-token Yes/No logits.
 
     The prompt is built as ``LlavaHf.generate_until`` builds it: one ``<image>`` per image, joined
@@ -205,15 +210,3 @@ class LlavaHfYesNo(HFYesNoMixin, _llava_hf.LlavaHf):
             images = [v for _, visuals in items for v in visuals]
             kwargs["images"] = images
         return self._image_processor(**kwargs).to(self._device, self.model.dtype)
-
-    def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
-        return self._inputs([(context, visuals)])
-
-    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
-        if len({len(visuals) == 0 for _, visuals in items}) > 1:
-            raise PathUnavailable("a prompt without an image beside prompts with one")
-        return self._inputs(items)
-
-
-TWINS = {"qwen3_vl": Qwen3_VLYesNo, "gemma3": Gemma3YesNo, "llava_hf": LlavaHfYesNo}
-

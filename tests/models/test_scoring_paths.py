@@ -65,9 +65,9 @@ def test_every_family_is_one_entry_whose_paths_are_known_and_end_in_the_basic_on
 def test_each_class_implements_the_hooks_of_the_paths_it_declares():
     from spatial_tasks.models.hf_auto import HFYesNo
     from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
-    from spatial_tasks.models.lmms_yesno import TWINS
+    from spatial_tasks.models.lmms_yesno import Gemma3YesNo, LlavaHfYesNo, Qwen3_VLYesNo
 
-    for cls in (HFYesNo, Qwen2_5_VLYesNo, *TWINS.values()):
+    for cls in (HFYesNo, Qwen2_5_VLYesNo, Qwen3_VLYesNo, Gemma3YesNo, LlavaHfYesNo):
         for path in cls.PATHS:
             missing = [hook for hook in STRATEGIES[path].needs if not callable(getattr(cls, hook, None))]
             assert not missing, f"{cls.__name__} declares {path} without {missing}"
