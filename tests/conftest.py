@@ -35,6 +35,17 @@ settings.register_profile("dev", print_blob=True)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
+QUICK_LEAVES_OUT = ("slow", "render", "cli", "fuzz")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The quick tier (``pytest -m quick``, while working): every test but the end-to-end runs, renders and
+    fuzzing, which stay in the whole suite (``.ci/run``)."""
+    for item in items:
+        if not any(item.get_closest_marker(name) for name in QUICK_LEAVES_OUT):
+            item.add_marker(pytest.mark.quick)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What collection imported (torch, transformers, lmms-eval, datasets ...) lives as long as the
     worker: frozen, the cyclic collector stops walking it again in each full collection (whole-suite

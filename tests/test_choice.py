@@ -79,6 +79,7 @@ def test_vague_style_answers(response, index):
     assert (choice.outcome, choice.index) == (SELECTED, index)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=3000, deadline=None)
 @given(st.one_of(st.text(), st.binary(), st.none(), st.integers()),
        st.lists(st.text(min_size=0, max_size=30), max_size=16))

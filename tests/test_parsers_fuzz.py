@@ -20,6 +20,8 @@ from spatial_tasks.common.choice import OUTCOMES, read_choice
 from spatial_tasks.common.samples import first_response
 from spatial_tasks.common.yesno import UNPARSEABLE, decode_payload, parse_yes_no
 from spatial_tasks.dori.soft import OPTION_READERS, option_value
+
+pytestmark = pytest.mark.fuzz  # thousands of inputs each: the whole suite's, not the quick tier's
 from spatial_tasks.o3d import schema
 from spatial_tasks.o3d.parse import LABELS, parse_answer, trace_answer
 from spatial_tasks.o3d.prompts import parse_prompt

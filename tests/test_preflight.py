@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from lmms import TINY_QWEN_ARGS, run_lmms_eval
 
 
@@ -15,6 +17,7 @@ def _offline(tmp_path) -> dict[str, str]:
             "HF_HUB_CACHE": str(tmp_path / "hf" / "hub"), "HF_DATASETS_CACHE": str(tmp_path / "hf" / "datasets")}
 
 
+@pytest.mark.cli
 def test_the_missions_line_offline_names_the_checkpoint_in_one_line(tmp_path):
     started = time.monotonic()
     run = run_lmms_eval(tmp_path / "out", "qwen2_5_vl", "", "o3d_markers,spatialtunnel", env=_offline(tmp_path),
@@ -30,6 +33,7 @@ def test_the_missions_line_offline_names_the_checkpoint_in_one_line(tmp_path):
     assert took < 30, took  # the issue's bound, lmms-eval's own start (~8 s here) included
 
 
+@pytest.mark.cli
 def test_a_local_model_with_a_dataset_not_cached_names_the_dataset_before_loading_the_model(tmp_path, tiny_qwen_dir):
     run = run_lmms_eval(tmp_path / "out", "qwen2_5_vl", f"pretrained={tiny_qwen_dir},{TINY_QWEN_ARGS}",
                         "dori_sample,spatialtunnel", env=_offline(tmp_path), verbose=False)
@@ -40,6 +44,7 @@ def test_a_local_model_with_a_dataset_not_cached_names_the_dataset_before_loadin
     assert "spatial-tasks custom-task spatialtunnel_phase --data DIR --out TASKS`, then --include_path TASKS)" in last
 
 
+@pytest.mark.cli
 def test_our_bundled_samples_and_a_local_model_pass_the_check(tmp_path, tiny_qwen_dir):
     run = run_lmms_eval(tmp_path / "out", "qwen2_5_vl", f"pretrained={tiny_qwen_dir},{TINY_QWEN_ARGS}",
                         "spatialtunnel_embspatial_depth_split_sample", "--gen_kwargs", "max_new_tokens=4",
@@ -47,6 +52,7 @@ def test_our_bundled_samples_and_a_local_model_pass_the_check(tmp_path, tiny_qwe
     assert run.results is not None and "spatialtunnel_embspatial_depth_split_sample" in run.results["results"]
 
 
+@pytest.mark.cli
 def test_a_run_without_our_tasks_is_left_as_it_was(tmp_path):
     """An offline run of lmms-eval's own task: none of our lines (lmms-eval fails as it always did)."""
     run = run_lmms_eval(tmp_path / "out", "qwen2_5_vl", "", "mme", env=_offline(tmp_path), verbose=False)

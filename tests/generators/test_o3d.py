@@ -232,6 +232,7 @@ def test_asking_for_a_gpu_that_is_not_there_says_so(tmp_path):
 # ------------------------------------------------------------------------------ assets
 
 
+@pytest.mark.slow  # pip downloads pybullet's source archive
 def test_pybullet_meshes_come_from_the_registry_upright_and_to_scale(tmp_path, monkeypatch):
     """pip downloads pybullet's source archive (nothing is compiled); the meshes stand on their base,
     longest side at their real size (the duck: 10 cm long, its Y-up file turned Z-up)."""

@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -156,6 +157,7 @@ PINNED = dict(ours=["thumbs/x.png", "thumbs/y.png", "report.md"], links=[("thumb
               edited=[], lines=[(0, "a.txt"), (1, "a.txt"), (9, "thumbs")], ops=[("report", ["a.txt"])])
 
 
+@pytest.mark.fuzz
 @settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trees())
 @example(PINNED)  # the issue's two cases: a linked thumbs/ and ledger lines naming the victim

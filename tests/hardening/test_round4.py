@@ -117,6 +117,7 @@ def test_the_local_server_refuses_bad_settings_in_one_line(tmp_path):
             assert len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], (name, run.stderr)
 
 
+@pytest.mark.cli
 def test_a_broken_extra_benchmark_is_left_out_and_breaks_nothing_else(tmp_path):
     """Issue 44: $SPATIAL_TASKS_BENCHMARKS naming a module that does not import, or one that registers a
     name twice, broke every command and every lmms-eval run (our DORI baseline included)."""

@@ -357,6 +357,7 @@ def test_a_near_miss_of_our_task_names_ours_and_other_names_are_lmms_evals(tmp_p
     assert closest_task("spatialtunel_phase") == "spatialtunnel_phase"
 
 
+@pytest.mark.slow
 def test_a_hub_that_accepts_and_never_answers_gets_its_line_within_15_s(tmp_path):
     import socket
     import threading

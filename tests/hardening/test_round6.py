@@ -194,6 +194,7 @@ RAISING = CLASHING.replace('TABLE = {"acc": lambda records: 0.0}', 'raise_later 
     'Later("clash_extra:TABLE")', 'Later("clash_extra:NO_SUCH_TABLE")').replace("raise_later = 1 / 0", "")
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("module, why", [
     (CLASHING, "its lmms-eval metrics cannot be registered (ValueError: clashbench: the lmms-eval aggregation name "
                "'dori_acc' is already registered by spatial_tasks.harness.pooling"),

@@ -202,6 +202,7 @@ def test_a_question_without_a_usable_reply_is_named(faults, said, answering_qwen
     assert "\n" not in message
 
 
+@pytest.mark.slow
 def test_kill_9_then_the_same_command_sends_only_the_missing_questions(answering_qwen_dir, reference, tmp_path):
     cache = tmp_path / "cache"
     with LogprobServer(answering_qwen_dir, kind="vllm", latency_s=0.02) as server:

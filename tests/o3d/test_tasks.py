@@ -478,6 +478,7 @@ def test_custom_task_yaml_for_o3d(tmp_path):
     assert (hub["dataset_path"], hub["test_split"]) == ("me/o3d", "train")
 
 
+@pytest.mark.render
 def test_bundled_sample_is_what_the_documented_command_builds(tmp_path):
     """tasks/o3d/sample comes from the O3-D generator (README.md, "Bundled sample"): rebuilt here, the
     same rows (metadata and questions; the images are renders, checked to decode)."""

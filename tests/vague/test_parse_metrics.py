@@ -45,6 +45,7 @@ def test_no_letter(response, outcome):
     assert parse_letter(response, OPTIONS) == outcome
 
 
+@pytest.mark.fuzz
 @settings(max_examples=3000, deadline=None)
 @given(st.one_of(st.text(), st.none(), st.integers(), st.binary()),
        st.lists(st.text(max_size=40), min_size=4, max_size=4))
