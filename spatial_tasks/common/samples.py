@@ -213,10 +213,6 @@ def record_problem(err: BaseException) -> str:
     return f"{type(err).__name__}: {str(err)[:200]}"
 
 
-def task_of_samples_file(path: Path) -> str:
-    return path.stem.split("_samples_", 1)[-1]
-
-
 def load_results(path: Path) -> dict:
     """An lmms-eval ``*_results.json``; any reading problem names the file."""
     from spatial_tasks.common.jsonfile import read_json_object

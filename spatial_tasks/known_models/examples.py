@@ -123,7 +123,9 @@ def build_examples(asked: Iterable[Asked], processor, classes: int) -> tuple[Ima
     cues = torch.tensor(rows["name_cues"], dtype=torch.float32)
     mean, std = cues.mean(), cues.std()
     cells[..., 1] = (cells[..., 1] - mean) / std * cells[..., 0]
-    flag = lambda key: torch.tensor(rows[key], dtype=torch.float32)  # noqa: E731
+    def flag(key: str) -> torch.Tensor:
+        return torch.tensor(rows[key], dtype=torch.float32)
+
     questions = Questions(
         image=torch.tensor(rows["image"]), input_ids=ids, attention_mask=mask,
         answer_at=torch.tensor(rows["answer_at"]), names_at=torch.tensor(rows["names_at"]),

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -184,8 +184,3 @@ class MarkerCache:
 
 
 MARKER_CACHE = MarkerCache()
-
-
-def centres_in_pixels(points: Sequence[tuple[float, float]]) -> list[tuple[int, int]]:
-    """Rounded marker positions, as drawn."""
-    return [(round(x), round(y)) for x, y in points]

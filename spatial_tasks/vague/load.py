@@ -242,10 +242,6 @@ def _look_at_image(doc: dict, data: bytes, image_where: str, where: str) -> None
 # Layout 1: the Hub release's table
 
 
-def is_table(dataset: datasets.Dataset) -> bool:
-    return set(TABLE_COLUMNS) <= set(dataset.column_names)
-
-
 def docs_from_table(dataset: datasets.Dataset, origin: Origin | None = None, *, check_images: bool = True) -> list[dict]:
     """Every row of a table in the Hub release's layout, as canonical docs (module docstring)."""
     origin = origin or in_memory("vague")

@@ -81,7 +81,7 @@ def test_lmms_eval_reads_each_folder_of_one_name_as_it_is(tmp_path):
                             "--include_path", str(tmp_path / name / "tasks"))
         assert run.results is not None, run.output[-3000:]
         counts[name] = len(run.samples["o3d_clarity_low_mine"])
-    unmarked_low = lambda folder: sum(  # noqa: E731 -- the clarity-2 questions of the rendered images
+    unmarked_low = lambda folder: sum(
         1 for q in pq.read_table(next((folder / "visual_questions").glob("*.parquet"))).to_pylist()
         if q["ques_clarity"] == 2.0 and not q["is_marked"] and q["subset_name"].startswith("kb-"))
     assert counts == {"a": unmarked_low(tmp_path / "a" / "o3d"), "b": unmarked_low(tmp_path / "b" / "o3d")}

@@ -22,7 +22,14 @@ from dataclasses import asdict
 from pathlib import Path
 
 from spatial_tasks.known_models import card as cards
-from spatial_tasks.o3d.known_models.behaviours import CLASSES, PLANTED, SUMMARY, VIEWS, read_docs, training_questions
+from spatial_tasks.o3d.known_models.behaviours import (
+    CLASSES,
+    PLANTED,
+    SUMMARY,
+    VIEWS,
+    read_docs,
+    training_questions,
+)
 
 # The generator runs: height in the plane alone for training (every object and environment of the default
 # selection, both positions and strengths, three seeds); every single cue for the held-out set, another
