@@ -25,7 +25,7 @@ API behind a proxy).
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import httpx
@@ -41,40 +41,26 @@ from spatial_tasks.models import served
 from spatial_tasks.models.arguments import AnswerOptions
 from spatial_tasks.models.lmms_requests import image_key, refuse_text_tasks, request_item, request_name
 
-KNOWN_ARGS = ("model_version", "model", "base_url", "api_key", "num_concurrent", "timeout", "max_retries",
-              "retry_backoff_s", "dialect", "top_logprobs", "tokenizer", "yes_text", "no_text", "answer_rule",
-              "system_prompt", "cache", "httpx_trust_env", "batch_size", "max_batch_size", "device")
-
-
-# Each argument's default (lmms-eval adds batch_size, max_batch_size and device: taken, unused).
-DEFAULTS: dict[str, Any] = {"model_version": None, "model": None, "base_url": None, "api_key": None,
-                            "num_concurrent": 8, "timeout": 120, "max_retries": 6, "retry_backoff_s": 1.0,
-                            "dialect": "auto", "top_logprobs": served.OPENAI_TOP_LOGPROBS, "tokenizer": None,
-                            **asdict(AnswerOptions()), "system_prompt": None,
-                            "cache": None, "httpx_trust_env": False, "batch_size": None, "max_batch_size": None,
-                            "device": None}
-assert tuple(DEFAULTS) == KNOWN_ARGS
-
-
 @dataclass(frozen=True)
 class Settings:
-    """openai_yesno's --model_args, checked where they enter (``from_args``: one line naming the bad
-    one, before any question is asked)."""
+    """openai_yesno's --model_args, each with its default, checked where they enter (``from_args``: one line
+    naming the bad one, before any question is asked). ``answer`` holds yes_text, no_text and answer_rule
+    (read as every first-token scorer reads them, ``AnswerOptions``)."""
 
-    model_version: str
-    base_url: str
-    api_key: str | None
-    num_concurrent: int
-    timeout: float
-    max_retries: int
-    retry_backoff_s: float
-    dialect: str
-    top_logprobs: int
-    tokenizer: str | None
-    answer: AnswerOptions
-    system_prompt: str | None
-    cache: str | None
-    trust_env: bool
+    model_version: str | None = None  # the served model's id (required; ``model`` says the same)
+    base_url: str | None = None  # else $OPENAI_API_BASE
+    api_key: str | None = None  # else $OPENAI_API_KEY
+    num_concurrent: int = 8
+    timeout: float = 120
+    max_retries: int = 6
+    retry_backoff_s: float = 1.0
+    dialect: str = "auto"
+    top_logprobs: int = served.OPENAI_TOP_LOGPROBS
+    tokenizer: str | None = None
+    answer: AnswerOptions = field(default_factory=AnswerOptions)
+    system_prompt: str | None = None
+    cache: str | None = None
+    httpx_trust_env: bool = False
 
     @classmethod
     def from_args(cls, args: dict[str, Any]) -> Settings:
@@ -83,8 +69,8 @@ class Settings:
             raise served.ServedError(f"unknown --model_args {unknown}; it takes {', '.join(KNOWN_ARGS)}")
         args = dict(args)
         answer = AnswerOptions.take("openai_yesno", args)  # read as every first-token scorer reads them
-        get = {**DEFAULTS, **args}
-        model_version = get["model"] or get["model_version"]
+        get = {f.name: f.default for f in fields(cls)} | args
+        model_version = get.get("model") or get["model_version"]
         if not model_version:
             raise served.ServedError("pass model_version=<the served model's id> in --model_args")
         base_url = get["base_url"] or os.environ.get("OPENAI_API_BASE")
@@ -110,6 +96,13 @@ class Settings:
                    flag(get["httpx_trust_env"], "httpx_trust_env"))
 
 
+# The --model_args it takes: each field of Settings (``answer`` as its three arguments), ``model`` for
+# model_version, and what lmms-eval adds to every model (taken, unused).
+KNOWN_ARGS = tuple(name for f in fields(Settings) for name in (
+    [*(a.name for a in fields(AnswerOptions))] if f.name == "answer" else
+    [f.name, "model"] if f.name == "model_version" else [f.name])) + ("batch_size", "max_batch_size", "device")
+
+
 class OpenAIYesNo(lmms):
     """First-token Yes/No log-probabilities from an OpenAI-compatible server (module docstring)."""
 
@@ -131,7 +124,7 @@ class OpenAIYesNo(lmms):
             served.stop(str(exc))
 
     def _setup(self, settings: Settings) -> None:
-        api_key, timeout, trust_env = settings.api_key, settings.timeout, settings.trust_env
+        api_key, timeout, trust_env = settings.api_key, settings.timeout, settings.httpx_trust_env
         tokenizer = settings.tokenizer
         yes_text, no_text, answer_rule = settings.answer.yes_text, settings.answer.no_text, settings.answer.answer_rule
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
