@@ -263,17 +263,14 @@ class SharedPrefix(Grouped):
             return super().forward(inputs, features, row_keys)
 
 
-class Packed(Strategy):
-    """``packed.QwenPacked``: every item whose visuals are images, in windows of ``batch_size``
-    questions."""
+class _Windows(Strategy):
+    """A pipeline of ``packed`` (``pipeline_class``) over every item whose visuals are images, in windows of
+    ``batch_size`` questions; both pipelines read prompts and images through the same two hooks."""
 
-    name = PACKED
     needs = ("_packed_prompt", "_packed_load_image")
 
     def pipeline_class(self) -> type:
-        from spatial_tasks.models.packed import QwenPacked
-
-        return QwenPacked
+        raise NotImplementedError
 
     def run(self, items, batch_size, on_batch):
         outcome = Outcome()
@@ -292,8 +289,19 @@ class Packed(Strategy):
         return outcome
 
 
-class PreparedOnceStrategy(Packed):
-    """``packed.PreparedOnce``: the same windows, the family's own forward over padded rows."""
+class Packed(_Windows):
+    """``packed.QwenPacked``: each image through the vision tower once, every prefix once."""
+
+    name = PACKED
+
+    def pipeline_class(self) -> type:
+        from spatial_tasks.models.packed import QwenPacked
+
+        return QwenPacked
+
+
+class PreparedOnceStrategy(_Windows):
+    """``packed.PreparedOnce``: each image prepared once per window, the family's own forward over padded rows."""
 
     name = PREPARED_ONCE
 

@@ -102,3 +102,9 @@ def test_a_real_run_logs_its_path_in_one_line_and_records_it_in_its_config(lmms_
     assert recorded["fallbacks"] == [GROUPED, PADDED, ONE_BY_ONE] and "packed=auto" in recorded["reason"]
     lines = [line for line in run.output.splitlines() if "hf_yesno: scoring path " in line]
     assert len(lines) == 1 and "fallbacks: grouped, padded, one_by_one" in lines[0], lines
+
+
+def test_no_path_is_a_kind_of_another():
+    """Each path's class stands beside the others (shared code sits in a base no path is)."""
+    for a in STRATEGIES.values():
+        assert not [b.name for b in STRATEGIES.values() if b is not a and issubclass(a, b)], a.name
