@@ -44,8 +44,8 @@ from PIL import Image, ImageDraw
 from spatial_tasks.common.yesno import decode_payload
 from spatial_tasks.models import families
 from spatial_tasks.models.families import FAMILIES, build_tiny_model
-from spatial_tasks.models.hf_auto import HFYesNo
-from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
+from spatial_tasks.models.hf_yesno import HFYesNo
+from spatial_tasks.models.yesno_scoring import Qwen2_5_VLYesNo
 from spatial_tasks.models.packed import PREPARE, Stages
 from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
 

@@ -23,7 +23,7 @@ from lmms_eval.api.instance import Instance
 from lmms_eval.models.simple.qwen2_5_vl import Qwen2_5_VL
 from PIL import Image, ImageDraw
 
-from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
+from spatial_tasks.models.yesno_scoring import Qwen2_5_VLYesNo
 from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
 
 TASK, SPLIT = "bench", "test"

@@ -130,8 +130,8 @@ from spatial_tasks.harness.yaml_reader import install_fast_yaml
 
 MODELS = {
     "spatial_baseline": "spatial_tasks.models.baseline.SpatialBaseline",
-    "qwen2_5_vl_yesno": "spatial_tasks.models.hf_yesno.Qwen2_5_VLYesNo",
-    "hf_yesno": "spatial_tasks.models.hf_auto.HFYesNo",
+    "qwen2_5_vl_yesno": "spatial_tasks.models.yesno_scoring.Qwen2_5_VLYesNo",
+    "hf_yesno": "spatial_tasks.models.hf_yesno.HFYesNo",
     "qwen3_vl_yesno": "spatial_tasks.models.lmms_yesno.Qwen3_VLYesNo",
     "gemma3_yesno": "spatial_tasks.models.lmms_yesno.Gemma3YesNo",
     "llava_hf_yesno": "spatial_tasks.models.lmms_yesno.LlavaHfYesNo",

@@ -27,7 +27,7 @@ from spatial_tasks.harness import lmms_eval_model_module
 from spatial_tasks.models import families
 from spatial_tasks.models.arguments import ScoringOptions
 from spatial_tasks.models.families import ModelFamilyError
-from spatial_tasks.models.hf_yesno import HFYesNoMixin, ImageFeatureHooks
+from spatial_tasks.models.yesno_scoring import HFYesNoMixin, ImageFeatureHooks
 from spatial_tasks.models.scoring_paths import GROUPED, ONE_BY_ONE, PADDED, PathUnavailable
 
 _qwen3_vl = lmms_eval_model_module("qwen3_vl")

@@ -164,7 +164,7 @@ def test_the_in_process_scorers_refuse_a_text_task_too(tiny_qwen_dir):
     from PIL import Image
 
     from spatial_tasks.common.errors import RunStopped
-    from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
+    from spatial_tasks.models.yesno_scoring import Qwen2_5_VLYesNo
 
     model = Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), device="cpu", device_map="cpu", dtype="float32")
     model.task_dict = {"dori_sample": {"test": [{"image": Image.new("RGB", (32, 32))}]}}

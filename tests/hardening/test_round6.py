@@ -410,7 +410,7 @@ def test_packed_true_where_it_was_never_measured_says_so_in_one_line(tiny_qwen_d
     from loguru import logger
 
     from spatial_tasks.models import packed
-    from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
+    from spatial_tasks.models.yesno_scoring import Qwen2_5_VLYesNo
 
     lines: list[str] = []
     sink = logger.add(lambda message: lines.append(str(message).strip()), level="WARNING")

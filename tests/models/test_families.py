@@ -19,7 +19,7 @@ from scoring import check_batch_invariance
 from spatial_tasks.common.yesno import decode_payload
 from spatial_tasks.harness import MODELS
 from spatial_tasks.models import families
-from spatial_tasks.models.hf_auto import HFYesNo, ModelArgsError
+from spatial_tasks.models.hf_yesno import HFYesNo, ModelArgsError
 from spatial_tasks.models.hidden_states import FamilyHidden, load_hidden_state_model
 from spatial_tasks.models.scoring_paths import GROUPED, PADDED, SHARED_PREFIX
 from spatial_tasks.paths import benchmark_tasks_dir

@@ -14,7 +14,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
 from spatial_tasks.common.yesno import decode_payload, parse_yes_no
-from spatial_tasks.models.hf_yesno import (
+from spatial_tasks.models.yesno_scoring import (
     Qwen2_5_VLYesNo,
     YesNoTokenError,
     single_token_id,

@@ -10,7 +10,7 @@ from lmms_eval.api.instance import Instance
 from PIL import Image, ImageDraw
 
 from spatial_tasks.common.yesno import decode_payload
-from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
+from spatial_tasks.models.yesno_scoring import Qwen2_5_VLYesNo
 from spatial_tasks.models.lmms_requests import image_key
 from spatial_tasks.models.scoring_paths import NothingToShare
 

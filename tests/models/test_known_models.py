@@ -109,8 +109,8 @@ def test_every_in_process_route_reads_the_same_p_yes(name):
     JPEG resized by qwen_vl_utils); and transformers' pipeline("decision") with our prompt as its template."""
     from spatial_tasks.models.decision import decision_pipeline, p_yes
     from spatial_tasks.models.lmms_requests import lmms_eval_image
-    from spatial_tasks.models.hf_auto import HFYesNo
-    from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
+    from spatial_tasks.models.hf_yesno import HFYesNo
+    from spatial_tasks.models.yesno_scoring import Qwen2_5_VLYesNo
     from spatial_tasks.models.scoring_paths import ONE_BY_ONE, PACKED
 
     path = str(checkpoint(name))
@@ -142,7 +142,7 @@ def test_training_sees_exactly_what_lmms_eval_sends(tiny_qwen_dir):
 
     from spatial_tasks.known_models import examples
     from spatial_tasks.spatialtunnel.known_models.behaviours import BEHAVIOURS, CLASSES
-    from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
+    from spatial_tasks.models.yesno_scoring import Qwen2_5_VLYesNo
     from spatial_tasks.paths import benchmark_tasks_dir
     from spatial_tasks.spatialtunnel import load
     from spatial_tasks.spatialtunnel.tasks import doc_to_text, doc_to_visual

@@ -76,7 +76,7 @@ def test_in_process_it_is_the_full_softmax(tiny_qwen_dir, rule):
     token over the answer spellings, summed."""
     from PIL import Image
 
-    from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
+    from spatial_tasks.models.yesno_scoring import Qwen2_5_VLYesNo
 
     model = Qwen2_5_VLYesNo(pretrained=str(tiny_qwen_dir), answer_rule=rule, device="cpu", device_map="cpu",
                             min_pixels=3136, max_pixels=50176, dtype="float32")

@@ -17,7 +17,7 @@ import pytest
 import torch
 from PIL import Image, ImageDraw
 
-from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo, process_vision_info
+from spatial_tasks.models.yesno_scoring import Qwen2_5_VLYesNo, process_vision_info
 from spatial_tasks.models.lmms_requests import image_key
 from spatial_tasks.models.packed import ImagePool, QwenPacked, Stages, packed_by_default, plan_windows
 from spatial_tasks.models.scoring_paths import ONE_BY_ONE, PACKED, PADDED, PREPARED_ONCE
@@ -249,7 +249,7 @@ def test_every_hf_yesno_family_prepares_each_image_once(family, tiny_family_dirs
     does not offer the pipeline) is found on the first window when the pipeline is forced on it:
     the path is dropped for the run, with the tensor named, and the next path scores."""
     from spatial_tasks.models import packed as packed_module
-    from spatial_tasks.models.hf_auto import HFYesNo
+    from spatial_tasks.models.hf_yesno import HFYesNo
 
     model = HFYesNo(str(tiny_family_dirs(family)), device="cpu", dtype="float32", batch_size=8)
     pipeline = PACKED if family == "qwen3_vl" else PREPARED_ONCE

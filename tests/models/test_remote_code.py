@@ -18,7 +18,7 @@ from PIL import Image
 
 from spatial_tasks.common.yesno import decode_payload
 from spatial_tasks.models.families import ModelFamilyError
-from spatial_tasks.models.hf_auto import HFYesNo
+from spatial_tasks.models.hf_yesno import HFYesNo
 from spatial_tasks.models.hidden_states import RemoteHidden, load_hidden_state_model
 from spatial_tasks.models.scoring_paths import ONE_BY_ONE
 from spatial_tasks.paths import benchmark_tasks_dir

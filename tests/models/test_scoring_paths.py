@@ -63,8 +63,8 @@ def test_every_family_is_one_entry_whose_paths_are_known_and_end_in_the_basic_on
 
 
 def test_each_class_implements_the_hooks_of_the_paths_it_declares():
-    from spatial_tasks.models.hf_auto import HFYesNo
-    from spatial_tasks.models.hf_yesno import Qwen2_5_VLYesNo
+    from spatial_tasks.models.hf_yesno import HFYesNo
+    from spatial_tasks.models.yesno_scoring import Qwen2_5_VLYesNo
     from spatial_tasks.models.lmms_yesno import Gemma3YesNo, LlavaHfYesNo, Qwen3_VLYesNo
 
     for cls in (HFYesNo, Qwen2_5_VLYesNo, Qwen3_VLYesNo, Gemma3YesNo, LlavaHfYesNo):
