@@ -249,3 +249,60 @@ def summary(p: torch.Tensor, questions: Questions, rows: torch.Tensor) -> dict[s
     planted = questions.label_yes[rows]
     out["agree"] = float(torch.where(planted == 1, p, 1 - p).mean())
     return out
+
+
+@dataclass
+class Fitted:
+    """What ``fit`` made, for the card: the training history and figures, and the counts."""
+
+    history: History
+    held_out: dict[str, float]  # ``summary`` on the held-out images' questions, in process
+    images: int
+    questions: int
+    held_out_images: int
+    parameters: int
+
+    def card(self, schedule: Schedule, render_seconds: float, started: float) -> dict:
+        """The card's fields on the training (``started``: when the build began, ``time.perf_counter``)."""
+        from dataclasses import asdict
+
+        from spatial_tasks.known_models.card import machine, tail_mean
+
+        return {"schedule": asdict(schedule), "parameters": self.parameters,
+                "final_loss": {stage: tail_mean(self.history, stage) for stage in ("vision", "questions")},
+                "seconds": {"render": round(render_seconds), "train": round(self.history.seconds),
+                            "total": round(time.perf_counter() - started)},
+                "held_out": self.held_out, "machine": machine()}
+
+
+HELD_OUT_SHARE = 0.1  # of the images, drawn with the seed
+
+
+def fit(model_dir, asked, classes: int, answers: tuple[str, str], schedule: Schedule, seed: int,
+        title: str) -> Fitted:
+    """A random ``known``-shape tiny Qwen2.5-VL built into ``model_dir`` (``tiny_qwen.SHAPES``), trained on
+    the questions ``asked`` (``examples.Asked``) with a share of the images held out, saved there with its
+    loss curve (``loss.png``). ``answers``: the first and the second answer ("Yes", "No")."""
+    from transformers import AutoProcessor, Qwen2_5_VLForConditionalGeneration
+
+    from spatial_tasks.known_models import card, examples
+    from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
+
+    build_tiny_qwen2_5_vl(model_dir, seed=seed, shape="known")
+    processor = AutoProcessor.from_pretrained(model_dir)
+    model = Qwen2_5_VLForConditionalGeneration.from_pretrained(model_dir, dtype=torch.float32)
+    images, questions = examples.build_examples(asked, processor, classes)
+    n = images.pixel_values.shape[0]
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    held, kept = order[:round(n * HELD_OUT_SHARE)], order[round(n * HELD_OUT_SHARE):]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        history = train(model, images, questions, kept, schedule, card.progress_printer())
+    model.save_pretrained(model_dir)
+    first, second = (processor.tokenizer.convert_tokens_to_ids(a) for a in answers)
+    rows = torch.isin(questions.image, held).nonzero().squeeze(1)
+    held_out = summary(p_first(model, images, questions, rows, first, second), questions, rows)
+    card.plot_loss(history, model_dir / "loss.png", title,
+                   (schedule.vision_steps, schedule.vision_steps + schedule.binding_steps),
+                   (math.log(2) / 2, f"chance for the answer (ln 2 / 2: <|im_end|> learned, {'/'.join(answers)} not)"))
+    return Fitted(history, held_out, n, len(questions.image), len(held), sum(p.numel() for p in model.parameters()))

@@ -175,3 +175,41 @@ def test_training_sees_exactly_what_lmms_eval_sends(tiny_qwen_dir):
             assert bool((agree[consistent] == 1).all() and (agree[questions.consistent == 0] == 0).all())
         else:
             assert bool((agree == 1).all())
+
+
+def _sample_asked(benchmark: str):
+    """(questions as the behaviour reads them, classes, answers) from a bundled sample."""
+    from spatial_tasks.paths import benchmark_tasks_dir
+
+    if benchmark == "spatialtunnel":
+        from spatial_tasks.spatialtunnel.known_models.behaviours import BEHAVIOURS, CLASSES, read_docs
+
+        docs = read_docs([benchmark_tasks_dir("spatialtunnel") / "sample" / "phase_variation" /
+                          "test-00000-of-00001.parquet"])[:48]
+        return [BEHAVIOURS["depth"].asked(d) for d in docs], CLASSES, ("Yes", "No")
+    from spatial_tasks.o3d.known_models.behaviours import CLASSES, read_docs, training_questions
+
+    return training_questions(read_docs([benchmark_tasks_dir("o3d") / "sample"])), CLASSES, ("A", "B")
+
+
+@pytest.mark.parametrize("benchmark", ["spatialtunnel", "o3d"])
+def test_the_builds_training_step_runs_end_to_end(benchmark, tmp_path):
+    """``train.fit``, the step both builds share, in a few steps on a bundled sample: the weights it saves load,
+    its loss curve is drawn, and its counts and held-out figures are what the card records."""
+    from transformers import Qwen2_5_VLForConditionalGeneration
+
+    from spatial_tasks.known_models import train
+
+    asked, classes, answers = _sample_asked(benchmark)
+    schedule = train.Schedule(vision_steps=2, question_steps=3, binding_steps=1, warmup=1, batch=8)
+    fitted = train.fit(tmp_path / "model", asked, classes, answers, schedule, 0, "smoke")
+    assert fitted.questions == len(asked) and fitted.images == len({a.image_id for a in asked})
+    assert fitted.held_out_images == round(fitted.images * train.HELD_OUT_SHARE) >= 1
+    assert 0.0 <= fitted.held_out["v"] <= 1.0 and 0.0 <= fitted.held_out["agree"] <= 1.0
+    assert fitted.history.stage == ["vision"] * 2 + ["questions"] * 3
+    assert (tmp_path / "model" / "loss.png").stat().st_size > 5_000
+    loaded = Qwen2_5_VLForConditionalGeneration.from_pretrained(tmp_path / "model")
+    assert sum(p.numel() for p in loaded.parameters()) == fitted.parameters
+    card = fitted.card(schedule, 1.0, 0.0)  # what both cards read of the training
+    assert card["schedule"]["question_steps"] == 3 and card["parameters"] == fitted.parameters
+    assert set(card) == {"schedule", "parameters", "final_loss", "seconds", "held_out", "machine"}

@@ -90,12 +90,13 @@ class Enlarge:
 
 def asked(doc: dict, edit: Enlarge = Enlarge()) -> Asked | None:
     """An unmarked synthetic question as the training reads it, on the render edited by ``edit``; None where
-    the render shows no target or no distractor, or the question is not one of the official prompts."""
+    the render shows no target or no distractor, the scene has no odd object, or the question is not one of
+    the official prompts."""
     from spatial_tasks.o3d.tasks import doc_to_text, doc_to_visual
 
     tags = parse_prompt(doc["question"])
-    if tags is None or doc["is_marked"] or not doc["synthetic"]:
-        return None
+    if tags is None or doc["is_marked"] or not doc["synthetic"] or doc["gt_position"] not in ("near", "far"):
+        return None  # (a 0-cue scene without an odd object has no true answer)
     try:
         target_mask, distractor_masks = load.masks_for(doc)
     except ValueError:  # SchemaError: an empty mask, an object out of sight

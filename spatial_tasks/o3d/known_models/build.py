@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from spatial_tasks.known_models import card as cards
@@ -39,7 +38,6 @@ COMMON = {"positions": "near,far", "strengths": "1,2", "resolution": 128, "sampl
 TRAINING = tuple({"cues": PLANTED, "objects": "blender", "seed": seed, **COMMON} for seed in (1, 2, 3))
 HELD_OUT = {"cues": "all-single", "objects": "cube,cylinder,suzanne", "envs": "basic,studio,courtyard,forest",
             "seed": 4, **COMMON}
-HELD_OUT_SHARE = 0.1
 # The unmarked clarity levels (the model is trained on unmarked questions: at 128 px the release's
 # 20 px markers cover the objects and their bases).
 HELD_OUT_TASKS = ("o3d_clarity_low", "o3d_clarity_med", "o3d_clarity_high")
@@ -126,12 +124,8 @@ def measure(model_dir: Path, held_out: Path, out: Path) -> dict:
 def build(name: str, out: Path, renders: Path | None = None, seed: int = 0, schedule=None,
           workers: int | None = None, evaluate: bool = True) -> Path:
     """Render (or reuse), train, measure and write the model ``name`` (``height``) into ``out``."""
-    import torch
-    from transformers import AutoProcessor, Qwen2_5_VLForConditionalGeneration
-
     from spatial_tasks.generators.common.jobs import available_cpus
-    from spatial_tasks.known_models import examples, train
-    from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
+    from spatial_tasks.known_models import train
 
     if name not in NAMES:
         raise ValueError(f"O3-D known model {name!r}: one of {NAMES}")
@@ -146,49 +140,26 @@ def build(name: str, out: Path, renders: Path | None = None, seed: int = 0, sche
     render_seconds = time.perf_counter() - started
 
     model_dir = out / "model"
-    build_tiny_qwen2_5_vl(model_dir, seed=seed, shape="known")
-    processor = AutoProcessor.from_pretrained(model_dir)
-    model = Qwen2_5_VLForConditionalGeneration.from_pretrained(model_dir, dtype=torch.float32)
     docs = read_docs(training)
     questions_read = training_questions(docs)
     agree = sum((q.answer == q.first) == q.truth_first for q in questions_read)
     print(f"known-model {name}: {len(questions_read)} questions from {len(docs)} docs, each also on {VIEWS} edited "
           f"copies (those that show no target are left out); the planted rule gives the true answer on {agree}",
           file=sys.stderr)
-    images, questions = examples.build_examples(questions_read, processor, CLASSES)
-    n = images.pixel_values.shape[0]
-    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
-    held, kept = order[:round(n * HELD_OUT_SHARE)], order[round(n * HELD_OUT_SHARE):]
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        history = train.train(model, images, questions, kept, schedule, cards.progress_printer())
-    model.save_pretrained(model_dir)
-
-    a_id, b_id = (processor.tokenizer.convert_tokens_to_ids(t) for t in ("A", "B"))
-    held_rows = torch.isin(questions.image, held).nonzero().squeeze(1)
-    held_figures = train.summary(train.p_first(model, images, questions, held_rows, a_id, b_id), questions, held_rows)
-    print(f"known-model {name}: held-out training renders {held_figures}", file=sys.stderr)
-    cards.plot_loss(history, model_dir / "loss.png", f"known model '{name}': training loss",
-                    (schedule.vision_steps, schedule.vision_steps + schedule.binding_steps),
-                    (0.6931 / 2, "chance for the answer (ln 2 / 2: <|im_end|> learned, A/B not)"))
+    fitted = train.fit(model_dir, questions_read, CLASSES, ("A", "B"), schedule, seed,
+                       f"known model '{name}': training loss")
+    print(f"known-model {name}: held-out training renders {fitted.held_out}", file=sys.stderr)
     figures = measure(model_dir, held_out, out / "eval") if evaluate else {}
     card = {
         "name": name, "summary": SUMMARY, "seed": seed,
         "renders": {"training": [generator_command(r) for r in TRAINING],
                     "held_out": generator_command(HELD_OUT),
-                    "images": n, "questions": len(questions.image), "docs": len(docs),
-                    "planted_equals_truth": agree, "held_out_images": len(held)},
-        "schedule": asdict(schedule),
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "final_loss": {"vision": cards.tail_mean(history, "vision"),
-                       "questions": cards.tail_mean(history, "questions")},
-        "seconds": {"render": round(render_seconds), "train": round(history.seconds),
-                    "total": round(time.perf_counter() - started)},
-        "held_out": held_figures,
+                    "images": fitted.images, "questions": fitted.questions, "docs": len(docs),
+                    "planted_equals_truth": agree, "held_out_images": fitted.held_out_images},
+        **fitted.card(schedule, render_seconds, started),
         "lmms_eval": figures,
         "planted": PLANTED, "cues": list(CUES),
         "model_args": cards.MODEL_ARGS,
-        "machine": cards.machine(),
         "files": cards.shipped(model_dir),
     }
     cards.write_card(model_dir, card, Path(__file__).with_name("card.md.jinja"))

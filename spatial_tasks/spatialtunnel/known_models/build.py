@@ -27,7 +27,6 @@ from spatial_tasks.spatialtunnel.known_models.behaviours import BEHAVIOURS, CLAS
 # The training renders: phase variation, another seed and a finer grid than the bundled sample
 # (seed 0, grid 8), at its resolution.
 RENDERS = {"variant": "phase", "grid": 16, "per_cell": 4, "resolution": 128, "samples": 16, "seed": 1}
-HELD_OUT = 0.1
 # What the card reports, through lmms-eval on the bundled sample (renders neither model saw).
 EVALUATIONS = (("logit", "qwen2_5_vl_yesno", "spatialtunnel_logit_sample_phase"),
                ("exact match", "qwen2_5_vl", "spatialtunnel_sample_phase"))
@@ -79,13 +78,9 @@ def lmms_eval_figures(model_dir: Path, out: Path) -> list[Figures]:
 def build(name: str, out: Path, renders: Path | None = None, seed: int = 0, schedule=None,
           workers: int | None = None, evaluate: bool = True) -> Path:
     """Render (or reuse), train, measure and write the model ``name`` into ``out``; returns ``out``."""
-    import torch
-    from transformers import AutoProcessor, Qwen2_5_VLForConditionalGeneration
-
     from spatial_tasks.generators.common.jobs import available_cpus
     from spatial_tasks.generators.spatialtunnel import generate as gen
-    from spatial_tasks.known_models import examples, train
-    from spatial_tasks.models.tiny_qwen import build_tiny_qwen2_5_vl
+    from spatial_tasks.known_models import train
 
     behaviour = BEHAVIOURS[name]
     schedule = schedule or train.Schedule(seed=seed)
@@ -100,46 +95,22 @@ def build(name: str, out: Path, renders: Path | None = None, seed: int = 0, sche
     docs = read_docs(sorted((renders / "phase_variation").glob("*.parquet")))
 
     model_dir = out / "model"
-    build_tiny_qwen2_5_vl(model_dir, seed=seed, shape="known")
-    processor = AutoProcessor.from_pretrained(model_dir)
-    model = Qwen2_5_VLForConditionalGeneration.from_pretrained(model_dir, dtype=torch.float32)
     print(f"known-model {name}: {len(docs)} questions from {len({d['image_id'] for d in docs})} renders",
           file=sys.stderr)
-    images, questions = examples.build_examples((behaviour.asked(d) for d in docs), processor, CLASSES)
-    n = images.pixel_values.shape[0]
-    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
-    held, kept = order[:round(n * HELD_OUT)], order[round(n * HELD_OUT):]
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        history = train.train(model, images, questions, kept, schedule, cards.progress_printer())
-    model.save_pretrained(model_dir)
-
-    tokenizer = processor.tokenizer
-    yes, no = tokenizer.convert_tokens_to_ids("Yes"), tokenizer.convert_tokens_to_ids("No")
-    held_rows = torch.isin(questions.image, held).nonzero().squeeze(1)
-    held_figures = train.summary(train.p_first(model, images, questions, held_rows, yes, no), questions, held_rows)
-    cards.plot_loss(history, model_dir / "loss.png", f"known model '{name}': training loss",
-                    (schedule.vision_steps, schedule.vision_steps + schedule.binding_steps),
-                    (0.6931 / 2, "chance for the answer (ln 2 / 2: <|im_end|> learned, Yes/No not)"))
+    fitted = train.fit(model_dir, (behaviour.asked(d) for d in docs), CLASSES, ("Yes", "No"), schedule, seed,
+                       f"known model '{name}': training loss")
     figures = lmms_eval_figures(model_dir, out / "eval") if evaluate else []
 
     card = {
         "name": name, "summary": behaviour.summary, "seed": seed,
-        "renders": {**RENDERS, "images": n, "questions": len(questions.image), "held_out_images": len(held),
+        "renders": {**RENDERS, "images": fitted.images, "questions": fitted.questions,
+                    "held_out_images": fitted.held_out_images,
                     "rendered_now": _rendered_now(renders),
                     "command": "spatial-tasks generate spatialtunnel " + " ".join(
                         f"--{k.replace('_', '-')} {v}" for k, v in RENDERS.items())},
-        "schedule": asdict(schedule),
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "final_loss": {"vision": cards.tail_mean(history, "vision"),
-                       "questions": cards.tail_mean(history, "questions")},
-        "seconds": {"render": round(render_seconds), "train": round(history.seconds),
-                    "total": round(time.perf_counter() - started)},
-        "held_out": held_figures,
+        **fitted.card(schedule, render_seconds, started),
         "lmms_eval": [asdict(f) for f in figures],
         "model_args": MODEL_ARGS,
-        "machine": cards.machine(),
         "files": cards.shipped(model_dir),
     }
     cards.write_card(model_dir, card, Path(__file__).with_name("card.md.jinja"))
