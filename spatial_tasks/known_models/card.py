@@ -12,8 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-# The pixel bounds every tiny-model run passes (tests/lmms.py, demo.py), on the CPU.
-MODEL_ARGS = "device=cpu,device_map=cpu,min_pixels=3136,max_pixels=50176"
+from spatial_tasks.known_models.examples import MAX_PIXELS, MIN_PIXELS
+
+# On the CPU, with the pixel bounds the models were trained with (examples: the training inputs).
+MODEL_ARGS = f"device=cpu,device_map=cpu,min_pixels={MIN_PIXELS},max_pixels={MAX_PIXELS}"
 SHIPPED_FILES = ("model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
                  "tokenizer_config.json", "processor_config.json", "chat_template.jinja")
 
@@ -37,12 +39,10 @@ def run_lmms_eval(model_dir: Path, model: str, tasks: str, folder: Path, include
     """The checkpoint through the lmms-eval CLI (``--log_samples``) into ``folder``; its run checked
     (lmms-eval exits 0 after a crash: the result files are what count)."""
     from spatial_tasks.common.samples import check_run
+    from spatial_tasks.demo import lmms_eval_command
 
-    exe = Path(sys.executable).with_name("lmms-eval")
-    argv = [str(exe), "--model", model, "--model_args", f"pretrained={model_dir},{MODEL_ARGS}", "--tasks", tasks,
-            "--output_path", str(folder), "--log_samples", "--verbosity", "DEBUG"]
-    if include_path is not None:
-        argv += ["--include_path", str(include_path)]
+    extra = ["--verbosity", "DEBUG"] + (["--include_path", str(include_path)] if include_path is not None else [])
+    argv = lmms_eval_command(model, f"pretrained={model_dir},{MODEL_ARGS}", tasks, folder, *extra)
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "lmms-eval.log"
     with log.open("w") as sink:

@@ -30,7 +30,6 @@ RENDERS = {"variant": "phase", "grid": 16, "per_cell": 4, "resolution": 128, "sa
 # What the card reports, through lmms-eval on the bundled sample (renders neither model saw).
 EVALUATIONS = (("logit", "qwen2_5_vl_yesno", "spatialtunnel_logit_sample_phase"),
                ("exact match", "qwen2_5_vl", "spatialtunnel_sample_phase"))
-MODEL_ARGS = cards.MODEL_ARGS
 
 
 def checkpoint(name: str) -> Path:
@@ -110,7 +109,7 @@ def build(name: str, out: Path, renders: Path | None = None, seed: int = 0, sche
                         f"--{k.replace('_', '-')} {v}" for k, v in RENDERS.items())},
         **fitted.card(schedule, render_seconds, started),
         "lmms_eval": [asdict(f) for f in figures],
-        "model_args": MODEL_ARGS,
+        "model_args": cards.MODEL_ARGS,
         "files": cards.shipped(model_dir),
     }
     cards.write_card(model_dir, card, Path(__file__).with_name("card.md.jinja"))
