@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import math
+import os
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -227,6 +228,14 @@ class Source:
     default: str
     env: str | None = None
     note: str | None = None
+
+    def override(self) -> str | None:
+        """``$env`` where it is set (not empty)."""
+        return (os.environ.get(self.env, "").strip() if self.env else "") or None
+
+    def chosen(self) -> str:
+        """What a load reads now: ``$env`` where set, else the default release."""
+        return self.override() or self.default
 
 
 @dataclass(frozen=True)

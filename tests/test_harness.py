@@ -279,3 +279,24 @@ def test_spatial_tasks_demo_names_a_broken_filelock_at_once(tmp_path):
     (line,) = [x for x in run.stderr.splitlines() if x.strip()]
     assert "filelock" in line and "breaks lmms-eval" in line and "pip install 'filelock>=3.16,<4.3'" in line
     assert not (tmp_path / "demo" / "runs").exists()  # stopped before the first evaluation
+
+
+def test_a_benchmark_release_and_its_override_are_one_source(monkeypatch, tmp_path):
+    """Issue 66, item 3: a benchmark's Hub id and override variable stand once, in its ``Source``: every
+    task's process_docs redirects by that very object, and the loader's default is what it chooses."""
+    from spatial_tasks.catalog import task_catalog
+    from spatial_tasks.o3d import load as o3d_load
+    from spatial_tasks.registry import benchmarks
+
+    specs, redirected = benchmarks(), set()
+    for entry in task_catalog():
+        if entry.kind == "task":
+            _, hook = harness.TaskData.from_yaml(entry.path)
+            if getattr(hook, "source", None) is not None:
+                assert hook.source is specs[entry.benchmark].source, entry.name
+                redirected.add(entry.benchmark)
+    assert {"o3d", "dori", "vague"} <= redirected
+    source = specs["o3d"].source
+    assert o3d_load.default_source() == source.default
+    monkeypatch.setenv(source.env, str(tmp_path))
+    assert o3d_load.default_source() == str(tmp_path)

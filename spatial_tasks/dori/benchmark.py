@@ -14,11 +14,10 @@ from spatial_tasks.benchmark import (
     PromptCheck,
     Proof,
     Section,
-    Source,
     distinct,
 )
 from spatial_tasks.dori.metrics import SCORECARD
-from spatial_tasks.dori.schema import check_prompt
+from spatial_tasks.dori.schema import SOURCE, check_prompt
 
 NAME = "dori"
 
@@ -39,7 +38,7 @@ DEMO = Demo(
 BENCHMARK = Benchmark(
     name=NAME,
     title="DORI",
-    source=Source("appledora/DORI-Benchmark", env="SPATIAL_TASKS_DORI_SOURCE", note="configs discovered at load time"),
+    source=SOURCE,
     metrics={NAME: Later("spatial_tasks.dori.metrics:TASK_METRICS")},
     record=Later("spatial_tasks.dori.records:LoggedRecord"),
     records_from_samples=Later("spatial_tasks.dori.rescore:records_from_samples"),

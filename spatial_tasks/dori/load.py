@@ -59,8 +59,6 @@ from spatial_tasks.dori.schema import (
     is_natural,
 )
 
-HUB_ID = "appledora/DORI-Benchmark"
-SOURCE_ENV = "SPATIAL_TASKS_DORI_SOURCE"
 PAPER_SEEDS = (42, 1998, 107983)
 DEFAULT_SEED = PAPER_SEEDS[0]
 MAX_OPTIONS = 16  # the paper's largest option set

@@ -10,6 +10,11 @@ Fine-grained Multi-axis Perception Tasks", arXiv 2505.21649.
 
 from __future__ import annotations
 
+from spatial_tasks.benchmark import Source
+
+# The release, and the variable that points the tasks elsewhere.
+SOURCE = Source("appledora/DORI-Benchmark", env="SPATIAL_TASKS_DORI_SOURCE", note="configs discovered at load time")
+
 BENCHMARK = "dori"
 
 # The seven tasks in the paper's order (Table 2 columns), with the paper's short names.

@@ -25,6 +25,7 @@ from spatial_tasks.dori.schema import (
     BENCHMARK,
     DRAW_BOXES,
     GRANULARITIES,
+    SOURCE,
     TASKS,
     TWO_IMAGE_TASKS,
     TWO_OBJECT_TASKS,
@@ -89,7 +90,7 @@ def task_slice(data: TaskData) -> tuple[str | None, str | None]:
 
 # Every DORI task's process_docs: its slice (metadata task x granularity) of the source's questions.
 process_docs = DocsHook("dori.process_docs", lambda dataset, data: docs_for(dataset, data, *task_slice(data)),
-                        reads_source=reads_source, source_env=load.SOURCE_ENV, default_source=load.HUB_ID)
+                        reads_source=reads_source, source=SOURCE)
 
 
 # ------------------------------------------------------------------------------- showing

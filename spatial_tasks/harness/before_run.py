@@ -56,7 +56,7 @@ def install_preflight() -> None:
         for task in ours:
             data, hook = TaskData.from_yaml(_task_yaml(task))
             if not (data.is_local_builder or data.local_folder is not None):
-                lines.append(preflight.missing_dataset(task, data.path, hook.source_env, WHY))
+                lines.append(preflight.missing_dataset(task, data.path, hook.source.env if hook.source else None, WHY))
         lines = [line for line in lines if line]
         if lines and (why := hub_unreachable(answer_within=ANSWER_WITHIN)):
             stop_run(lines[0].replace(WHY, why))

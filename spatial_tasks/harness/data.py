@@ -4,12 +4,12 @@ as lmms-eval resolved them or read with its own YAML loader) and our ``process_d
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from spatial_tasks.benchmark import Source
 from spatial_tasks.common.environment import data_read
 from spatial_tasks.common.origin import LOCAL_BUILDERS
 from spatial_tasks.common.validate import DataError
@@ -64,17 +64,17 @@ class TaskData:
 
         return origin_for(dataset, self.path, self.name, self.split, self.load_kwargs())
 
-    def with_source(self, env: str | None, default: str | None) -> TaskData:
-        """This data with ``$env`` in place of the benchmark's default release ``default`` (only
-        tasks that read that release are redirected; a path is taken relative to the working
+    def with_source(self, source: Source) -> TaskData:
+        """This data with ``$env`` (``source.override()``) in place of the benchmark's default release
+        (only tasks that read that release are redirected; a path is taken relative to the working
         directory)."""
-        value = os.environ.get(env or "", "").strip() if env else ""
-        if not value or self.path != default:
+        value = source.override()
+        if not value or self.path != source.default:
             return self
         path = Path(value).expanduser()
         resolved = str(path.resolve()) if path.exists() or value.startswith((".", "/", "~")) else value
         kwargs = {k: v for k, v in self.kwargs.items() if k not in ("revision", "data_files", "data_dir")}
-        return replace(self, path=resolved, kwargs=kwargs, override=env)
+        return replace(self, path=resolved, kwargs=kwargs, override=source.env)
 
     def as_recorded(self) -> dict:
         """This data as a run records it (``DATA_KEY`` in its results file): plain JSON."""
@@ -130,20 +130,19 @@ class DocsHook:
 
     ``build(dataset, data)`` maps a loaded split onto the benchmark's docs. ``reads_source(data)``
     says whether the hook reads ``data`` itself (``build`` then gets ``dataset=None``): a layout
-    ``datasets`` cannot load as is. ``source_env`` / ``default_source``: the documented override of
-    the benchmark's default release.
+    ``datasets`` cannot load as is. ``source``: the benchmark's release and its documented override
+    (``benchmark.Source``).
     """
 
     def __init__(self, name: str, build: Callable[..., Any], *, reads_source: Callable[[TaskData], bool] | None = None,
-                 source_env: str | None = None, default_source: str | None = None):
+                 source: Source | None = None):
         self.__name__ = self.__qualname__ = name
         self.build = build
         self.reads_source = reads_source or (lambda data: False)
-        self.source_env = source_env
-        self.default_source = default_source
+        self.source = source
 
     def resolve(self, data: TaskData) -> TaskData:
-        return data.with_source(self.source_env, self.default_source)
+        return data.with_source(self.source) if self.source else data
 
     def as_run_read_it(self, data: TaskData, config: Mapping[str, Any]) -> TaskData | None:
         """``data`` (a task's, from its YAML) with the source one run read, as its results file's

@@ -19,9 +19,9 @@ from spatial_tasks.benchmark import (
     Proof,
     ReleasedOutputs,
     Section,
-    Source,
 )
 from spatial_tasks.o3d.metrics import SCORECARD
+from spatial_tasks.o3d.schema import SOURCE
 
 NAME = "o3d"
 
@@ -56,7 +56,7 @@ DEMO = Demo(
 BENCHMARK = Benchmark(
     name=NAME,
     title="O3-D",
-    source=Source("liuyiqian/O3-D", env="SPATIAL_TASKS_O3D_SOURCE"),
+    source=SOURCE,
     metrics={NAME: Later("spatial_tasks.o3d.metric_sets:METRICS")},
     record=Later("spatial_tasks.o3d.records:LoggedRecord"),
     records_from_samples=Later("spatial_tasks.o3d.rescore:records_from_samples"),

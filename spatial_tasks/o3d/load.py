@@ -40,7 +40,6 @@ from spatial_tasks.common.validate import INSPECT_HINT, dataset_file_problem, re
 from spatial_tasks.o3d import markers, schema
 from spatial_tasks.o3d.schema import SchemaError
 
-SOURCE_ENV = "SPATIAL_TASKS_O3D_SOURCE"
 MEMORY_PREFIX = "memory:"
 
 
@@ -553,7 +552,7 @@ def _doc_table(src: O3DSource, qs: _Questions, rows: list[int], per_q: dict[str,
 
 
 def default_source() -> str:
-    return os.environ.get(SOURCE_ENV) or schema.HUB_ID
+    return schema.SOURCE.chosen()
 
 
 def process_docs(dataset: datasets.Dataset, *, source: str | None = None,
@@ -578,7 +577,7 @@ def make_process_docs(source: str | None = None, **filters: Any) -> Callable[[da
     return _process
 
 
-def load_o3d(path: str = schema.HUB_ID, *, subsets: Iterable[str] | None = None, marked: bool | None = None,
+def load_o3d(path: str = schema.SOURCE.default, *, subsets: Iterable[str] | None = None, marked: bool | None = None,
              load_kwargs: Mapping[str, Any] | None = None) -> datasets.Dataset:
     """Docs straight from a Hub id or local folder in the official layout (outside lmms-eval)."""
     src = register_source(path, load_kwargs=load_kwargs)

@@ -39,10 +39,11 @@ from typing import Any
 
 import datasets
 
+from spatial_tasks.benchmark import Source
 from spatial_tasks.common.validate import SourceError, finite_number, short
 
 BENCHMARK = "o3d"
-HUB_ID = "liuyiqian/O3-D"
+SOURCE = Source("liuyiqian/O3-D", env="SPATIAL_TASKS_O3D_SOURCE")  # the release, and its override
 SPLIT = "train"
 QUESTIONS_CONFIG = "visual_questions"
 

@@ -150,4 +150,4 @@ def task_docs(questions: datasets.Dataset, data: TaskData) -> datasets.Dataset:
     return attach_demonstrations(docs) if chosen.demonstrations else docs
 
 
-process_docs = DocsHook("o3d.process_docs", task_docs, source_env=load.SOURCE_ENV, default_source=schema.HUB_ID)
+process_docs = DocsHook("o3d.process_docs", task_docs, source=schema.SOURCE)

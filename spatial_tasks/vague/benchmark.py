@@ -14,11 +14,10 @@ from spatial_tasks.benchmark import (
     Paper,
     Proof,
     Section,
-    Source,
     distinct,
 )
 from spatial_tasks.vague.metrics import SCORECARD
-from spatial_tasks.vague.schema import FREEFORM_SETTINGS, MCQ_SETTINGS
+from spatial_tasks.vague.schema import FREEFORM_SETTINGS, MCQ_SETTINGS, SOURCE
 
 NAME = "vague"
 
@@ -44,7 +43,7 @@ DEMO = Demo(
 BENCHMARK = Benchmark(
     name=NAME,
     title="VAGUE",
-    source=Source("HazelNam/vague-bench", env="SPATIAL_TASKS_VAGUE_SOURCE"),
+    source=SOURCE,
     metrics={NAME: Later("spatial_tasks.vague.metrics:TASK_METRICS")},
     record=Later("spatial_tasks.vague.records:LoggedRecord"),
     records_from_samples=Later("spatial_tasks.vague.rescore:records_from_samples"),

@@ -55,8 +55,6 @@ from spatial_tasks.vague.schema import (
     SUBSETS,
 )
 
-HUB_ID = "HazelNam/vague-bench"
-SOURCE_ENV = "SPATIAL_TASKS_VAGUE_SOURCE"
 TABLE_COLUMNS = ("image", "image_name", "indirect", "solution", "mcq")  # the Hub release's, needed
 
 

@@ -19,6 +19,10 @@ letter is ``ordering[0]``, and the choices are shown as the sorted lines "A: ...
 
 from __future__ import annotations
 
+from spatial_tasks.benchmark import Source
+
+SOURCE = Source("HazelNam/vague-bench", env="SPATIAL_TASKS_VAGUE_SOURCE")  # the release, and its override
+
 BENCHMARK = "vague"
 SUBSETS = {"vcr": "VAGUE-VCR", "ego4d": "VAGUE-Ego4D"}
 OFFICIAL_COUNTS = {"vcr": 1144, "ego4d": 533}  # the release's items per subset (paper; the '@' rule gives them)

@@ -38,6 +38,7 @@ from spatial_tasks.vague.records import (  # noqa: F401
 )
 from spatial_tasks.vague.schema import (
     BENCHMARK,
+    SOURCE,
     SUBSETS,
 )
 
@@ -106,7 +107,7 @@ def task_subset(data: TaskData) -> str | None:
 
 # Every VAGUE task's process_docs: its subset (metadata) of the source's items.
 process_docs = DocsHook("vague.process_docs", lambda dataset, data: docs_for(dataset, data, task_subset(data)),
-                        reads_source=reads_source, source_env=load.SOURCE_ENV, default_source=load.HUB_ID)
+                        reads_source=reads_source, source=SOURCE)
 
 
 # ------------------------------------------------------------------------------- showing

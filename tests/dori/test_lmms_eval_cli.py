@@ -11,7 +11,7 @@ import datasets
 import pytest
 from lmms import SPATIAL_TASKS, TINY_QWEN_ARGS, assert_all_finite, run_cli, run_lmms_eval
 
-from spatial_tasks.dori import load, metrics
+from spatial_tasks.dori import load, metrics, schema
 from spatial_tasks.dori.tasks import GRANULAR_METRICS, TASK_NAMES
 
 from . import official_layouts
@@ -35,7 +35,7 @@ def official(tmp_path_factory):
     """The one-table layout, evaluated as the official release would be: every task and group."""
     root = tmp_path_factory.mktemp("dori_official")
     data = official_layouts.write("one_table", root / "release")
-    env = {load.SOURCE_ENV: str(data)}
+    env = {schema.SOURCE.env: str(data)}
     return data, {rule: run_lmms_eval(root / rule, "spatial_baseline", f"rule={rule}", "dori", env=env)
                   for rule in ("oracle", "always_a")}
 
@@ -143,7 +143,7 @@ def test_a_release_without_a_task_fails_loudly(tmp_path):
     table = pq.read_table(path)
     pq.write_table(table.filter([row["question_type"] != "CO" for row in table.to_pylist()]), path)
     run = run_lmms_eval(tmp_path / "out", "spatial_baseline", "rule=oracle", "dori_canonical_orientation_coarse",
-                        env={load.SOURCE_ENV: str(data)})
+                        env={schema.SOURCE.env: str(data)})
     assert run.results is None
     assert "no canonical_orientation coarse questions" in run.output
 

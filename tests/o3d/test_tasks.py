@@ -17,7 +17,7 @@ from PIL import Image
 from spatial_tasks.generators.o3d import standins as fixture
 
 from spatial_tasks.harness import TaskData
-from spatial_tasks.o3d import baselines, load, metrics, schema, task_docs
+from spatial_tasks.o3d import baselines, metrics, schema, task_docs
 from spatial_tasks.o3d import tasks as T
 from spatial_tasks.o3d.parse import parse_answer
 from spatial_tasks.o3d.prompts import prompt_space, real_prompt_space
@@ -77,10 +77,13 @@ def _doc(docs, question_id: str) -> dict:
 
 
 def test_every_task_and_group_registers_and_resolves():
-    from lmms_eval.tasks import TaskManager
     from lmms_eval.api.registry import get_aggregation
+    from lmms_eval.tasks import TaskManager
     from lmms_eval.utils import load_yaml_config
 
+    from spatial_tasks.harness import register_aggregations
+
+    register_aggregations()  # what the entry point does in every lmms-eval process (alone, this test has none)
     tm = TaskManager(include_path=str(TASKS_DIR), include_defaults=False)
     names = {"o3d_markers", "o3d_clarity_low", "o3d_clarity_med", "o3d_clarity_high", "o3d_real", "o3d_icl_cot"}
     names |= {n.replace("o3d_", "o3d_sample_") for n in names}
@@ -323,12 +326,12 @@ def test_subsets_come_from_the_tasks_folder_or_hub_id():
 
 
 def test_the_source_variable_redirects_only_the_official_release(monkeypatch, tmp_path):
-    monkeypatch.setenv(load.SOURCE_ENV, str(tmp_path))
-    official = TaskData(task="o3d_markers", path=schema.HUB_ID, name="visual_questions", split="train",
+    monkeypatch.setenv(schema.SOURCE.env, str(tmp_path))
+    official = TaskData(task="o3d_markers", path=schema.SOURCE.default, name="visual_questions", split="train",
                         kwargs={"revision": "v1"})
     redirected = T.process_docs.resolve(official)
     assert (redirected.path, redirected.name, redirected.kwargs, redirected.override) == (
-        str(tmp_path), "visual_questions", {}, load.SOURCE_ENV)
+        str(tmp_path), "visual_questions", {}, schema.SOURCE.env)
     assert T.process_docs.resolve(sample_data()) == sample_data()  # the sample stays the sample
 
 
