@@ -228,6 +228,14 @@ def is_undefined(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+def declared_metrics(task: str) -> tuple[str, ...]:
+    """The metrics our task's YAML declares (its ``metric_list``, includes resolved), in order."""
+    from spatial_tasks.catalog import task_config
+    from spatial_tasks.harness.data import metric_names
+
+    return metric_names(task_config(task)[1].get("metric_list"))
+
+
 def assert_all_finite(metrics: dict[str, object], declared: tuple[str, ...], undefined: tuple[str, ...] = ()) -> None:
     """Every declared metric present; scalars finite; grids hold finite numbers or None -- except
     the ``undefined`` ones, which must be NaN/None (a figure these rows cannot define)."""

@@ -32,7 +32,7 @@ from spatial_tasks.dori.schema import (
     check_prompt,
     prompt_seed,
 )
-from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out, pool_subtasks  # noqa: F401
+from spatial_tasks.harness import DocsHook, ResultsHook, TaskData, aggregation, pool_subtasks  # noqa: F401
 
 # Every doc hook reads a doc our loader made (a clear error otherwise, not a KeyError mid-run).
 _canonical_doc = reads_docs(BENCHMARK, ("question_id", "task", "granularity", "options", "answer_index"))
@@ -158,24 +158,9 @@ def doc_to_target(doc: Mapping) -> str:
 
 # ------------------------------------------------------------------------------- scoring
 
-COARSE_METRICS = ("acc", "unparseable", "declined", "refused")
-GRANULAR_METRICS = ("acc", "soft", "unparseable", "declined", "refused")
-
-
-@_canonical_doc
-def process_results_coarse(doc, results):
-    return fan_out(score(doc, results[0] if results else ""), COARSE_METRICS)
-
-
-@_canonical_doc
-def process_results_granular(doc, results):
-    return fan_out(score(doc, results[0] if results else ""), GRANULAR_METRICS)
-
-
-@_canonical_doc
-def process_results_any(doc, results):
-    """dori_sample mixes both granularities: every metric (soft = acc on coarse questions)."""
-    return fan_out(score(doc, results[0] if results else ""), GRANULAR_METRICS)
+# Every task's record (soft accuracy equals accuracy on a coarse question), fanned out to its YAML's metrics.
+process_results = ResultsHook("dori.process_results",
+                              _canonical_doc(lambda doc, results: score(doc, results[0] if results else "")))
 
 
 TASK_NAMES = tuple(f"{t}_{g}" for t in TASKS for g in GRANULARITIES)

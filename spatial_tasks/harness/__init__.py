@@ -95,6 +95,7 @@ from spatial_tasks.harness.failures import (  # noqa: F401
 from spatial_tasks.harness.pooling import (  # noqa: F401
     PooledValue,
     RecordRef,
+    ResultsHook,
     aggregation,
     fan_out,
     pool_subtasks,

@@ -1,5 +1,5 @@
-"""(2) + (3) + (11) lmms-eval's ``ConfigurableTask.download``, patched for our tasks: their
-``TaskData`` bound to the hook, one try (no 60 s of retries), any failure one line
+"""(2) + (3) + (5) + (11) lmms-eval's ``ConfigurableTask.download``, patched for our tasks: their
+``TaskData`` bound to the docs hook, their declared metrics to the results hook, one try (no 60 s of retries), any failure one line
 (``TaskDataFailed``), and the run's software recorded into the task's config metadata."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import sys
 from collections.abc import Mapping
 
 from spatial_tasks.common.origin import folder_cache
-from spatial_tasks.harness.data import DocsHook, TaskData
+from spatial_tasks.harness.data import DocsHook, TaskData, metric_names
 from spatial_tasks.harness.failures import TaskDataFailed, check_hub_reachable
+from spatial_tasks.harness.pooling import ResultsHook
 
 
 def install_download() -> None:
@@ -24,6 +25,9 @@ def install_download() -> None:
 
     @functools.wraps(original)
     def download(self, dataset_kwargs=None):
+        results = self.config.process_results
+        if isinstance(results, ResultsHook):  # the metrics it fans each record out to: the YAML's
+            self.config.process_results = results.bound(metric_names(self.config.metric_list))
         hook = self.config.process_docs
         if not isinstance(hook, DocsHook):
             return original(self, dataset_kwargs)

@@ -1,9 +1,11 @@
 """(4) Group metrics from pooled records (``aggregation`` -> ``PooledValue``; ``pool_subtasks``) and
 (5) one logged record per doc (``fan_out`` -> the record once, a ``RecordRef`` pointer elsewhere;
-reading the pointer back is the samples reader's job: ``common.samples.is_record_ref``)."""
+reading the pointer back is the samples reader's job: ``common.samples.is_record_ref``), to the metrics
+the task's YAML declares (``ResultsHook``)."""
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -60,6 +62,36 @@ class RecordRef:
 def fan_out(record: dict, names: Sequence[str]) -> dict:
     """``process_results``' return: the record under the first metric, a RecordRef elsewhere."""
     return {name: record if k == 0 else RecordRef(record, names[0]) for k, name in enumerate(names)}
+
+
+class ResultsHook:
+    """A task's ``process_results``: ``record(doc, results)`` makes the doc's one record, fanned out to the
+    metrics the task's YAML declares (its ``metric_list``). The seam binds those when lmms-eval loads the
+    task's data (``harness.download``), so tasks with different metric lists share one hook, and a new
+    metric is one entry in the benchmark's table and one line in the YAML."""
+
+    def __init__(self, name: str, record: Callable[[Any, list], dict]):
+        self.__name__ = self.__qualname__ = name
+        self.record = record
+        self.metrics: tuple[str, ...] = ()
+        # a first-token scorer asks the task's hook whether it scores payloads (common.yesno.scores_payloads)
+        self.scores_first_token_payload = getattr(record, "scores_first_token_payload", False)
+
+    def bound(self, metrics: Sequence[str]) -> ResultsHook:
+        """This hook for a task that declares ``metrics``."""
+        hook = copy.copy(self)
+        hook.metrics = tuple(metrics)
+        return hook
+
+    def __call__(self, doc, results) -> dict:
+        if not self.metrics:
+            raise TypeError(f"{self.__name__}: called without its task's metrics -- spatial-tasks' lmms-eval seam is not "
+                            "installed (spatial_tasks.harness.install), or the hook was called by hand: bind them "
+                            "with .bound(names)")
+        return fan_out(self.record(doc, results), self.metrics)
+
+    def __repr__(self) -> str:
+        return f"<spatial-tasks process_results {self.__name__}>"
 
 
 def unwrap(items: Iterable[Any]) -> list:

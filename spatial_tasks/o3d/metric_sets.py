@@ -1,5 +1,5 @@
 """O3-D's live metrics by name: one pure function per figure the lmms-eval tasks report, each a thin
-wrapper over ``spatial_tasks.o3d.metrics`` (``METRICS``), and the metric set of each task. No
+wrapper over ``spatial_tasks.o3d.metrics`` (``METRICS``); each task's YAML picks its own. No
 lmms-eval here: ``rescore`` and the tidy records use the same functions, and ``METRICS`` is the
 table lmms-eval aggregates by name (``o3d_<metric>``, registered by ``spatial_tasks.harness``)."""
 
@@ -83,15 +83,3 @@ METRICS: dict[str, Callable[[Sequence[Mapping]], float]] = {
     "consistency": metrics.language_consistency,
     **{f"msdgm_{tag}": _msdgm(tag) for tag in metrics.LANGUAGE_TAGS},
 }
-
-BASIC_METRICS = ("acc", "acc_near", "acc_far", "bias_nf", "unparseable")
-VISION_METRICS = ("sdgm_vision",)
-LANGUAGE_ONLY = ("sdgm_language", "consistency", *(f"msdgm_{tag}" for tag in metrics.LANGUAGE_TAGS))
-CUE_METRICS = tuple(f"acc_{cue}" for cue in metrics.VISION_CUES)
-NUM_CUE_METRICS = ("acc_0cue", "acc_1cue", "acc_2cue")
-LANGUAGE_METRICS = BASIC_METRICS + VISION_METRICS + LANGUAGE_ONLY
-MARKERS_METRICS = BASIC_METRICS + CUE_METRICS + NUM_CUE_METRICS + VISION_METRICS + LANGUAGE_ONLY
-REAL_METRICS = BASIC_METRICS + NUM_CUE_METRICS
-ICL_METRICS = BASIC_METRICS + ("acc_1cue", "acc_2cue")
-METRIC_SETS = {"basic": BASIC_METRICS, "language": LANGUAGE_METRICS, "markers": MARKERS_METRICS,
-               "real": REAL_METRICS, "icl": ICL_METRICS}

@@ -1,5 +1,5 @@
-"""O3-D's process_results hooks: each task's record (``records.record``) logged once and fanned
-out to its metric set (``spatial_tasks.harness.fan_out``)."""
+"""O3-D's process_results hooks: each doc's record (``records.record``), logged once and fanned out to
+the metrics its task's YAML declares (``spatial_tasks.harness.ResultsHook``)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from spatial_tasks.common.validate import reads_docs
-from spatial_tasks.harness import fan_out
+from spatial_tasks.harness import ResultsHook
 from spatial_tasks.o3d.records import record
 from spatial_tasks.o3d.schema import BENCHMARK
-from spatial_tasks.o3d.metric_sets import (
-    BASIC_METRICS,
-    ICL_METRICS,
-    LANGUAGE_METRICS,
-    MARKERS_METRICS,
-    REAL_METRICS,
-)
 
 # Every doc hook reads a doc our loader made (a clear error otherwise, not a KeyError mid-run).
 _canonical_doc = reads_docs(BENCHMARK, ("question_id", "subset_name", "question", "gt_label"))
@@ -29,26 +22,7 @@ def _first(results: Sequence[Any]) -> str:
     return first if isinstance(first, str) else ("" if first is None else str(first))
 
 
-@_canonical_doc
-def process_results_basic(doc, results):
-    return fan_out(record(doc, _first(results)), BASIC_METRICS)
-
-
-@_canonical_doc
-def process_results_language(doc, results):
-    return fan_out(record(doc, _first(results)), LANGUAGE_METRICS)
-
-
-@_canonical_doc
-def process_results_markers(doc, results):
-    return fan_out(record(doc, _first(results)), MARKERS_METRICS)
-
-
-@_canonical_doc
-def process_results_real(doc, results):
-    return fan_out(record(doc, _first(results)), REAL_METRICS)
-
-
-@_canonical_doc
-def process_results_icl(doc, results):
-    return fan_out(record(doc, _first(results), icl=True), ICL_METRICS)
+# Every task's record; the ICL task's also says which demonstrations it saw.
+process_results = ResultsHook("o3d.process_results", _canonical_doc(lambda doc, results: record(doc, _first(results))))
+process_results_icl = ResultsHook("o3d.process_results_icl",
+                                  _canonical_doc(lambda doc, results: record(doc, _first(results), icl=True)))

@@ -3,26 +3,26 @@
 One canonical doc per ``visual_questions`` row (``spatial_tasks.o3d.load``); each task keeps a
 slice of it:
 
-=================== ================================================================= ==============
-task                questions                                                         metric set
-=================== ================================================================= ==============
-o3d_markers         marked (clarity 4), synthetic kb-0cue / kb-1cue / kb-2cue         MARKERS_METRICS
-o3d_clarity_low     unmarked, clarity 2, same subsets                                 BASIC_METRICS
-o3d_clarity_med     unmarked, clarity 3                                               LANGUAGE_METRICS
-o3d_clarity_high    unmarked, clarity 3.5                                             LANGUAGE_METRICS
-o3d_real            marked, clarity 4, real-012cue-cropped (Table 12's real columns)  REAL_METRICS
-o3d_icl_cot         marked kb-1cue / kb-2cue questions with 2 ICL+CoT demonstrations  ICL_METRICS
-=================== ================================================================= ==============
+=================== ================================================================= ====================
+task                questions                                                         metrics (its YAML)
+=================== ================================================================= ====================
+o3d_markers         marked (clarity 4), synthetic kb-0cue / kb-1cue / kb-2cue         _markers_metrics_yaml
+o3d_clarity_low     unmarked, clarity 2, same subsets                                 _basic_metrics_yaml
+o3d_clarity_med     unmarked, clarity 3                                               _language_metrics_yaml
+o3d_clarity_high    unmarked, clarity 3.5                                             _language_metrics_yaml
+o3d_real            marked, clarity 4, real-012cue-cropped (Table 12's real columns)  _real_metrics_yaml
+o3d_icl_cot         marked kb-1cue / kb-2cue questions with 2 ICL+CoT demonstrations  _icl_metrics_yaml
+=================== ================================================================= ====================
 
 Where each concern lives (this module only gathers what the YAMLs name):
 
 * ``task_docs`` -- ``process_docs``: each task's slice of the docs (its metadata), its image source;
 * ``demonstrations`` -- the ICL + CoT task's worked demonstrations;
 * ``model_input`` -- ``doc_to_visual`` / ``doc_to_text`` / ``doc_to_messages_icl`` / ``doc_to_target``;
-* ``records`` / ``task_results`` -- ``process_results_*``: ONE per-doc record (``record``) fanned out to every metric
-  key of the task;
+* ``records`` / ``task_results`` -- ``process_results``: ONE per-doc record (``record``) fanned out to the
+  metrics the task's YAML declares;
 * ``metric_sets`` -- the metric table (``METRICS``; lmms-eval aggregates each entry by the name
-  ``o3d_<metric>``, ``Benchmark.metrics``) and each task's metric set. The record carries everything those functions and
+  ``o3d_<metric>``, ``Benchmark.metrics``). The record carries everything those functions and
 ``spatial-tasks rescore o3d --format lmms-samples`` need (question, response, ground truth, cues,
 strength, clarity, the question's language tags), so saved samples can be re-scored.
 
@@ -70,20 +70,5 @@ from spatial_tasks.o3d.task_docs import (  # noqa: F401
     process_docs,
     subset_source,
 )
-from spatial_tasks.o3d.metric_sets import (  # noqa: F401
-    BASIC_METRICS,
-    ICL_METRICS,
-    LANGUAGE_METRICS,
-    MARKERS_METRICS,
-    METRIC_SETS,
-    METRICS,
-    REAL_METRICS,
-    unparseable_share,
-)
-from spatial_tasks.o3d.task_results import (  # noqa: F401
-    process_results_basic,
-    process_results_icl,
-    process_results_language,
-    process_results_markers,
-    process_results_real,
-)
+from spatial_tasks.o3d.metric_sets import METRICS, unparseable_share  # noqa: F401
+from spatial_tasks.o3d.task_results import process_results, process_results_icl  # noqa: F401

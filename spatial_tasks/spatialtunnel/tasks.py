@@ -17,7 +17,7 @@ from spatial_tasks.common import images, prompts
 from spatial_tasks.common.errors import stop_run
 from spatial_tasks.common.validate import DataError, reads_docs
 from spatial_tasks.common.yesno import scores_payloads
-from spatial_tasks.harness import DocsHook, TaskData, aggregation, fan_out, pool_subtasks  # noqa: F401
+from spatial_tasks.harness import DocsHook, ResultsHook, TaskData, aggregation, pool_subtasks  # noqa: F401
 from spatial_tasks.spatialtunnel import load
 from spatial_tasks.spatialtunnel.records import (  # noqa: F401
     LoggedRecord,
@@ -63,47 +63,26 @@ def doc_to_target(doc: dict) -> str:
     return doc["answer"]
 
 
-# lmms-eval calls process_results once per doc; the record is logged once (under "v") and every
-# metric gets it (spatial_tasks.harness). Per-cell grids are not metrics (they would fill
-# lmms-eval's table): the records carry the cells, and `rescore` / `report` draw the grid.
-PHASE_METRICS = ("v", "v_cons", "v_ctr", "delta", "v_amb", "unparseable")
-SIZE_METRICS = ("v", "v_cons", "v_ctr", "delta", "v_s010", "v_s030", "delta_s", "unparseable")
+# lmms-eval calls process_results once per doc; the record is logged once (under "v") and every metric
+# the task's YAML declares gets it (spatial_tasks.harness.ResultsHook). Per-cell grids are not metrics
+# (they would fill lmms-eval's table): the records carry the cells, and `rescore` / `report` draw the grid.
+process_results = ResultsHook("spatialtunnel.process_results", _canonical_doc(exact_match_record))
 
 
-@_canonical_doc
-def process_results_phase(doc, results):
-    return fan_out(exact_match_record(doc, results), PHASE_METRICS)
-
-
-@_canonical_doc
-def process_results_size(doc, results):
-    return fan_out(exact_match_record(doc, results), SIZE_METRICS)
-
-
-def _stop_on_text(process_results):
+def _stop_on_text(record):
     """A logit task scored with a model that returns text fails the same way on every doc: the run
     stops at the first one, in one line (exit 2), instead of lmms-eval retrying each doc for 16 s
     and exiting 0 after a traceback."""
-    @functools.wraps(process_results)
+    @functools.wraps(record)
     def checked(doc, results):
         try:
-            return process_results(doc, results)
+            return record(doc, results)
         except LogitsMissingError as error:
             stop_run(f"spatial-tasks: {error}")
     return checked
 
 
-@scores_payloads
-@_stop_on_text
-@_canonical_doc
-def process_results_logit_phase(doc, results):
-    return fan_out(logit_record(doc, results), PHASE_METRICS)
-
-
-@scores_payloads
-@_stop_on_text
-@_canonical_doc
-def process_results_logit_size(doc, results):
-    return fan_out(logit_record(doc, results), SIZE_METRICS)
+process_results_logit = ResultsHook("spatialtunnel.process_results_logit",
+                                    scores_payloads(_stop_on_text(_canonical_doc(logit_record))))
 
 

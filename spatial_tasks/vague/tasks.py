@@ -26,7 +26,7 @@ from PIL import Image
 from spatial_tasks.common import images, prompts
 from spatial_tasks.common.origin import fingerprint
 from spatial_tasks.common.validate import reads_docs
-from spatial_tasks.harness import DocsHook, TaskData, fan_out
+from spatial_tasks.harness import DocsHook, ResultsHook, TaskData
 from spatial_tasks.vague import load, metrics
 from spatial_tasks.vague.person_tags import draw_person_tags
 from spatial_tasks.vague.records import (  # noqa: F401
@@ -237,28 +237,14 @@ def doc_to_target_freeform(doc: Mapping) -> str:
 
 # ------------------------------------------------------------------------------- scoring
 
-# Metric names are never substrings of one another (lmms-eval matches group entries as substrings).
-MCQ_METRICS = ("acc", "fs_rate", "su_rate", "ne_rate", "unparseable", "declined", "refused")
-FREEFORM_METRICS = ("bleu1", "bertscore_f1")
+# Each setting's record, fanned out to its YAML's metrics (metric names are never substrings of one another:
+# lmms-eval matches group entries as substrings).
+def _results(setting: str, score) -> ResultsHook:
+    return ResultsHook(f"vague.process_results_{setting}",
+                       lambda doc, results: score(doc, results[0] if results else "", setting))
 
 
-def _mcq(setting):
-    def process_results(doc, results):
-        return fan_out(score_mcq(doc, results[0] if results else "", setting), MCQ_METRICS)
-
-    process_results.__name__ = f"process_results_{setting}"
-    return process_results
-
-
-def _freeform(setting):
-    def process_results(doc, results):
-        return fan_out(score_freeform(doc, results[0] if results else "", setting), FREEFORM_METRICS)
-
-    process_results.__name__ = f"process_results_{setting}"
-    return process_results
-
-
-PROCESS_RESULTS = {**{s: _mcq(s) for s in ("lm", "sm", "sm_gpt", "vlm", "vlm_cot", "sm_cot")},
-                   **{s: _freeform(s) for s in ("freeform", "freeform_cot")}}
+PROCESS_RESULTS = {**{s: _results(s, score_mcq) for s in ("lm", "sm", "sm_gpt", "vlm", "vlm_cot", "sm_cot")},
+                   **{s: _results(s, score_freeform) for s in ("freeform", "freeform_cot")}}
 
 

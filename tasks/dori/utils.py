@@ -15,7 +15,5 @@ from spatial_tasks.dori.tasks import (  # noqa: F401
     doc_to_visual,
     pool_subtasks,
     process_docs,
-    process_results_any,
-    process_results_coarse,
-    process_results_granular,
+    process_results,
 )

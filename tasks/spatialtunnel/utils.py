@@ -25,8 +25,6 @@ from spatial_tasks.spatialtunnel.tasks import (  # noqa: F401
     doc_to_visual,
     pool_subtasks,
     process_docs,
-    process_results_logit_phase,
-    process_results_logit_size,
-    process_results_phase,
-    process_results_size,
+    process_results,
+    process_results_logit,
 )

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import datasets
 import pytest
-from lmms import SPATIAL_TASKS, TINY_QWEN_ARGS, assert_all_finite, run_cli, run_lmms_eval
+from lmms import SPATIAL_TASKS, TINY_QWEN_ARGS, assert_all_finite, declared_metrics, run_cli, run_lmms_eval
 
 from spatial_tasks.dori import load, metrics, schema
-from spatial_tasks.dori.tasks import GRANULAR_METRICS, TASK_NAMES
+from spatial_tasks.dori.tasks import TASK_NAMES
 
 from . import official_layouts
 
@@ -46,7 +46,7 @@ def test_oracle_scores_one_on_every_question_of_the_sample(sample_runs):
     assert (m["acc"], m["soft"], m["unparseable"], m["declined"]) == (1.0, 1.0, 0.0, 0.0)
     records = [s["acc"] for s in run.samples["dori_sample"]]
     assert len(records) == len(sample_docs()) and all(r["correct"] == 1 for r in records)
-    assert_all_finite(m, GRANULAR_METRICS)
+    assert_all_finite(m, declared_metrics("dori_sample"))
 
 
 def test_always_a_scores_the_share_of_answers_shown_first(sample_runs):
@@ -89,7 +89,7 @@ def test_tiny_qwen_runs_the_real_model_code(tiny_qwen_dir, tmp_path):
     run = run_lmms_eval(tmp_path / "tiny", "qwen2_5_vl", f"pretrained={tiny_qwen_dir},{TINY_QWEN_ARGS}",
                         "dori_sample", "--limit", "6")
     m = run.metrics("dori_sample")
-    assert_all_finite(m, GRANULAR_METRICS)
+    assert_all_finite(m, declared_metrics("dori_sample"))
     assert m["unparseable"] + m["declined"] <= 1.0 and 0.0 <= m["acc"] <= m["soft"] <= 1.0
     samples = run.samples["dori_sample"]
     assert len(samples) == 6 and all(isinstance(s["acc"]["response"], str) for s in samples)

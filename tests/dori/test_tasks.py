@@ -138,9 +138,12 @@ def test_record_and_fan_out():
     assert record["outcome"] == "selected" and record["chosen_text"] == "135"
     again = T.score(record, record["response"])  # a logged record re-scores without the dataset
     assert {k: again[k] for k in ("correct", "soft", "chosen")} == {k: record[k] for k in ("correct", "soft", "chosen")}
-    out = T.process_results_granular(doc, ["Cannot be determined"])
-    assert set(out) == set(T.GRANULAR_METRICS) and out["acc"]["outcome"] == "declined"
-    assert set(T.process_results_coarse(doc, [""])) == set(T.COARSE_METRICS)
+    granular, coarse = ("acc", "soft", "unparseable", "declined", "refused"), ("acc", "unparseable", "declined", "refused")
+    out = T.process_results.bound(granular)(doc, ["Cannot be determined"])
+    assert tuple(out) == granular and out["acc"]["outcome"] == "declined"
+    assert tuple(T.process_results.bound(coarse)(doc, [""])) == coarse
+    with pytest.raises(TypeError, match="called without its task's metrics"):
+        T.process_results(doc, [""])  # by hand, unbound: it says how to bind them, not a KeyError in lmms-eval
 
 
 def cannot_determine_doc(gold_is_cbd: bool) -> dict:

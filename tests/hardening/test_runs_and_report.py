@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 
 import pytest
+from lmms import declared_metrics
 
 from spatial_tasks.common.formatting import number
 from spatial_tasks.common.samples import RunFailed, SamplesError, check_run, find_runs, run_label
@@ -35,7 +36,8 @@ def docs():
 def write_run(folder: Path, stamp: str, model: str, model_args: str, docs, answer, task: str = TASK) -> None:
     """One lmms-eval run: <stamp>_results.json + <stamp>_samples_<task>.jsonl."""
     folder.mkdir(parents=True, exist_ok=True)
-    process = tasks.process_results_phase if "logit" not in task else tasks.process_results_logit_phase
+    hook = tasks.process_results if "logit" not in task else tasks.process_results_logit
+    process = hook.bound(declared_metrics(task))
     with open(folder / f"{stamp}_samples_{task}.jsonl", "w") as fh:
         for i, doc in enumerate(docs):
             response = answer(doc)

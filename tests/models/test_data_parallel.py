@@ -15,9 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from lmms import read_run
+from lmms import declared_metrics, read_run
 
-from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS
 
 pytestmark = pytest.mark.cli
 ACCELERATE = str(Path(sys.executable).with_name("accelerate"))
@@ -57,6 +56,6 @@ def test_two_processes_score_exactly_as_one(tiny_family_dirs, lmms_run, tmp_path
         assert got["logit_yes"] == pytest.approx(want["logit_yes"], abs=LOGIT_TOL)
         assert got["logit_no"] == pytest.approx(want["logit_no"], abs=LOGIT_TOL)
         assert got["label_mass"] == pytest.approx(want["label_mass"], abs=1e-6)
-    for metric in PHASE_METRICS:
+    for metric in declared_metrics(TASK):
         assert two.metrics(TASK)[metric] == pytest.approx(one.metrics(TASK)[metric], abs=1e-6)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from lmms import SPATIAL_TASKS, assert_all_finite, run_cli, run_lmms_eval
+from lmms import SPATIAL_TASKS, assert_all_finite, declared_metrics, run_cli, run_lmms_eval
 from PIL import Image
 
 from spatial_tasks.common.yesno import decode_payload
@@ -22,7 +22,6 @@ from spatial_tasks.models.hf_yesno import HFYesNo
 from spatial_tasks.models.hidden_states import RemoteHidden, load_hidden_state_model
 from spatial_tasks.models.scoring_paths import ONE_BY_ONE
 from spatial_tasks.paths import benchmark_tasks_dir
-from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS
 
 sys.path.insert(0, str(Path(__file__).parent))
 import standin_molmo  # noqa: E402
@@ -155,7 +154,7 @@ def test_hf_yesno_and_probe_clis_with_trust_remote_code(family, molmo_dir, vila_
     checkpoint = molmo_dir if family == "molmo" else vila_dirs()
     run = run_lmms_eval(tmp_path / "out", "hf_yesno", f"pretrained={checkpoint},device=cpu,dtype=float32,trust_remote_code=true",
                         "spatialtunnel_logit_sample_phase", "--batch_size", "4")
-    assert_all_finite(run.metrics("spatialtunnel_logit_sample_phase"), PHASE_METRICS)
+    assert_all_finite(run.metrics("spatialtunnel_logit_sample_phase"), declared_metrics("spatialtunnel_logit_sample_phase"))
     samples = run.samples["spatialtunnel_logit_sample_phase"]
     assert len(samples) == run.results["n-samples"]["spatialtunnel_logit_sample_phase"]["effective"] > 0
     assert all(decode_payload(s["v"]["response"]).finite and json.loads(s["v"]["response"])["answer_rule"] == "exact"

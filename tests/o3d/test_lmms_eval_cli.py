@@ -17,29 +17,17 @@ from pathlib import Path
 
 import pytest
 from filelock import FileLock
-from lmms import SPATIAL_TASKS, TINY_QWEN_ARGS, Run, assert_all_finite, run_cli, run_lmms_eval
+from lmms import SPATIAL_TASKS, TINY_QWEN_ARGS, Run, assert_all_finite, declared_metrics, run_cli, run_lmms_eval
 from openai_server import image_urls, prompt_text
 from spatial_tasks.generators.o3d import standins as fixture
 
-from spatial_tasks.o3d.tasks import (
-    BASIC_METRICS,
-    ICL_METRICS,
-    LANGUAGE_METRICS,
-    MARKERS_METRICS,
-    REAL_METRICS,
-)
 
 pytestmark = pytest.mark.cli
 SAMPLE_TASKS = "o3d_sample,o3d_sample_real,o3d_sample_icl_cot"
-DECLARED = {
-    "o3d_sample_clarity_low": BASIC_METRICS,
-    "o3d_sample_clarity_med": LANGUAGE_METRICS,
-    "o3d_sample_clarity_high": LANGUAGE_METRICS,
-    "o3d_sample_markers": MARKERS_METRICS,
-    "o3d_sample_real": REAL_METRICS,
-    "o3d_sample_icl_cot": ICL_METRICS,
-    "o3d_sample": MARKERS_METRICS + LANGUAGE_METRICS,  # the group: every metric of its subtasks, pooled
-}
+SUBTASKS = ("o3d_sample_clarity_low", "o3d_sample_clarity_med", "o3d_sample_clarity_high", "o3d_sample_markers",
+            "o3d_sample_real", "o3d_sample_icl_cot")
+DECLARED = {task: declared_metrics(task) for task in SUBTASKS}
+DECLARED["o3d_sample"] = DECLARED["o3d_sample_markers"] + DECLARED["o3d_sample_clarity_med"]  # the group: pooled
 GROUP = ("o3d_sample_clarity_low", "o3d_sample_clarity_med", "o3d_sample_clarity_high", "o3d_sample_markers")
 # Figures the sample cannot define whatever the answers: Eq. 3 across one level is undefined, and
 # one clarity level per subtask means the clarity tag never varies there; the sample's clarity-3.5
@@ -145,7 +133,7 @@ def test_depth_oracle_is_perfect_on_every_sample_task(oracle):
 
 def test_custom_task_reads_questions_and_images_from_a_local_folder(oracle, custom_data):
     m = _metrics(oracle, "o3d_markers_mine")
-    assert m["acc"] == pytest.approx(1.0) and set(MARKERS_METRICS) <= set(m)
+    assert m["acc"] == pytest.approx(1.0) and set(DECLARED["o3d_sample_markers"]) <= set(m)
     # the fixture folder's marked synthetic questions (20 images x 2), not the bundled sample's 45
     assert len(oracle.samples["o3d_markers_mine"]) == 40
     assert f"O3-D image subsets from '{custom_data}'" in oracle.output

@@ -29,17 +29,26 @@ QUESTIONS_FILE = SAMPLE / "visual_questions" / "train-00000-of-00001.parquet"
 # The fixture with the layout of the release's names (timestamps: strength 1 then 2 per scene).
 FIXTURE_ARGS = {"seed": 0, "counts": {"kb-0cue": 6, "kb-1cue": 32, "kb-2cue": 8, "real-012cue-cropped": 12},
                 "image_size": (256, 192)}
-# Each task's slice (its YAML metadata) and metric set.
+# Each task's metrics as Table 12 and Eqs. 1-3 give them (pinned: its YAML must declare these), and its slice
+# (its YAML metadata) with them.
+BASIC_METRICS = ("acc", "acc_near", "acc_far", "bias_nf", "unparseable")
+LANGUAGE_ONLY = ("sdgm_language", "consistency", "msdgm_query", "msdgm_order", "msdgm_formality", "msdgm_vocabulary",
+                 "msdgm_clarity_level")
+LANGUAGE_METRICS = BASIC_METRICS + ("sdgm_vision",) + LANGUAGE_ONLY
+MARKERS_METRICS = (BASIC_METRICS + ("acc_HP", "acc_OC", "acc_RS", "acc_TG", "acc_SA", "acc_LS", "acc_FO", "acc_FS")
+                   + ("acc_0cue", "acc_1cue", "acc_2cue", "sdgm_vision") + LANGUAGE_ONLY)
+REAL_METRICS = BASIC_METRICS + ("acc_0cue", "acc_1cue", "acc_2cue")
+ICL_METRICS = BASIC_METRICS + ("acc_1cue", "acc_2cue")
 TASK_HOOKS = {
-    "markers": ({"subsets": "synthetic", "marked": True, "clarity": None, "demonstrations": False}, T.MARKERS_METRICS),
+    "markers": ({"subsets": "synthetic", "marked": True, "clarity": None, "demonstrations": False}, MARKERS_METRICS),
     "clarity_low": ({"subsets": "synthetic", "marked": False, "clarity": "low", "demonstrations": False},
-                    T.BASIC_METRICS),
+                    BASIC_METRICS),
     "clarity_med": ({"subsets": "synthetic", "marked": False, "clarity": "med", "demonstrations": False},
-                    T.LANGUAGE_METRICS),
+                    LANGUAGE_METRICS),
     "clarity_high": ({"subsets": "synthetic", "marked": False, "clarity": "high", "demonstrations": False},
-                     T.LANGUAGE_METRICS),
-    "real": ({"subsets": "real", "marked": True, "clarity": None, "demonstrations": False}, T.REAL_METRICS),
-    "icl_cot": ({"subsets": "icl", "marked": True, "clarity": None, "demonstrations": True}, T.ICL_METRICS),
+                     LANGUAGE_METRICS),
+    "real": ({"subsets": "real", "marked": True, "clarity": None, "demonstrations": False}, REAL_METRICS),
+    "icl_cot": ({"subsets": "icl", "marked": True, "clarity": None, "demonstrations": True}, ICL_METRICS),
 }
 MARKERS = TASK_HOOKS["markers"][0]
 
@@ -116,10 +125,10 @@ def test_every_task_and_group_registers_and_resolves():
 
 def test_process_results_fan_out_exactly_the_declared_metrics(sample_docs):
     doc = sample_docs["markers"][0]
-    for fn, names in ((T.process_results_basic, T.BASIC_METRICS), (T.process_results_language, T.LANGUAGE_METRICS),
-                      (T.process_results_markers, T.MARKERS_METRICS), (T.process_results_real, T.REAL_METRICS),
-                      (T.process_results_icl, T.ICL_METRICS)):
-        out = fn(doc, ["A"])
+    for hook, names in ((T.process_results, BASIC_METRICS), (T.process_results, LANGUAGE_METRICS),
+                        (T.process_results, MARKERS_METRICS), (T.process_results, REAL_METRICS),
+                        (T.process_results_icl, ICL_METRICS)):
+        out = hook.bound(names)(doc, ["A"])
         assert tuple(out) == names
         assert isinstance(out["acc"], dict) and out["acc"]["benchmark"] == "o3d"
         assert all(isinstance(out[n], T.RecordRef) and out[n].record is out["acc"] for n in names[1:])
@@ -239,7 +248,7 @@ def test_records_carry_what_the_metrics_need(sample_docs):
     assert rec["is_real"] is False and rec["icl"] is False and rec["image_family"] == "kb-0cue"
     assert T.record(doc, "A")["correct"] is False
     assert T.record(doc, "I cannot tell")["label"] == "unparseable"
-    assert T.process_results_icl(doc, ["A"])["acc"]["icl"] is True
+    assert T.process_results_icl.bound(ICL_METRICS)(doc, ["A"])["acc"]["icl"] is True
     # a rescored record equals the live one
     assert T.rescored({**rec, "label": "x", "correct": None}) == rec
 
@@ -268,7 +277,7 @@ def test_aggregations_wrap_the_pure_metric_functions(sample_docs):
     assert _agg("sdgm_language")(recs) == pytest.approx(metrics.sdgm_language(recs)["sdgm"])
     assert _agg("consistency")(recs) == pytest.approx(1 - metrics.sdgm_language(recs)["sdgm"])
     assert _agg("msdgm_order")(recs) == pytest.approx(metrics.modified_sdgm(recs, "order")["sdgm"])
-    refs = [T.process_results_markers(d, ["A"])[n] for d in sample_docs["markers"] for n in ("acc_near",)]
+    refs = [T.process_results.bound(MARKERS_METRICS)(d, ["A"])[n] for d in sample_docs["markers"] for n in ("acc_near",)]
     assert _agg("acc_near")(refs) == pytest.approx(metrics.near_far_bias(recs)["acc_near"])  # RecordRefs unwrap
     assert math.isnan(_agg("acc_FS")([]))  # undefined -> NaN, never an exception
 

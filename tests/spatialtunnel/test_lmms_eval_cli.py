@@ -9,9 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from lmms import SPATIAL_TASKS, TINY_QWEN_ARGS, assert_all_finite, run_cli, run_lmms_eval
+from lmms import SPATIAL_TASKS, TINY_QWEN_ARGS, assert_all_finite, declared_metrics, run_cli, run_lmms_eval
 
-from spatial_tasks.spatialtunnel.tasks import PHASE_METRICS, SIZE_METRICS
 
 from .fakes import write_generated
 
@@ -48,8 +47,8 @@ def test_size_rule_follows_the_size_sweep(baseline_runs):
 
 def test_every_declared_metric_and_every_sample_is_there(baseline_runs):
     run = baseline_runs["always_yes"]
-    assert_all_finite(run.metrics("spatialtunnel_sample_phase"), PHASE_METRICS)
-    assert_all_finite(run.metrics("spatialtunnel_logit_sample_size"), SIZE_METRICS)
+    assert_all_finite(run.metrics("spatialtunnel_sample_phase"), declared_metrics("spatialtunnel_sample_phase"))
+    assert_all_finite(run.metrics("spatialtunnel_logit_sample_size"), declared_metrics("spatialtunnel_logit_sample_size"))
     n = run.results["n-samples"]["spatialtunnel_sample_phase"]["effective"]
     assert len(run.samples["spatialtunnel_sample_phase"]) == n > 0
 
@@ -147,14 +146,13 @@ def test_tiny_qwen_runs_both_protocols(tiny_qwen_dir, tmp_path):
     text = run_lmms_eval(tmp_path / "qwen", "qwen2_5_vl", args, "spatialtunnel_sample_phase")
     m = text.metrics("spatialtunnel_sample_phase")
     unreadable = m["unparseable"] == 1.0  # the random model says nothing yes/no-like: Δ is undefined
-    assert_all_finite(m, PHASE_METRICS, ("delta",) if unreadable else ())
+    assert_all_finite(m, declared_metrics("spatialtunnel_sample_phase"), ("delta",) if unreadable else ())
     assert len(text.samples["spatialtunnel_sample_phase"]) == text.results["n-samples"][
         "spatialtunnel_sample_phase"]["effective"]
     logit = run_lmms_eval(tmp_path / "yesno", "qwen2_5_vl_yesno", args, "spatialtunnel_logit_sample")
-    for task, declared in (("spatialtunnel_logit_sample_phase", PHASE_METRICS),
-                           ("spatialtunnel_logit_sample_size", SIZE_METRICS)):
+    for task in ("spatialtunnel_logit_sample_phase", "spatialtunnel_logit_sample_size"):
         m = logit.metrics(task)
-        assert_all_finite(m, declared)
+        assert_all_finite(m, declared_metrics(task))
         assert 0.0 < m["v"] < 1.0  # soft scores from real logits, not 0/1 answers
         logged = logit.samples[task]
         assert logged and all(0.0 < s["v"]["p_yes"] < 1.0 for s in logged)
@@ -167,7 +165,7 @@ def test_openai_api_model_against_a_local_server(openai_server, tmp_path):
             "max_retries=1,retry_backoff_s=0,httpx_trust_env=False")
     run = run_lmms_eval(tmp_path / "api", "openai", args, "spatialtunnel_sample_phase")
     m = run.metrics("spatialtunnel_sample_phase")
-    assert_all_finite(m, PHASE_METRICS)
+    assert_all_finite(m, declared_metrics("spatialtunnel_sample_phase"))
     assert m["v"] == pytest.approx(0.5) and m["unparseable"] == 0.0
     assert len(openai_server.requests) == len(run.samples["spatialtunnel_sample_phase"])
     assert openai_server.requests, "the server received no request"

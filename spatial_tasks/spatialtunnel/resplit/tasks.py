@@ -18,6 +18,7 @@ from spatial_tasks.common.choice import LETTERS, SELECTED, read_choice
 from spatial_tasks.common.validate import DataError
 from spatial_tasks.harness import (  # noqa: F401 (the prompt and image functions: lmms-eval's own, for the YAMLs)
     DocsHook,
+    ResultsHook,
     TaskData,
     cv_bench_answer_letter,
     cv_bench_doc_to_text,
@@ -26,13 +27,9 @@ from spatial_tasks.harness import (  # noqa: F401 (the prompt and image function
     embspatial_doc_to_messages,
     embspatial_doc_to_text,
     embspatial_doc_to_visual,
-    fan_out,
 )
 from spatial_tasks.spatialtunnel.resplit import docs, metrics
 from spatial_tasks.spatialtunnel.resplit.records import LoggedRecord  # noqa: F401
-
-METRICS = ("acc_all", "acc_cons", "acc_ctr", "delta", "acc_amb", "n_cons", "n_ctr", "n_amb", "unparseable")
-
 
 SOURCES = ("embspatial", "cv_bench_3d")
 
@@ -69,15 +66,21 @@ def _record(doc: dict, question_id: object, gold: str, parsed: str, response: st
             "answer_reader": doc.get("answer_reader", "lmms_eval")}
 
 
-def process_results_embspatial_depth(doc: dict, results: list[str]) -> dict:
+def _embspatial_record(doc: dict, results: list[str]) -> dict:
     response = results[0] if results else ""
     parsed = read_letter(doc, response, doc["answer_options"])
-    return fan_out(_record(doc, doc["question_id"], LETTERS[doc["answer"]], parsed, response), METRICS)
+    return _record(doc, doc["question_id"], LETTERS[doc["answer"]], parsed, response)
 
 
-def process_results_cv_bench_depth(doc: dict, results: list[str]) -> dict:
+def _cv_bench_record(doc: dict, results: list[str]) -> dict:
     response = results[0] if results else ""
     parsed = read_letter(doc, response, doc["choices"])
-    return fan_out(_record(doc, doc["idx"], str(doc["answer"]).strip("()"), parsed, response), METRICS)
+    return _record(doc, doc["idx"], str(doc["answer"]).strip("()"), parsed, response)
+
+
+# Each source's record, fanned out to the metrics its YAML declares (_resplit_metrics_yaml).
+process_results_embspatial_depth = ResultsHook("spatialtunnel_resplit.process_results_embspatial_depth",
+                                               _embspatial_record)
+process_results_cv_bench_depth = ResultsHook("spatialtunnel_resplit.process_results_cv_bench_depth", _cv_bench_record)
 
 
