@@ -22,7 +22,7 @@ BENCHMARK_FOLDERS = tuple(benchmarks())  # the registry: a benchmark added there
 # Every module of these kinds, in every benchmark folder, must import neither lmms-eval nor the seam.
 PURE = ("benchmark", "metrics", "records", "rescore", "schema", "report")
 SHARED_PURE = ("registry", "benchmark", "report", "results.tidy", "results.verify", "results.scorecard",
-               "results.hf_evaluate", "results.headlines", "results.schema", "common.intervals", "results.paper",
+               "results.hf_evaluate", "results.headlines", "results.schema", "common.intervals", "common.paper",
                "metric_modules", "common.samples", "common.yesno", "common.hub")
 
 
@@ -93,22 +93,24 @@ def import_graph() -> dict[str, set[str]]:
     graph["spatial_tasks.registry"] |= set(MODULES)
     for module in MODULES:  # what a description names with Later loads on first use: an edge from it to each,
         description = importlib.import_module(module).BENCHMARK  # but its plugins, loaded by the CLI and the baseline model
-        plugins = {"commands": "spatial_tasks.cli", "baselines": "spatial_tasks.models.baseline"}
-        for f in dataclasses.fields(description):
-            for target in _laters(getattr(description, f.name)):
-                if target.module in modules:
-                    graph[plugins.get(f.name, module)].add(target.module)
+        # and the demo, which runs what a ``demo`` field names
+        plugins = {"commands": "spatial_tasks.cli", "baselines": "spatial_tasks.models.baseline",
+                   "demo": "spatial_tasks.demo"}
+        for fields, target in _laters(description):
+            if target.module in modules:
+                graph[next((plugins[f] for f in fields if f in plugins), module)].add(target.module)
     return graph
 
 
-def _laters(value: object) -> list[Later]:
-    """Every ``Later`` inside a description (its fields, capabilities, demo, sections)."""
+def _laters(value: object, fields: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Later]]:
+    """Every ``Later`` inside a description (its fields, capabilities, demo, sections), with the names of
+    the fields it sits in."""
     if isinstance(value, Later):
-        return [value]
+        return [(fields, value)]
     if dataclasses.is_dataclass(value):
-        return [t for f in dataclasses.fields(value) for t in _laters(getattr(value, f.name))]
+        return [t for f in dataclasses.fields(value) for t in _laters(getattr(value, f.name), (*fields, f.name))]
     if isinstance(value, (tuple, list)):
-        return [t for item in value for t in _laters(item)]
+        return [t for item in value for t in _laters(item, fields)]
     return []
 
 
@@ -282,7 +284,7 @@ def test_a_later_loads_calls_and_shows_what_it_names():
 def test_every_later_of_every_description_loads():
     """A ``Later`` names code that is imported only on first use, so a typo or a moved function would
     surface in a user's run: each one of every registered description is loaded here."""
-    broken, laters = [], [(spec, later) for spec in benchmarks().values() for later in _laters(spec)]
+    broken, laters = [], [(spec, later) for spec in benchmarks().values() for _, later in _laters(spec)]
     assert len(laters) > 50  # the walk reaches them
     for spec, later in laters:
         try:
@@ -317,7 +319,9 @@ def test_no_private_name_is_read_from_another_module():
 def _floor(module: str) -> int:
     """The floor of a module in docs/architecture.md's map, bottom (0) to top (5)."""
     parts = module.split(".")
-    if module in ("spatial_tasks", "spatial_tasks.benchmark", "spatial_tasks.paths") or parts[1] == "common":
+    if module == "spatial_tasks":
+        return 2  # the package's one function, metric_module (the evaluate modules' entry point)
+    if module in ("spatial_tasks.benchmark", "spatial_tasks.paths") or parts[1] == "common":
         return 0  # the ground: common/, the description type, where the data files are
     if parts[1] == "tasks":
         return 5  # the task folders' hook lists: lmms-eval imports them, nothing of ours does
@@ -329,6 +333,16 @@ def _floor(module: str) -> int:
     if parts[1] in BENCHMARK_FOLDERS and not parts[-1].startswith("task"):
         return 1  # a benchmark's own code (its loaders, parsers, metrics, records)
     return 2  # the registry, the harness seam and the task hooks, results, report, page, models
+
+
+def test_every_arrow_points_down_or_sideways():
+    """Issue 66, item 4: every arrow of the resolved import graph (every import statement, inside functions
+    too; generators/ and tasks/ under their mapped names; the registry's Laters, attributed to whoever
+    loads them) points to a module on its own floor or below (docs/architecture.md, "The floors")."""
+    graph = import_graph()
+    up = sorted(f"{m} ({_floor(m)}) -> {t} ({_floor(t)})" for m in graph for t in graph[m] if _floor(t) > _floor(m))
+    assert not up, up
+    assert sum(len(targets) for targets in graph.values()) > 600  # the whole graph, not a corner of it
 
 
 def test_no_arrow_goes_up_to_the_generators_or_the_task_folders():

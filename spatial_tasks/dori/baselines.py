@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from spatial_tasks.common.baseline_rules import rule
 from spatial_tasks.common.choice import LETTERS
-from spatial_tasks.dori.tasks import answer_position, shown_options
+from spatial_tasks.dori.records import answer_position, shown_options
 
 
 @rule("dori", "oracle")

@@ -28,6 +28,7 @@ TASKS: dict[str, str] = {
     "canonical_orientation": "CO",
 }
 GRANULARITIES = ("coarse", "granular")
+TASK_NAMES = tuple(f"{t}_{g}" for t in TASKS for g in GRANULARITIES)  # the 14 tasks: dori_<task>_<granularity>
 # Tasks whose questions show two images (before / after).
 TWO_IMAGE_TASKS = frozenset({"compound_rotation", "viewer_scene_direction"})
 # Tasks that ask about two objects (boxes A and B).

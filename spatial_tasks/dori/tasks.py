@@ -26,6 +26,7 @@ from spatial_tasks.dori.schema import (
     DRAW_BOXES,
     GRANULARITIES,
     SOURCE,
+    TASK_NAMES,  # noqa: F401 -- the 14 task names, for whoever runs them
     TASKS,
     TWO_IMAGE_TASKS,
     TWO_OBJECT_TASKS,
@@ -162,5 +163,3 @@ def doc_to_target(doc: Mapping) -> str:
 process_results = ResultsHook("dori.process_results",
                               _canonical_doc(lambda doc, results: score(doc, results[0] if results else "")))
 
-
-TASK_NAMES = tuple(f"{t}_{g}" for t in TASKS for g in GRANULARITIES)

@@ -308,7 +308,7 @@ def rescore_released(path: str | Path, ddof: int = 0) -> dict:
 def compare_to_paper(result: dict, decimals: int = 4) -> list[dict]:
     """Every reproducible Table 12 cell of the models the paper reports: ours vs the paper,
     rounded to ``decimals``."""
-    from spatial_tasks.results.paper import paper_results
+    from spatial_tasks.common.paper import paper_results
 
     paper = paper_results("o3d")
     table = paper.tables["table12"]

@@ -39,7 +39,7 @@ from spatial_tasks.common.read_once import read_once
 from spatial_tasks.common.samples import Run, SamplesError, find_runs, samples_benchmark
 from spatial_tasks.common.yesno import label_mass_below_half, label_mass_median, label_mass_warning
 from spatial_tasks.registry import benchmarks, get, offering
-from spatial_tasks.results.paper import paper_results
+from spatial_tasks.common.paper import paper_results
 from spatial_tasks.results.tidy import software_of
 
 STRONG, ACCEPTABLE = 2.5, 5.0  # |Δ| in points (EASI's bands)

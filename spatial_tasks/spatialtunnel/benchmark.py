@@ -83,6 +83,6 @@ BENCHMARK = Benchmark(
                               title="SpatialTunnel: contrastive probing (§5)"),
               holds=lambda folder: (folder / "probe.json").is_file(),
               marks="a `spatial-tasks probe` folder holds probe.json",
-              demo=Later("spatial_tasks.spatialtunnel.probe.run:probe_bundled_pairs")),
+              demo=Later("spatial_tasks.spatialtunnel.probe.commands:probe_bundled_pairs")),
     ),
 )

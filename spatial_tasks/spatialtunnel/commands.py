@@ -109,7 +109,7 @@ def probe_command(
     overwrite: Annotated[bool, typer.Option(help="Replace a probe of another model or data in --out.")] = False,
 ) -> None:
     """Contrastive probing (SpatialTunnel §5): axis coherence and VD-EI per layer, PCA of the deltas."""
-    from spatial_tasks.spatialtunnel.probe.run import probe
+    from spatial_tasks.spatialtunnel.probe.commands import probe
 
     summary = probe(out, model=model, data=data, per_category=per_category, seed=seed, strict=strict,
                     empty_options=empty_options, layer=layer,

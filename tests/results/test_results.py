@@ -16,7 +16,7 @@ from spatial_tasks.common.samples import find_runs
 from spatial_tasks.report import write_report
 from spatial_tasks.results.headlines import headlines
 from spatial_tasks.common.intervals import cluster_bootstrap, grouped_bootstrap, wilson
-from spatial_tasks.results.paper import PaperResults, paper_results
+from spatial_tasks.common.paper import PaperResults, paper_results
 from spatial_tasks.results.schema import (
     FIELDS,
     SCHEMA_FILE,

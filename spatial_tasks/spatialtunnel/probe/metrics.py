@@ -185,7 +185,7 @@ def paper_layer(model_name: str, num_layers: int) -> int | None:
 def paper_table5(model_name: str, num_layers: int) -> dict[str, float] | None:
     """The paper's Table 5 row (Coh_H, Coh_V, Coh_D, VD-EI) for one of its models (``paper_model``),
     else None; the numbers live in tasks/spatialtunnel/paper_results.yaml."""
-    from spatial_tasks.results.paper import paper_results
+    from spatial_tasks.common.paper import paper_results
 
     name = paper_model(model_name, num_layers)
     results = paper_results("spatialtunnel")

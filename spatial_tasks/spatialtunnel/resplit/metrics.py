@@ -17,7 +17,7 @@ PAPER_TABLE1 = {"embspatial": {"consistent": 976, "counter": 129, "ambiguous": 1
 def paper_table2() -> dict[str, dict[str, tuple[float, float]]]:
     """Table 2 (accuracy %, consistent / counter) per paper model and source (embspatial,
     cv_bench_3d), from tasks/spatialtunnel/paper_results.yaml."""
-    from spatial_tasks.results.paper import paper_results
+    from spatial_tasks.common.paper import paper_results
 
     table = paper_results("spatialtunnel").tables["table2"]
     return {model: {source: (table.rows[model][table.columns.index(f"{source}_consistent")],
