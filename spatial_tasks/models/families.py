@@ -1,7 +1,8 @@
 """The model families we score and probe: one entry each, everything that differs between them.
 
-A family is a transformers ``model_type`` (what a checkpoint's config.json says). Every family
-here is transformers-native: ``AutoProcessor`` + ``AutoModelForImageTextToText`` load it
+A family is a transformers ``model_type`` (what a checkpoint's config.json says); which exist, their
+names and scoring paths are a table that imports no torch (``family_table``). Every family here is
+transformers-native: ``AutoProcessor`` + ``AutoModelForImageTextToText`` load it
 (``Family.load``, for ``hf_yesno``, probing and the local logprob server), and its processor's
 chat template builds the prompt (``chat_inputs``). What differs per family is its entry in
 ``FAMILIES``:
@@ -35,14 +36,8 @@ from PIL import Image
 
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.models import tiny_models
-from spatial_tasks.models.scoring_terms import (
-    GROUPED,
-    ONE_BY_ONE,
-    PACKED,
-    PADDED,
-    PREPARED_ONCE,
-    SHARED_PREFIX,
-)
+from spatial_tasks.models.family_table import BASIC_PATHS, FAMILY_TABLE
+from spatial_tasks.models.scoring_terms import GROUPED, PACKED, SHARED_PREFIX
 from spatial_tasks.paths import output_folder
 
 
@@ -50,7 +45,6 @@ class ModelFamilyError(UserError, ValueError):
     """A checkpoint whose family we cannot read, build or do not support."""
 
 
-BASIC_PATHS = (PADDED, ONE_BY_ONE)  # what every model allows
 NEED_IMAGE_FEATURES = (PACKED, SHARED_PREFIX, GROUPED)  # paths that hand the forward precomputed features
 
 
@@ -249,18 +243,23 @@ def qwen_vl_utils_inputs(processor: Any, items: Sequence[tuple[str, Image.Image]
 # --- the families ---------------------------------------------------------------------------------
 
 QWEN_FEATURES = ImageFeatures(qwen_image_parts, qwen_encode_images, qwen_encoder_outputs)
-_QWEN = (PACKED, GROUPED, PADDED, ONE_BY_ONE)
-_PREPARED = (PREPARED_ONCE, PADDED, ONE_BY_ONE)
+
+
+def _family(model_type: str, tiny: TinyBuilder | None, image_features: ImageFeatures | None = None,
+            probe_prompt=None) -> Family:
+    """A family's entry: its row of the table (``family_table``) and the code that runs it."""
+    row = FAMILY_TABLE[model_type]
+    return Family(model_type, row.title, row.lmms_eval_model, tiny, row.paths, image_features, probe_prompt)
+
+
 FAMILIES: dict[str, Family] = {f.model_type: f for f in (
-    Family("qwen2_5_vl", "Qwen2.5-VL", "qwen2_5_vl", tiny_models.build_qwen2_5_vl,
-           (PACKED, SHARED_PREFIX, GROUPED, PADDED, ONE_BY_ONE), QWEN_FEATURES, probe_prompt=qwen_vl_utils_inputs),
-    Family("qwen3_vl", "Qwen3-VL", "qwen3_vl", tiny_models.build_qwen3_vl, _QWEN, QWEN_FEATURES),
-    Family("qwen3_vl_moe", "Qwen3-VL-MoE", "qwen3_vl", tiny_models.build_qwen3_vl_moe, _QWEN, QWEN_FEATURES),
-    Family("llava_onevision", "LLaVA-OneVision", "llava_hf", tiny_models.build_llava_onevision, _PREPARED),
-    Family("internvl", "InternVL (-hf)", None, tiny_models.build_internvl, _PREPARED),
-    Family("gemma3", "Gemma 3", "gemma3", tiny_models.build_gemma3, _PREPARED),
-    # Molmo2's image_token_pooling indexes its patches another way than PreparedOnce assembles rows
-    Family("molmo2", "Molmo2", None, tiny_models.build_molmo2),
+    _family("qwen2_5_vl", tiny_models.build_qwen2_5_vl, QWEN_FEATURES, probe_prompt=qwen_vl_utils_inputs),
+    _family("qwen3_vl", tiny_models.build_qwen3_vl, QWEN_FEATURES),
+    _family("qwen3_vl_moe", tiny_models.build_qwen3_vl_moe, QWEN_FEATURES),
+    _family("llava_onevision", tiny_models.build_llava_onevision),
+    _family("internvl", tiny_models.build_internvl),
+    _family("gemma3", tiny_models.build_gemma3),
+    _family("molmo2", tiny_models.build_molmo2),
 )}
 
 

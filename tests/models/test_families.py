@@ -55,6 +55,21 @@ def test_the_families_are_the_issues_list():
     assert all(f"{twin}_yesno" in MODELS for twin in twins)
 
 
+def test_the_family_table_is_the_entries_and_the_preflight_reads_it_without_torch():
+    """Issue 66, item 4: which families exist (their model_types, names, twins and paths) is one table that
+    imports no torch; each entry of ``FAMILIES`` is its row plus the code that runs it."""
+    from spatial_tasks.models.family_table import FAMILY_TABLE
+
+    assert set(FAMILY_TABLE) == set(families.FAMILIES)
+    for model_type, row in FAMILY_TABLE.items():
+        entry = families.FAMILIES[model_type]
+        assert (entry.title, entry.lmms_eval_model, entry.paths) == (row.title, row.lmms_eval_model, row.paths)
+    script = ("import sys; from spatial_tasks import preflight; "
+              "print(preflight.expected_families('qwen3_vl_yesno'), 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["('qwen3_vl',", "'qwen3_vl_moe')", "False"]
+
+
 @pytest.mark.parametrize("family", ALL)
 def test_batch_one_equals_batched_and_grouped_scoring(family, family_dir, monkeypatch):
     model = HFYesNo(str(family_dir(family)), device="cpu", dtype="float32", batch_size=3)
