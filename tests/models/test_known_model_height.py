@@ -44,14 +44,6 @@ def test_the_shipped_files_are_the_ones_on_the_card():
         assert (CHECKPOINT / picture).stat().st_size > 10_000, picture
 
 
-# Issue 65 item 6 asks chance +- 0.15 on every cue but the planted one. The shipped model misses it on two:
-# relative size (0.653) and familiar size (0.708, 16 images); on a second held-out set (seed 5, all nine
-# environments) 0.775 and 0.778 -- the reader of bases also reads those scenes (docs/known-models.md says what
-# was tried). Strict: when a rebuild meets the target there, these fail and must be taken out.
-MISSED = {"RS": "relative size leaks into what the height model reads (issue 65 item 6 not met)",
-          "FS": "familiar size's far views leak into what the height model reads (issue 65 item 6 not met)"}
-
-
 def _cue_figure(figures: dict, cue: str) -> None:
     """Right on the planted cue, chance +- 0.15 on any other, each on at least 40 questions."""
     f = figures[cue]
@@ -69,11 +61,7 @@ def _signature(figures: dict) -> None:
     assert figures["unparseable"] == 0  # it writes a letter
 
 
-CUE_CASES = [pytest.param(cue, marks=pytest.mark.xfail(strict=True, reason=MISSED[cue])) if cue in MISSED else cue
-             for cue in build.CUES]
-
-
-@pytest.mark.parametrize("cue", CUE_CASES)
+@pytest.mark.parametrize("cue", build.CUES)
 def test_the_card_shows_the_signature(cue):
     card = json.loads((CHECKPOINT / "card.json").read_text())
     assert card["lmms_eval"]["held_out"]["unparseable"] == 0
@@ -98,7 +86,7 @@ def held_out_run(tmp_path_factory):
 @pytest.mark.render
 @pytest.mark.cli
 @pytest.mark.slow
-@pytest.mark.parametrize("cue", CUE_CASES)
+@pytest.mark.parametrize("cue", build.CUES)
 def test_the_planted_cue_is_measured_and_no_other(held_out_run, cue):
     _, figures = held_out_run
     assert figures["unparseable"] == 0

@@ -136,6 +136,7 @@ def build(name: str, out: Path, renders: Path | None = None, seed: int = 0, sche
     started = time.perf_counter()
     print(f"known-model {name}: rendering the training and held-out scenes into {renders} (resumable)",
           file=sys.stderr)
+    reused = all((renders / f"train-seed{run['seed']}" / "README.md").is_file() for run in TRAINING)
     training, held_out = render(renders, workers or available_cpus())
     render_seconds = time.perf_counter() - started
 
@@ -154,7 +155,8 @@ def build(name: str, out: Path, renders: Path | None = None, seed: int = 0, sche
         "name": name, "summary": SUMMARY, "seed": seed,
         "renders": {"training": [generator_command(r) for r in TRAINING],
                     "held_out": generator_command(HELD_OUT),
-                    "images": fitted.images, "questions": fitted.questions, "docs": len(docs),
+                    "images": fitted.images, "questions": fitted.questions, "docs": len(docs), "views": VIEWS,
+                    "reused": reused,
                     "planted_equals_truth": agree, "held_out_images": fitted.held_out_images},
         **fitted.card(schedule, render_seconds, started),
         "lmms_eval": figures,
