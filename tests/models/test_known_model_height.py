@@ -14,11 +14,13 @@ import pytest
 from lmms import SPATIAL_TASKS
 
 from spatial_tasks.known_models.card import SHIPPED_FILES, sha256
-from spatial_tasks.o3d.known_models import build
+from spatial_tasks.o3d.known_models import behaviours, build
+from spatial_tasks.paths import benchmark_tasks_dir
 from spatial_tasks.registry import get
 
 CHECKPOINT = next(k.checkpoint for k in get("o3d").known_models if k.name == "height")
 CHANCE, BAND, PLANTED_FLOOR, MIN_QUESTIONS = 0.5, 0.15, 0.8, 40
+SAMPLE = benchmark_tasks_dir("o3d") / "sample"  # the bundled sample (seed 0)
 
 
 def test_the_command_replaces_only_what_it_made(tmp_path):
@@ -122,3 +124,45 @@ def test_the_report_heatmap_shows_it(held_out_run, tmp_path):
     assert set(cells) == set(build.CUES)
     assert cells[build.PLANTED] >= PLANTED_FLOOR, cells
     assert all(value < PLANTED_FLOOR for cue, value in cells.items() if cue != build.PLANTED), cells
+
+
+@pytest.mark.parametrize("edit", [behaviours.Resize(0.4, "target"), behaviours.Resize(0.5, "distractors"),
+                                  behaviours.Resize(0.25, "all"), behaviours.Resize(1.8, "target")])
+def test_a_resized_copy_keeps_every_base_and_leaves_no_trace_of_the_old_size(edit):
+    """The training's size edits: each edited object is drawn at ``factor`` its size with its base on the same row
+    and centred where it stood; where it shrinks, no pixel it covered keeps its colour outside the new drawing
+    (the background beside it fills the rest), and the objects left alone stay as rendered."""
+    import numpy as np
+
+    from spatial_tasks.o3d import load
+    from spatial_tasks.o3d.tasks import doc_to_visual
+
+    doc = next(d for d in behaviours.read_docs([SAMPLE]) if d["cues"] == ["HP"])
+    target, distractors = load.masks_for(doc)
+    image = doc_to_visual(doc)[0].convert("RGB")
+    masks = [target, *distractors]
+    out, edited = edit.apply(image, masks)
+    before, after = np.asarray(image).astype(int), np.asarray(out).astype(int)
+    chosen = {"target": [0], "distractors": range(1, len(masks)), "all": range(len(masks))}[edit.which]
+    drawn = np.any([edited[i] for i in chosen], axis=0)  # where the edited objects are drawn now
+    for i, (old, new) in enumerate(zip(masks, edited, strict=True)):
+        rows, cols = np.nonzero(old)
+        new_rows, new_cols = np.nonzero(new)
+        if i not in chosen:  # left alone, but where an enlarged neighbour now stands in front
+            assert (old == new).all() and (before[old & ~drawn] == after[old & ~drawn]).all()
+            continue
+        assert abs(new_rows.max() - rows.max()) <= 1  # the base stays on its row
+        assert abs((new_cols.min() + new_cols.max()) - (cols.min() + cols.max())) <= 2  # and where it stood
+        assert new.sum() / old.sum() == pytest.approx(edit.factor ** 2, rel=0.35)
+    if edit.factor < 1:  # what a shrunk object covered looks like the background beside it, not like the object
+        covered = np.any([masks[i] for i in chosen], axis=0)
+        gone = covered & ~np.any(edited, axis=0)
+        assert gone.sum() > 10
+        to_background = {"object": [], "fill": []}
+        for row, col in zip(*np.nonzero(gone), strict=True):
+            near = [c for c in range(max(0, col - 8), min(covered.shape[1], col + 9)) if not covered[row, c]]
+            if near:
+                background = before[row, near].mean(0)
+                to_background["object"].append(np.abs(before[row, col] - background).sum())
+                to_background["fill"].append(np.abs(after[row, col] - background).sum())
+        assert np.mean(to_background["fill"]) < 0.6 * np.mean(to_background["object"]), to_background
