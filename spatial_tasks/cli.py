@@ -82,8 +82,17 @@ def tasks_dir_command() -> None:
 
 
 @app.command("list")
-def list_command() -> None:
+def list_command(
+    models: Annotated[bool, typer.Option("--models", help="List our --model ids instead: per family each serves, "
+                                                          "the scoring paths it offers, fastest first.")] = False,
+) -> None:
     """List our lmms-eval tasks and groups: what a task scores (its protocol) and its default data."""
+    if models:
+        from spatial_tasks.models.model_table import table_lines
+
+        for line in table_lines():
+            typer.echo(line)
+        return
     from spatial_tasks.catalog import scores_payloads, task_catalog
 
     rows = [("name", "kind", "scores", "default data")]

@@ -91,15 +91,15 @@ def _looks_local(checkpoint: str) -> bool:
 
 def expected_families(model: str) -> tuple[str, ...]:
     """The checkpoint families (config.json ``model_type``) lmms-eval's ``model`` (or its ``_yesno``
-    twin) loads, from the family table (``models.family_table``: no torch); () when any family will do or
-    we do not know the model.
+    twin) loads, from the model table (``models.model_table``: no torch); () when any family will do or we
+    do not know the model.
     llava_hf loads every LLaVA variant, more than the families list, so it is not checked."""
-    from spatial_tasks.models.family_table import FAMILY_TABLE
+    from spatial_tasks.models.model_table import MODEL_TABLE
 
     base = model.removesuffix("_yesno")
     if base == "llava_hf":
         return ()
-    return tuple(f.model_type for f in FAMILY_TABLE.values() if f.lmms_eval_model == base)
+    return next((entry.served() for entry in MODEL_TABLE.values() if entry.extends == base), ())
 
 
 def local_checkpoint_problem(model: str, checkpoint: str | None) -> str | None:

@@ -90,3 +90,20 @@ def test_every_docs_page_is_reachable_from_the_readme():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     linked = {target for target in LINK.findall(readme)}
     assert {f"docs/{p.name}" for p in PAGES[1:]} <= linked
+
+
+def test_the_families_table_names_the_scorers_the_model_table_registers():
+    """Issue 66, item 2: docs/model-families.md's table says which --model ids score each family; it is
+    checked against the one registration (``models.model_table``, printed by ``spatial-tasks list --models``)."""
+    from spatial_tasks.models.family_table import FAMILY_TABLE
+    from spatial_tasks.models.model_table import MODEL_TABLE
+
+    rows = {}
+    for line in (ROOT / "docs" / "model-families.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        named = re.fullmatch(r".*\(`(\w+)`\)", cells[0]) if len(cells) > 2 else None
+        if named and named.group(1) in FAMILY_TABLE:
+            rows[named.group(1)] = set(re.findall(r"`(\w+)`", cells[1]))
+    assert set(rows) == set(FAMILY_TABLE)
+    for model_type, scorers in rows.items():
+        assert scorers == {e.id for e in MODEL_TABLE.values() if model_type in e.served()}, model_type

@@ -128,17 +128,9 @@ from spatial_tasks.harness.versions import (  # noqa: F401 -- checked when the s
     runtime_problems,
 )
 from spatial_tasks.harness.yaml_reader import install_fast_yaml
+from spatial_tasks.models.model_table import MODEL_TABLE
 
-MODELS = {
-    "spatial_baseline": "spatial_tasks.models.baseline.SpatialBaseline",
-    "qwen2_5_vl_yesno": "spatial_tasks.models.yesno_scoring.Qwen2_5_VLYesNo",
-    "hf_yesno": "spatial_tasks.models.hf_yesno.HFYesNo",
-    "qwen3_vl_yesno": "spatial_tasks.models.lmms_yesno.Qwen3_VLYesNo",
-    "gemma3_yesno": "spatial_tasks.models.lmms_yesno.Gemma3YesNo",
-    "llava_hf_yesno": "spatial_tasks.models.lmms_yesno.LlavaHfYesNo",
-    "openai_yesno": "spatial_tasks.models.openai_yesno.OpenAIYesNo",
-    "vllm_yesno": "spatial_tasks.models.vllm_yesno.VLLMYesNo",
-}
+MODELS = {entry.id: entry.host for entry in MODEL_TABLE.values()}  # what lmms-eval registers (models.model_table)
 
 
 def install() -> None:

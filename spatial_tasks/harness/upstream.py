@@ -8,6 +8,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from spatial_tasks.models.model_table import MODEL_TABLE
+
 # ------------------------------------------------------------------------------------------
 # 7. lmms-eval's own answer readers
 
@@ -79,7 +81,8 @@ def lmms_eval_qwen2_5_vl() -> tuple[type, Callable]:
 # ------------------------------------------------------------------------------------------
 # 9. lmms-eval's other transformers-native models, which the other ``*_yesno`` twins extend
 
-YESNO_TWINS = ("qwen3_vl", "gemma3", "llava_hf")  # lmms-eval model modules with a ``<id>_yesno`` twin
+# lmms-eval model modules with a ``<id>_yesno`` twin (``models.model_table``: each entry's ``extends``)
+YESNO_TWINS = tuple(entry.extends for entry in MODEL_TABLE.values() if entry.extends)
 
 
 def lmms_eval_model_module(name: str):

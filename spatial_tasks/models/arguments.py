@@ -139,10 +139,11 @@ def accepted_args(cls: type) -> tuple[str, ...] | None:
 
 
 def model_id(cls: type) -> str:
-    """The --model name lmms-eval knows ``cls`` by (``spatial_tasks.harness.MODELS``)."""
-    from spatial_tasks.harness import MODELS
+    """The --model name lmms-eval knows ``cls`` by: its entry in ``model_table`` (its host, or a base's)."""
+    from spatial_tasks.models.model_table import entry_of
 
-    return next((name for name, path in MODELS.items() if path.rsplit(".", 1)[-1] == cls.__name__), cls.__name__)
+    entry = entry_of(cls)
+    return entry.id if entry else cls.__name__
 
 
 def check_model_args(model: str, args: Mapping[str, object], *, torch_device: bool = True,

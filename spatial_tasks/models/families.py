@@ -65,16 +65,15 @@ TinyBuilder = Callable[[Path, int, dict], None]  # (out_dir, seed, shape) -> wri
 
 @dataclass(frozen=True)
 class Family:
-    """One family, one entry (module docstring): what it is, lmms-eval's model for it (scored by
-    its ``<id>_yesno`` twin), its tiny builder, the scoring paths the model allows, fastest first
+    """One family, one entry (module docstring): what it is (its row of ``family_table``), its tiny
+    builder, the scoring paths the model allows, fastest first
     (``packed`` where the forward takes precomputed image features and M-RoPE positions computed
     ahead, ``prepared_once`` for the others; ``grouped`` and ``shared_prefix`` where it takes
     precomputed features; ``padded`` and ``one_by_one`` for every family), its image features and
-    probing's prompt. A new family is one entry in ``FAMILIES``."""
+    probing's prompt. A new family is one row of the table and one entry in ``FAMILIES``."""
 
     model_type: str
     title: str
-    lmms_eval_model: str | None  # lmms-eval's own generation model for it (its ``<id>_yesno`` twin), if any
     tiny: TinyBuilder | None
     paths: tuple[str, ...] = BASIC_PATHS
     image_features: ImageFeatures | None = None
@@ -249,7 +248,7 @@ def _family(model_type: str, tiny: TinyBuilder | None, image_features: ImageFeat
             probe_prompt=None) -> Family:
     """A family's entry: its row of the table (``family_table``) and the code that runs it."""
     row = FAMILY_TABLE[model_type]
-    return Family(model_type, row.title, row.lmms_eval_model, tiny, row.paths, image_features, probe_prompt)
+    return Family(model_type, row.title, tiny, row.paths, image_features, probe_prompt)
 
 
 FAMILIES: dict[str, Family] = {f.model_type: f for f in (
@@ -266,7 +265,7 @@ FAMILIES: dict[str, Family] = {f.model_type: f for f in (
 def family_of(model_type: str) -> Family:
     """The entry of a family; one not listed gets the generic one (padded batches and one by one,
     the chat template's prompt, no tiny builder)."""
-    return FAMILIES.get(model_type) or Family(model_type, model_type, None, None)
+    return FAMILIES.get(model_type) or Family(model_type, model_type, None)
 
 
 def paths_of(model_type: str) -> tuple[str, ...]:

@@ -37,35 +37,27 @@ from PIL import Image
 
 from spatial_tasks.common.validate import flag
 from spatial_tasks.models import families
-from spatial_tasks.models.arguments import ModelArgsError, ScoringOptions
-from spatial_tasks.models.yesno_scoring import HFYesNoMixin, ImageFeatureHooks
+from spatial_tasks.models.arguments import ModelArgsError, ScoringOptions, model_id
 from spatial_tasks.models.packed import Prompt
 from spatial_tasks.models.remote_code import adapter_for
 from spatial_tasks.models.scoring_paths import (
-    GROUPED,
     ONE_BY_ONE,
-    PACKED,
-    PADDED,
-    PREPARED_ONCE,
     PathUnavailable,
 )
+from spatial_tasks.models.yesno_scoring import HFYesNoMixin, ImageFeatureHooks
 
 
 class HFYesNo(ImageFeatureHooks, HFYesNoMixin, lmms):
     """First-token Yes/No logits of any ``AutoModelForImageTextToText`` checkpoint (module docstring)."""
-
-    # every path a family may allow: hf_yesno implements the hooks generically (a Hub-code adapter:
-    # one by one, ``offered_paths``)
-    PATHS = (PACKED, PREPARED_ONCE, GROUPED, PADDED, ONE_BY_ONE)
 
     def __init__(self, pretrained: str, device: str | None = None, device_map: str | None = None,
                  batch_size: int | str = 1, trust_remote_code: bool | str = False,
                  attn_implementation: str | None = None, system_prompt: str | None = None,
                  max_memory_gb: float | str | None = None, **others: Any) -> None:
         super().__init__()
-        options = ScoringOptions.take("hf_yesno", others)
+        options = ScoringOptions.take(model_id(type(self)), others)
         if others:
-            raise ModelArgsError(f"hf_yesno: unknown --model_args {sorted(others)}; it takes pretrained, device, "
+            raise ModelArgsError(f"{model_id(type(self))}: unknown --model_args {sorted(others)}; it takes pretrained, device, "
                                  "device_map, dtype, batch_size, trust_remote_code, attn_implementation, system_prompt, "
                                  f"max_memory_gb, {', '.join(f.name for f in fields(ScoringOptions) if f.name != 'dtype')}")
         self.pretrained = pretrained
@@ -171,7 +163,8 @@ class HFYesNo(ImageFeatureHooks, HFYesNoMixin, lmms):
         return self._inputs(items)
 
     def offered_paths(self) -> tuple[str, ...]:
-        """The family's paths (``families.FAMILIES``); a Hub-code adapter prepares one prompt at a time."""
+        """The family's paths (``model_table``: every path hf_yesno implements generically, as the family
+        allows them); a Hub-code adapter prepares one prompt at a time."""
         return (ONE_BY_ONE,) if self.adapter is not None else super().offered_paths()
 
     # --- the packed pipelines (spatial_tasks.models.packed) -----------------------------------------

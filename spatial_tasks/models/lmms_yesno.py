@@ -11,7 +11,7 @@ Families without an lmms-eval class of their own (InternVL-hf, Molmo2, ...) use 
 
 Extra model_args on top of the lmms-eval class's: ``arguments.ScoringOptions`` (the answer
 words and rule, ``group_images``/``group_window``: Qwen3-VL encodes each distinct image once,
-``dtype``). Each twin lists in ``PATHS`` the scoring paths whose hooks it implements.
+``dtype``). Each twin's entry in ``model_table`` lists the scoring paths whose hooks it implements.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from PIL import Image
 
 from spatial_tasks.harness import lmms_eval_model_module
 from spatial_tasks.models import families
-from spatial_tasks.models.arguments import ScoringOptions
+from spatial_tasks.models.arguments import ScoringOptions, model_id
 from spatial_tasks.models.families import ModelFamilyError
+from spatial_tasks.models.scoring_paths import PathUnavailable
 from spatial_tasks.models.yesno_scoring import HFYesNoMixin, ImageFeatureHooks
-from spatial_tasks.models.scoring_paths import GROUPED, ONE_BY_ONE, PADDED, PathUnavailable
 
 _qwen3_vl = lmms_eval_model_module("qwen3_vl")
 _gemma3 = lmms_eval_model_module("gemma3")
@@ -49,10 +49,8 @@ class Qwen3_VLYesNo(ImageFeatureHooks, HFYesNoMixin, _qwen3_vl.Qwen3_VL):
     lmms-eval picks the MoE class from the checkpoint NAME (``A<n>B``, as in Qwen3-VL-235B-A22B);
     a qwen3_vl_moe checkpoint whose name lacks it is refused here instead of loading wrongly."""
 
-    PATHS = (GROUPED, PADDED, ONE_BY_ONE)
-
     def __init__(self, pretrained: str = "Qwen/Qwen3-VL-4B-Instruct", **kwargs: Any) -> None:
-        options = ScoringOptions.take("qwen3_vl_yesno", kwargs)
+        options = ScoringOptions.take(model_id(type(self)), kwargs)
         model_type = families.read_model_type(pretrained, trust_remote_code=False)
         if model_type == "qwen3_vl_moe" and not re.search(r"A\d+B", pretrained):
             raise ModelFamilyError(
@@ -112,10 +110,8 @@ class Gemma3YesNo(_BatchedInputs, HFYesNoMixin, _gemma3.Gemma3):
     model's dtype (lmms-eval casts to bfloat16, its load dtype). Images only: a video visual is an
     error (lmms-eval's gemma3 samples frames from it)."""
 
-    PATHS = (PADDED, ONE_BY_ONE)
-
     def __init__(self, pretrained: str = "google/gemma-3-27b-it", **kwargs: Any) -> None:
-        options = ScoringOptions.take("gemma3_yesno", kwargs)
+        options = ScoringOptions.take(model_id(type(self)), kwargs)
         super().__init__(pretrained=pretrained, **kwargs)
         self._scoring_setup(options, pretrained=pretrained)
 
@@ -169,10 +165,8 @@ class LlavaHfYesNo(_BatchedInputs, HFYesNoMixin, _llava_hf.LlavaHf):
     llava_hf generates one request at a time; batches here are left-padded (it sets the
     tokenizer's padding side to left for that). Images only."""
 
-    PATHS = (PADDED, ONE_BY_ONE)
-
     def __init__(self, pretrained: str = "llava-hf/llava-1.5-7b-hf", **kwargs: Any) -> None:
-        options = ScoringOptions.take("llava_hf_yesno", kwargs)
+        options = ScoringOptions.take(model_id(type(self)), kwargs)
         if options.dtype is not None:
             kwargs["dtype"] = options.dtype  # LlavaHf loads in this dtype itself
         if not kwargs.get("device_map"):

@@ -38,7 +38,7 @@ from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.validate import flag, http_url
 from spatial_tasks.common.yesno import encode_payload, warn_on_label_mass
 from spatial_tasks.models import served
-from spatial_tasks.models.arguments import AnswerOptions
+from spatial_tasks.models.arguments import AnswerOptions, model_id
 from spatial_tasks.models.lmms_requests import image_key, refuse_text_tasks, request_item, request_name
 
 @dataclass(frozen=True)
@@ -63,12 +63,13 @@ class Settings:
     httpx_trust_env: bool = False
 
     @classmethod
-    def from_args(cls, args: dict[str, Any]) -> Settings:
+    def from_args(cls, args: dict[str, Any], who: str) -> Settings:
+        """``who``: the --model id, for messages."""
         unknown = sorted(set(args) - set(KNOWN_ARGS))
         if unknown:
             raise served.ServedError(f"unknown --model_args {unknown}; it takes {', '.join(KNOWN_ARGS)}")
         args = dict(args)
-        answer = AnswerOptions.take("openai_yesno", args)  # read as every first-token scorer reads them
+        answer = AnswerOptions.take(who, args)  # read as every first-token scorer reads them
         get = {f.name: f.default for f in fields(cls)} | args
         model_version = get.get("model") or get["model_version"]
         if not model_version:
@@ -119,7 +120,7 @@ class OpenAIYesNo(lmms):
     def __init__(self, **args: Any) -> None:
         super().__init__()
         try:
-            self._setup(Settings.from_args(args))
+            self._setup(Settings.from_args(args, model_id(type(self))))
         except (UserError, ValueError) as exc:  # one line, before any question is asked
             served.stop(str(exc))
 

@@ -61,9 +61,9 @@ class VLLMYesNo(VLLM):
     def __init__(self, model: str = "Qwen/Qwen2.5-VL-3B-Instruct", image_first: bool | str = True,
                  window: int | str = WINDOW, pretrained: str | None = None, **kwargs: Any) -> None:
         from spatial_tasks.common.validate import flag
-        from spatial_tasks.models.arguments import AnswerOptions
+        from spatial_tasks.models.arguments import AnswerOptions, model_id
 
-        answer = AnswerOptions.take("vllm_yesno", kwargs)  # read as every first-token scorer reads them
+        answer = AnswerOptions.take(model_id(type(self)), kwargs)  # read as every first-token scorer reads them
         if vllm_version() is None:
             raise UserError("vllm_yesno runs vLLM's engine in this process, and vLLM is not installed here: install "
                             "spatial-tasks beside vLLM (docs/served.md, 'Scoring through vLLM'), or serve the model and use "

@@ -12,12 +12,12 @@ Adding a twin: subclass ``HFYesNoMixin`` together with the family's lmms-eval mo
 (mixin first, so its ``generate_until``/``loglikelihood`` win), implement
 ``_yesno_prepare_inputs(context, visuals)`` so it builds the model inputs exactly as the
 family's ``generate_until`` does (system prompt, image entries, chat template with the
-generation prompt) and ``_yesno_prepare_batch`` (left-padded), and list in ``PATHS`` the scoring
-paths whose hooks it implements (``spatial_tasks.models.scoring_paths``: each strategy's
-``needs``; ``ImageFeatureHooks`` has the grouping hooks, over the family's image features). The family's entry
-(``families.FAMILIES``) says which paths the model itself allows; the run takes the first path
-both allow that its arguments leave, and falls back along the rest, with the same results.
-Register it in ``spatial_tasks/harness/__init__.py`` (``MODELS["<id>_yesno"] = "<module>.<Class>"``). This
+generation prompt) and ``_yesno_prepare_batch`` (left-padded), and the hooks of the scoring paths
+it offers (``spatial_tasks.models.scoring_paths``: each strategy's ``needs``; ``ImageFeatureHooks`` has
+the grouping hooks, over the family's image features). Register it with one entry in
+``models/model_table.py``: its id, this class, the families it serves and the paths it implements. The
+family's row (``family_table``) says which paths the model itself allows; the run takes the first path
+both allow that its arguments leave, and falls back along the rest, with the same results. This
 module holds ``qwen2_5_vl_yesno``; ``lmms_yesno`` the other twins; ``hf_yesno`` the generic ``hf_yesno``.
 
     lmms-eval --model qwen2_5_vl_yesno --batch_size 8 --model_args pretrained=Qwen/Qwen2.5-VL-3B-Instruct ...
@@ -50,14 +50,13 @@ from spatial_tasks.models.answer_tokens import (  # noqa: F401  (re-exported: th
 )
 from spatial_tasks.models.arguments import ScoringOptions, model_id
 from spatial_tasks.models.lmms_requests import as_list, refuse_text_tasks, request_item
+from spatial_tasks.models.model_table import entry_of
 from spatial_tasks.models.packed import PREPARE, Prompt, Stages, stage
 from spatial_tasks.models.scoring_paths import (
-    GROUPED,
     ONE_BY_ONE,
     PACKED,
     PADDED,
     PREPARED_ONCE,
-    SHARED_PREFIX,
     NothingToShare,
     PathChoice,
     PathUnavailable,
@@ -75,12 +74,11 @@ class HFYesNoMixin:
 
     The host class (an lmms-eval ``lmms`` subclass) provides ``model`` (a transformers causal
     VLM), ``tokenizer``, ``rank``, ``task_dict`` and ``cache_hook``; the family provides
-    ``_yesno_prepare_inputs`` and the hooks of the scoring paths it lists in ``PATHS``
+    ``_yesno_prepare_inputs`` and the hooks of the scoring paths its entry lists (``model_table``)
     (``scoring_paths``: each strategy's ``needs``). ``_scoring_setup`` (call it after the host's
     __init__) reads the options, chooses the path once, logs and records the choice.
     """
 
-    PATHS: tuple[str, ...] = (PADDED, ONE_BY_ONE)  # the paths whose hooks this class implements
     options = ScoringOptions()
 
     @classmethod
@@ -116,8 +114,8 @@ class HFYesNoMixin:
         record_scoring(self.scoring.recorded(model_id(type(self))))
 
     def offered_paths(self) -> tuple[str, ...]:
-        """The paths this model's family offers (``families.paths_of``) that this class implements."""
-        return tuple(p for p in families.paths_of(self.model.config.model_type) if p in self.PATHS)
+        """The paths this model's family allows that its ``--model`` id implements (``model_table``)."""
+        return entry_of(type(self)).offered(self.model.config.model_type)
 
     def choose_path(self) -> PathChoice:
         """``scoring_paths.choose`` over the offered paths, with this model's options, device and dtype."""
@@ -266,10 +264,8 @@ class Qwen2_5_VLYesNo(ImageFeatureHooks, HFYesNoMixin, Qwen2_5_VL):
     optional reasoning prompt and interleaving, chat template with the generation prompt.
     """
 
-    PATHS = (PACKED, SHARED_PREFIX, GROUPED, PADDED, ONE_BY_ONE)
-
     def __init__(self, pretrained: str = "Qwen/Qwen2.5-VL-3B-Instruct", **kwargs: Any) -> None:
-        options = ScoringOptions.take("qwen2_5_vl_yesno", kwargs)
+        options = ScoringOptions.take(model_id(type(self)), kwargs)
         super().__init__(pretrained=pretrained, **kwargs)
         self._scoring_setup(options, pretrained=pretrained)
 

@@ -290,10 +290,11 @@ def test_every_scorer_reads_the_answer_words_in_one_place():
 
     assert issubclass(ScoringOptions, AnswerOptions)
     with pytest.raises(ModelArgsError, match=r"^openai_yesno: answer_rule='fuzzy' in --model_args; it takes exact"):
-        Settings.from_args({"model": "m", "base_url": "http://127.0.0.1:9/v1", "answer_rule": "fuzzy"})
+        Settings.from_args({"model": "m", "base_url": "http://127.0.0.1:9/v1", "answer_rule": "fuzzy"}, "openai_yesno")
     with pytest.raises(ModelArgsError, match=r"^vllm_yesno: answer_rule='fuzzy' in --model_args; it takes exact"):
         VLLMYesNo(model="m", answer_rule="fuzzy")  # refused before it looks for vLLM
-    read = Settings.from_args({"model": "m", "base_url": "http://127.0.0.1:9/v1", "yes_text": "Ja", "no_text": "Nein"})
+    read = Settings.from_args({"model": "m", "base_url": "http://127.0.0.1:9/v1", "yes_text": "Ja", "no_text": "Nein"},
+                              "openai_yesno")
     assert read.answer == AnswerOptions("Ja", "Nein", "exact")
 
 

@@ -21,7 +21,7 @@ from spatial_tasks.harness import MODELS
 from spatial_tasks.models import families
 from spatial_tasks.models.hf_yesno import HFYesNo, ModelArgsError
 from spatial_tasks.models.hidden_states import FamilyHidden, load_hidden_state_model
-from spatial_tasks.models.scoring_paths import GROUPED, PADDED, SHARED_PREFIX
+from spatial_tasks.models.scoring_paths import GROUPED, ONE_BY_ONE, PACKED, PADDED, SHARED_PREFIX
 from spatial_tasks.paths import benchmark_tasks_dir
 
 ALL = list(families.FAMILIES)
@@ -50,20 +50,23 @@ def test_the_families_are_the_issues_list():
         "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llava_onevision", "internvl", "gemma3", "molmo2"}
     assert all(f.tiny is not None for f in families.FAMILIES.values())  # each entry builds its tiny model
     # a family lmms-eval has a model class for is scored by that class's *_yesno twin too
-    twins = {f.lmms_eval_model for f in families.FAMILIES.values() if f.lmms_eval_model}
-    assert twins == {"qwen2_5_vl", "qwen3_vl", "llava_hf", "gemma3"}
+    from spatial_tasks.models.model_table import MODEL_TABLE
+
+    twins = {e.extends: e.served() for e in MODEL_TABLE.values() if e.extends}
+    assert twins == {"qwen2_5_vl": ("qwen2_5_vl",), "qwen3_vl": ("qwen3_vl", "qwen3_vl_moe"),
+                     "llava_hf": ("llava_onevision",), "gemma3": ("gemma3",)}
     assert all(f"{twin}_yesno" in MODELS for twin in twins)
 
 
 def test_the_family_table_is_the_entries_and_the_preflight_reads_it_without_torch():
-    """Issue 66, item 4: which families exist (their model_types, names, twins and paths) is one table that
+    """Issue 66, item 4: which families exist (their model_types, names and paths) is one table that
     imports no torch; each entry of ``FAMILIES`` is its row plus the code that runs it."""
     from spatial_tasks.models.family_table import FAMILY_TABLE
 
     assert set(FAMILY_TABLE) == set(families.FAMILIES)
     for model_type, row in FAMILY_TABLE.items():
         entry = families.FAMILIES[model_type]
-        assert (entry.title, entry.lmms_eval_model, entry.paths) == (row.title, row.lmms_eval_model, row.paths)
+        assert (entry.title, entry.paths) == (row.title, row.paths)
     script = ("import sys; from spatial_tasks import preflight; "
               "print(preflight.expected_families('qwen3_vl_yesno'), 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
@@ -242,9 +245,9 @@ def test_a_family_entry_is_checked_where_it_is_written():
     """A path that hands the forward precomputed image features needs the entry's image_features;
     every entry allows padded batches and one by one."""
     with pytest.raises(ValueError, match="family toy: the packed, grouped path"):
-        families.Family("toy", "Toy", None, None, (families.PACKED, GROUPED, PADDED, families.ONE_BY_ONE))
+        families.Family("toy", "Toy", None, (PACKED, GROUPED, PADDED, ONE_BY_ONE))
     with pytest.raises(ValueError, match="every family allows padded and one_by_one"):
-        families.Family("toy", "Toy", None, None, (PADDED,))
+        families.Family("toy", "Toy", None, (PADDED,))
     generic = families.family_of("toy")  # not listed: the generic entry, the chat template's prompt
     assert generic.paths == families.BASIC_PATHS and generic.image_features is None and generic.tiny is None
     with pytest.raises(families.ModelFamilyError, match="--family 'toy': choose one of qwen2_5_vl, qwen3_vl"):

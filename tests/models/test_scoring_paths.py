@@ -62,15 +62,21 @@ def test_every_family_is_one_entry_whose_paths_are_known_and_end_in_the_basic_on
     assert families.paths_of("a_family_nobody_listed") == (PADDED, ONE_BY_ONE)
 
 
-def test_each_class_implements_the_hooks_of_the_paths_it_declares():
-    from spatial_tasks.models.hf_yesno import HFYesNo
-    from spatial_tasks.models.yesno_scoring import Qwen2_5_VLYesNo
-    from spatial_tasks.models.lmms_yesno import Gemma3YesNo, LlavaHfYesNo, Qwen3_VLYesNo
+def test_each_class_implements_the_hooks_of_the_paths_its_entry_declares():
+    """Issue 66, item 2: the paths an id implements stand in its one entry (``model_table``); its host class
+    has each of their hooks."""
+    import importlib
 
-    for cls in (HFYesNo, Qwen2_5_VLYesNo, Qwen3_VLYesNo, Gemma3YesNo, LlavaHfYesNo):
-        for path in cls.PATHS:
+    from spatial_tasks.models.model_table import MODEL_TABLE
+
+    scorers = [entry for entry in MODEL_TABLE.values() if entry.paths]
+    assert {e.id for e in scorers} == {"qwen2_5_vl_yesno", "hf_yesno", "qwen3_vl_yesno", "gemma3_yesno", "llava_hf_yesno"}
+    for entry in scorers:
+        module, name = entry.host.rsplit(".", 1)
+        cls = getattr(importlib.import_module(module), name)
+        for path in entry.paths:
             missing = [hook for hook in STRATEGIES[path].needs if not callable(getattr(cls, hook, None))]
-            assert not missing, f"{cls.__name__} declares {path} without {missing}"
+            assert not missing, f"{entry.id} declares {path} without {missing}"
 
 
 def test_no_class_in_the_models_package_has_more_than_15_methods():
@@ -111,3 +117,23 @@ def test_a_path_subclasses_another_only_when_it_is_one():
     kinds = {(a.name, b.name) for a in STRATEGIES.values() for b in STRATEGIES.values()
              if a is not b and issubclass(a, b)}
     assert kinds == {(SHARED_PREFIX, GROUPED)}
+
+
+def test_list_models_prints_each_id_by_family_with_the_paths_it_offers():
+    """Issue 66, item 2: ``spatial-tasks list --models``: per id and family the paths offered (the family's
+    that the id implements, fastest first): the Qwen3-VL twin groups but does not pack, hf_yesno packs it."""
+    import subprocess
+
+    from lmms import SPATIAL_TASKS
+
+    from spatial_tasks.harness import MODELS, YESNO_TWINS
+    from spatial_tasks.models.model_table import MODEL_TABLE
+
+    out = subprocess.run([SPATIAL_TASKS, "list", "--models"], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert "qwen3_vl_yesno x qwen3_vl_moe: grouped, padded, one_by_one" in lines
+    assert "hf_yesno x qwen3_vl_moe: packed, grouped, padded, one_by_one" in lines
+    assert "hf_yesno x gemma3: prepared_once, padded, one_by_one" in lines
+    assert "vllm_yesno: the engine's own scoring" in lines
+    assert {line.split(" ")[0].rstrip(":") for line in lines} == set(MODEL_TABLE) == set(MODELS)
+    assert set(YESNO_TWINS) == {"qwen2_5_vl", "qwen3_vl", "gemma3", "llava_hf"}  # derived from the entries
