@@ -16,9 +16,9 @@ def check_batch_invariance(model, items, monkeypatch, tol: float = TOL) -> tuple
     Returns (the one-by-one scores, the number of images each vision-tower call of the grouped
     path encoded)."""
     calls: list[int] = []
-    encode = getattr(model, "_yesno_encode_images", None)
+    encode = getattr(model, "yesno_encode_images", None)
     if encode is not None:
-        monkeypatch.setattr(model, "_yesno_encode_images", lambda parts: calls.append(len(parts)) or encode(parts))
+        monkeypatch.setattr(model, "yesno_encode_images", lambda parts: calls.append(len(parts)) or encode(parts))
     one = model.score_items(items, 1, paths=(ONE_BY_ONE,))
     encoded: list[int] = []
     assert ONE_BY_ONE in model.offered_paths()

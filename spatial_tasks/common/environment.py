@@ -23,7 +23,6 @@ ENVIRONMENT_KEY = "spatial_tasks_environment"
 DATA_KEY = "spatial_tasks_data"
 # where it records how an in-process first-token scorer scores (its path, fallbacks and why)
 SCORING_KEY = "spatial_tasks_scoring"
-_SCORING: dict = {}  # the run's one model records its choice here when it loads, before any task's data
 # Written by .ci/setup after it installed requirements.lock into the environment: the lock's sha256.
 LOCK_STAMP = "spatial-tasks-lock.sha256"
 # (record field, distribution): the packages whose versions every result names.
@@ -135,21 +134,3 @@ def data_read(config: Mapping[str, Any]) -> dict | None:
     return {"path": config["dataset_path"], "name": config.get("dataset_name"),
             "split": str(config.get("test_split") or "test"), "kwargs": dict(kwargs), "override": None,
             "recorded": False}
-
-
-def record_scoring(choice: Mapping[str, Any]) -> None:
-    """The scoring path a model chose (``scoring_paths.PathChoice.recorded``): the harness writes it into
-    each task's config metadata when the task's data loads (lmms-eval builds the model first). Updated
-    in place when a path is dropped during the run, so the results file shows the final choice."""
-    _SCORING.clear()
-    _SCORING.update(choice)
-
-
-def scoring_recorded() -> dict | None:
-    """The scoring choice of this process's model, or None (a model that chooses no path)."""
-    return _SCORING if _SCORING else None
-
-
-def forget_scoring() -> None:
-    """No model has chosen yet (an evaluation that builds its model by name starts here)."""
-    _SCORING.clear()

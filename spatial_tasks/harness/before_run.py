@@ -1,6 +1,7 @@
 """(13) Before a run loads its model: lmms-eval's ``evaluator.simple_evaluate`` wrapped with
 ``spatial_tasks.preflight``'s checks, so that a run of our tasks whose checkpoint or Hub data
-cannot be had stops in one line."""
+cannot be had stops in one line; and before it evaluates, ``evaluator.evaluate`` hands the model's
+scoring record to each of our tasks (``hand_over_scoring``)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,9 @@ import os
 import sys
 from pathlib import Path
 
-from spatial_tasks.common.environment import forget_scoring
 from spatial_tasks.common.errors import stop_run
 from spatial_tasks.common.hub import ANSWER_WITHIN, hub_unreachable
-from spatial_tasks.harness.data import TaskData
+from spatial_tasks.harness.data import DocsHook, TaskData
 
 
 def install_preflight() -> None:
@@ -25,6 +25,7 @@ def install_preflight() -> None:
     from spatial_tasks import preflight
 
     _install_task_name_check()
+    _install_scoring_hand_off()
     evaluator = sys.modules.get("lmms_eval.evaluator")
     original = getattr(evaluator, "simple_evaluate", None)
     if original is None or getattr(original, "_spatial_tasks", False):
@@ -35,8 +36,6 @@ def install_preflight() -> None:
     def simple_evaluate(*args, **kwargs):
         bound = signature.bind_partial(*args, **kwargs).arguments
         model, model_args, tasks = bound.get("model"), bound.get("model_args"), bound.get("tasks") or []
-        if isinstance(model, str):  # built by name in this evaluation: only its own scoring choice is recorded
-            forget_scoring()
         ours = preflight.our_tasks(tasks if isinstance(tasks, list | tuple) else str(tasks).split(","))
         if not ours or not isinstance(model, str):
             return original(*args, **kwargs)
@@ -70,6 +69,42 @@ def install_preflight() -> None:
 
     simple_evaluate._spatial_tasks = True
     evaluator.simple_evaluate = simple_evaluate
+
+
+def hand_over_scoring(lm, task_dict: dict) -> None:
+    """Each of our tasks records how ``lm`` scores (an in-process first-token scorer's ``scoring_record``: its
+    path, fallbacks and why) in its config metadata, which lmms-eval writes to the results file. The same
+    dict: a path the model drops during the run is updated there (``HFYesNoMixin.drop_path``)."""
+    from lmms_eval.evaluator_utils import get_task_list
+
+    from spatial_tasks.common.environment import SCORING_KEY
+
+    record = getattr(lm, "scoring_record", None)
+    if not isinstance(record, dict):
+        return
+    for output in get_task_list(task_dict):
+        config = getattr(output.task, "config", None)
+        if isinstance(getattr(config, "process_docs", None), DocsHook) and isinstance(config.metadata, dict):
+            config.metadata[SCORING_KEY] = record
+
+
+def _install_scoring_hand_off() -> None:
+    """Wrap ``evaluator.evaluate`` (idempotent; ``simple_evaluate`` calls it by its module name) so that the
+    model it evaluates hands its scoring record to the tasks (``hand_over_scoring``)."""
+    evaluator = sys.modules.get("lmms_eval.evaluator")
+    original = getattr(evaluator, "evaluate", None)
+    if original is None or getattr(original, "_spatial_tasks", False):
+        return
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def evaluate(*args, **kwargs):
+        bound = signature.bind_partial(*args, **kwargs).arguments
+        hand_over_scoring(bound.get("lm"), bound.get("task_dict") or {})
+        return original(*args, **kwargs)
+
+    evaluate._spatial_tasks = True
+    evaluator.evaluate = evaluate
 
 
 def _install_task_name_check() -> None:

@@ -60,21 +60,17 @@ def install_download() -> None:
 
 
 def _record_software(config, data: TaskData) -> None:
-    """11. The run's software, the scoring path its model chose, and the data its docs came from (after the documented source
+    """11. The run's software and the data its docs came from (after the documented source
     override, which lmms-eval's own config does not show), into the task's config metadata, which
     lmms-eval writes to the results file (``configs.<task>.metadata``); results.tidy copies both
     into every record, and the report page reads its images back from that data."""
     from spatial_tasks.common.environment import (
         DATA_KEY,
         ENVIRONMENT_KEY,
-        SCORING_KEY,
-        scoring_recorded,
         software,
     )
 
     metadata = dict(config.metadata) if isinstance(config.metadata, Mapping) else {}
     metadata[ENVIRONMENT_KEY] = software()
     metadata[DATA_KEY] = data.as_recorded()
-    if scoring_recorded() is not None:  # an in-process first-token scorer: its path and why
-        metadata[SCORING_KEY] = scoring_recorded()
     config.metadata = metadata

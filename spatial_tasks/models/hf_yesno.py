@@ -151,13 +151,13 @@ class HFYesNo(ImageFeatureHooks, HFYesNoMixin, lmms):
         inputs = families.chat_inputs(self.processor, self._items(items), self.system_prompt)
         return inputs.to(self._input_device())
 
-    def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
+    def yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
         if self.adapter is not None:
             (question, images), = self._items([(context, visuals)])
             return self.adapter.inputs(self.processor, question, images, self._input_device())
         return self._inputs([(context, visuals)])
 
-    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
+    def yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
         if len({len(visuals) == 0 for _, visuals in items}) > 1:
             raise PathUnavailable("a prompt without an image beside prompts with one (the processor pads them apart)")
         return self._inputs(items)
@@ -168,13 +168,13 @@ class HFYesNo(ImageFeatureHooks, HFYesNoMixin, lmms):
         return (ONE_BY_ONE,) if self.adapter is not None else super().offered_paths()
 
     # --- the packed pipelines (spatial_tasks.models.packed) -----------------------------------------
-    def _packed_prompt(self, context: str, visuals: list) -> Prompt:
+    def packed_prompt(self, context: str, visuals: list) -> Prompt:
         (question, images), = self._items([(context, visuals)])
         messages = [families.chat_messages(question, images, self.system_prompt)]
         text = self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)[0]
         return Prompt(text, images, question)
 
-    def _packed_load_image(self, image: Image.Image) -> np.ndarray:
+    def packed_load_image(self, image: Image.Image) -> np.ndarray:
         """The image as chat_inputs hands it to the processor (RGB), as uint8; the processor's own
         resize then runs on the device."""
         return np.array(image.convert("RGB"))

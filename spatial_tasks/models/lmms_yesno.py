@@ -60,10 +60,10 @@ class Qwen3_VLYesNo(ImageFeatureHooks, HFYesNoMixin, _qwen3_vl.Qwen3_VL):
         super().__init__(pretrained=pretrained, **kwargs)
         self._scoring_setup(options, pretrained=pretrained)
 
-    def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
+    def yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
         return self._chunk_inputs([(context, visuals)])
 
-    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
+    def yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
         return self._chunk_inputs(items)  # left-padded, as Qwen3_VL pads when its batch_size > 1
 
     def _chunk_inputs(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
@@ -87,10 +87,10 @@ def _same(visuals: list) -> list:
 class _BatchedInputs:
     """The prepare hooks of a twin whose ``_inputs(items)`` builds one padded batch of (context, visuals)."""
 
-    def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
+    def yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
         return self._inputs([(context, visuals)])
 
-    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
+    def yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
         if len({len(visuals) == 0 for _, visuals in items}) > 1:
             raise PathUnavailable("a prompt without an image beside prompts with one")
         return self._inputs(items)

@@ -305,7 +305,7 @@ def plan_windows(groups: Sequence[Group], size: int) -> list[Window]:
 
 @dataclass(frozen=True)
 class Prompt:
-    """What a host's ``_packed_prompt`` says of one request: the chat text with one unexpanded
+    """What a host's ``packed_prompt`` says of one request: the chat text with one unexpanded
     placeholder per image, the images in the order the prompt shows them, and the question as the
     text holds it (where the per-question suffix starts, for families that cut there)."""
 
@@ -319,8 +319,8 @@ class Pipeline:
     on-device reduction and one copy to the host per window (taken after the next window is queued).
 
     The host (an ``HFYesNoMixin``) provides ``model``, ``processor``, ``tokenizer``,
-    ``answer_tokens()`` and two hooks: ``_packed_prompt(context, visuals) -> Prompt`` and
-    ``_packed_load_image(image) -> uint8 HxWx3`` (what its per-question path feeds the processor).
+    ``answer_tokens()`` and two hooks: ``packed_prompt(context, visuals) -> Prompt`` and
+    ``packed_load_image(image) -> uint8 HxWx3`` (what its per-question path feeds the processor).
     A subclass cuts a prompt into prefix and suffix (``split``) and runs a window (``run_window``)."""
 
     text_only = True  # whether prompts without an image go through it too
@@ -335,7 +335,7 @@ class Pipeline:
         tokens = host.answer_tokens()
         self.yes_ids = torch.tensor(tokens.yes_ids, device=self.device)
         self.no_ids = torch.tensor(tokens.no_ids, device=self.device)
-        self.pool = ImagePool(host._packed_load_image, workers, pin=self.device.type == "cuda")
+        self.pool = ImagePool(host.packed_load_image, workers, pin=self.device.type == "cuda")
 
     @property
     def stages(self) -> Stages | None:
@@ -352,7 +352,7 @@ class Pipeline:
         by_prefix: dict[tuple[str, tuple[str, ...]], Group] = {}
         suffixes: list[str] = []
         for index, ((context, visuals), image_keys) in enumerate(zip(items, keys, strict=True)):
-            prompt = self.host._packed_prompt(context, visuals)
+            prompt = self.host.packed_prompt(context, visuals)
             head, tail = self.split(prompt)
             group = by_prefix.setdefault((head, image_keys), Group(head, image_keys, prompt.images))
             group.questions.append(index)
@@ -666,7 +666,7 @@ class PreparedOnce(Pipeline):
         """'' when the assembled batch equals the processor's own over the rows' whole prompts, else
         the first tensor that differs."""
         items = [self.items[q] for q in window.questions]
-        want = self.host._yesno_prepare_batch(items) if len(items) > 1 else self.host._yesno_prepare_inputs(*items[0])
+        want = self.host.yesno_prepare_batch(items) if len(items) > 1 else self.host.yesno_prepare_inputs(*items[0])
         if want is None:
             return "the processor does not batch these prompts"
         for name in sorted(set(want) | set(batch)):

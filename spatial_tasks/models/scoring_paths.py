@@ -148,7 +148,7 @@ def _images_only(scorer: Any, items: Sequence[Item], outcome: Outcome) -> list[l
     """Each item's image keys in prompt order; an item with another visual (a video) is passed on."""
     keys: list[list[str] | None] = []
     for i, (context, visuals) in enumerate(items):
-        ordered = scorer._yesno_image_order(context, visuals)
+        ordered = scorer.yesno_image_order(context, visuals)
         if all(isinstance(v, Image.Image) for v in ordered):
             keys.append([image_key(v) for v in ordered])
         else:
@@ -171,7 +171,7 @@ class OneByOne(Strategy):
 
 class PaddedBatch(Strategy):
     name = PADDED
-    needs = ("_yesno_prepare_batch",)
+    needs = ("yesno_prepare_batch",)
 
     def run(self, items, batch_size, on_batch):
         from spatial_tasks.models.packed import PREPARE, Stages, stage
@@ -184,13 +184,13 @@ class PaddedBatch(Strategy):
             else:
                 try:
                     with stage(scorer, PREPARE):
-                        inputs = scorer._yesno_prepare_batch([items[i] for i in rows])
+                        inputs = scorer.yesno_prepare_batch([items[i] for i in rows])
                 except PathUnavailable as why:
                     outcome.passed_on.update(dict.fromkeys(rows, str(why)))
                     continue
                 with stage(scorer, "vision + language model", Stages.DEVICE):
                     logits = scorer.first_token_logits_batch(inputs)
-                outcome.scored.update(zip(rows, scorer._to_yes_no_rows(logits), strict=True))
+                outcome.scored.update(zip(rows, scorer.to_yes_no_rows(logits), strict=True))
             if on_batch:
                 on_batch(len(rows))
         return outcome
@@ -204,10 +204,10 @@ class Grouped(Strategy):
     plus those shared with later ones."""
 
     name = GROUPED
-    needs = ("_yesno_prepare_batch", "_yesno_image_parts", "_yesno_encode_images", "_yesno_forward_with_features")
+    needs = ("yesno_prepare_batch", "yesno_image_parts", "yesno_encode_images", "yesno_forward_with_features")
 
     def forward(self, inputs, features, row_keys) -> torch.Tensor:
-        return self.scorer._yesno_forward_with_features(inputs, features)
+        return self.scorer.yesno_forward_with_features(inputs, features)
 
     def run(self, items, batch_size, on_batch):
         from spatial_tasks.models.packed import PREPARE, Stages, stage
@@ -227,8 +227,8 @@ class Grouped(Strategy):
             batch, batch_keys = [items[i] for i in rows], [key for i in rows for key in keys[i]]
             try:
                 with stage(scorer, PREPARE):
-                    inputs = scorer._yesno_prepare_batch(batch) if len(batch) > 1 else scorer._yesno_prepare_inputs(*batch[0])
-                    parts = scorer._yesno_image_parts(inputs)
+                    inputs = scorer.yesno_prepare_batch(batch) if len(batch) > 1 else scorer.yesno_prepare_inputs(*batch[0])
+                    parts = scorer.yesno_image_parts(inputs)
             except PathUnavailable as why:
                 parts, reason = None, str(why)
             else:
@@ -239,10 +239,10 @@ class Grouped(Strategy):
                 new = {key: part for key, part in zip(batch_keys, parts) if key not in cache}
                 if new:
                     with stage(scorer, "vision", Stages.DEVICE):
-                        cache.update(zip(new, scorer._yesno_encode_images(list(new.values()))))
+                        cache.update(zip(new, scorer.yesno_encode_images(list(new.values()))))
                 with stage(scorer, "language model", Stages.DEVICE):
                     logits = self.forward(inputs, [cache[key] for key in batch_keys], [keys[i] for i in rows])
-                outcome.scored.update(zip(rows, scorer._to_yes_no_rows(logits), strict=True))
+                outcome.scored.update(zip(rows, scorer.to_yes_no_rows(logits), strict=True))
                 if on_batch:
                     on_batch(len(rows))
             for key in batch_keys:  # a feature goes after its last use
@@ -254,11 +254,11 @@ class Grouped(Strategy):
 
 class SharedPrefix(Grouped):
     name = SHARED_PREFIX
-    needs = (*Grouped.needs, "_yesno_forward_shared_prefix")
+    needs = (*Grouped.needs, "yesno_forward_shared_prefix")
 
     def forward(self, inputs, features, row_keys) -> torch.Tensor:
         try:
-            return self.scorer._yesno_forward_shared_prefix(inputs, features, row_keys)
+            return self.scorer.yesno_forward_shared_prefix(inputs, features, row_keys)
         except NothingToShare:  # no image asked about twice in this batch: the plain grouped forward
             return super().forward(inputs, features, row_keys)
 
@@ -267,7 +267,7 @@ class _Windows(Strategy):
     """A pipeline of ``packed`` (``pipeline_class``) over every item whose visuals are images, in windows of
     ``batch_size`` questions; both pipelines read prompts and images through the same two hooks."""
 
-    needs = ("_packed_prompt", "_packed_load_image")
+    needs = ("packed_prompt", "packed_load_image")
 
     def pipeline_class(self) -> type:
         raise NotImplementedError
@@ -315,14 +315,23 @@ STRATEGIES: dict[str, type[Strategy]] = {s.name: s for s in (Packed, PreparedOnc
                                                                 PaddedBatch, OneByOne)}
 
 
-def score_items(scorer: Any, items: Sequence[Item], batch_size: int, paths: Sequence[str],
+@dataclass
+class PathRuns:
+    """What a scorer keeps of its paths across the windows of a run: each path's strategy (a pipeline's
+    caches live across windows) and the (path, reason) pairs already logged."""
+
+    strategies: dict[str, Strategy] = field(default_factory=dict)
+    said: set[tuple[str, str]] = field(default_factory=set)
+
+
+def score_items(scorer: Any, items: Sequence[Item], batch_size: int, paths: Sequence[str], runs: PathRuns,
                 on_batch: Callable[[int], None] | None = None) -> list[YesNoLogits]:
     """Every item scored, in item order: by the first of ``paths`` that takes it, each path handing
     what it cannot take to the next (logged once per path and reason). A path found not to fit the
     model at all is dropped from the scorer's choice for the rest of the run (logged, recorded)."""
     results: dict[int, YesNoLogits] = {}
     todo = list(range(len(items)))
-    strategies = scorer.__dict__.setdefault("_scoring_strategies", {})  # a pipeline's caches live across windows
+    strategies = runs.strategies
     paths = list(paths)
     while todo and paths:
         name, later = paths[0], paths[1:]
@@ -336,10 +345,9 @@ def score_items(scorer: Any, items: Sequence[Item], batch_size: int, paths: Sequ
             paths = later
             continue
         results.update((todo[j], value) for j, value in outcome.scored.items())
-        said = scorer.__dict__.setdefault("_scoring_said", set())  # each (path, reason) logged once per run
         for reason, count in Counter(outcome.passed_on.values()).items():
-            if (name, reason) not in said:
-                said.add((name, reason))
+            if (name, reason) not in runs.said:  # each (path, reason) logged once per run
+                runs.said.add((name, reason))
                 eval_logger.warning(f"{type(scorer).__name__}: {count} question(s) the {name} path cannot take "
                                     f"({reason}) go to {later[0] if later else 'no other path'}")
         todo, paths = [todo[j] for j in sorted(outcome.passed_on)], later

@@ -10,9 +10,9 @@ position (the distribution of the first generated token) and returns them serial
 
 Adding a twin: subclass ``HFYesNoMixin`` together with the family's lmms-eval model class
 (mixin first, so its ``generate_until``/``loglikelihood`` win), implement
-``_yesno_prepare_inputs(context, visuals)`` so it builds the model inputs exactly as the
+``yesno_prepare_inputs(context, visuals)`` so it builds the model inputs exactly as the
 family's ``generate_until`` does (system prompt, image entries, chat template with the
-generation prompt) and ``_yesno_prepare_batch`` (left-padded), and the hooks of the scoring paths
+generation prompt) and ``yesno_prepare_batch`` (left-padded), and the hooks of the scoring paths
 it offers (``spatial_tasks.models.scoring_paths``: each strategy's ``needs``; ``ImageFeatureHooks`` has
 the grouping hooks, over the family's image features). Register it with one entry in
 ``models/model_table.py``: its id, this class, the families it serves and the paths it implements. The
@@ -25,6 +25,7 @@ module holds ``qwen2_5_vl_yesno``; ``lmms_yesno`` the other twins; ``hf_yesno`` 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Mapping, Sequence
@@ -37,7 +38,6 @@ from loguru import logger as eval_logger
 from PIL import Image
 from tqdm import tqdm
 
-from spatial_tasks.common.environment import record_scoring
 from spatial_tasks.common.yesno import YesNoLogits, encode_payload, label_mass, warn_on_label_mass
 from spatial_tasks.harness import lmms_eval_qwen2_5_vl
 from spatial_tasks.models import families as families
@@ -59,6 +59,7 @@ from spatial_tasks.models.scoring_paths import (
     PREPARED_ONCE,
     NothingToShare,
     PathChoice,
+    PathRuns,
     PathUnavailable,
     choose,
     score_items,
@@ -74,7 +75,7 @@ class HFYesNoMixin:
 
     The host class (an lmms-eval ``lmms`` subclass) provides ``model`` (a transformers causal
     VLM), ``tokenizer``, ``rank``, ``task_dict`` and ``cache_hook``; the family provides
-    ``_yesno_prepare_inputs`` and the hooks of the scoring paths its entry lists (``model_table``)
+    ``yesno_prepare_inputs`` and the hooks of the scoring paths its entry lists (``model_table``)
     (``scoring_paths``: each strategy's ``needs``). ``_scoring_setup`` (call it after the host's
     __init__) reads the options, chooses the path once, logs and records the choice.
     """
@@ -111,7 +112,8 @@ class HFYesNoMixin:
         self.answer_tokens()
         self.scoring = self.choose_path()
         eval_logger.info(self.scoring.line(model_id(type(self))))
-        record_scoring(self.scoring.recorded(model_id(type(self))))
+        # what the run's results record (the seam hands it to each task: harness.before_run)
+        self.scoring_record = self.scoring.recorded(model_id(type(self)))
 
     def offered_paths(self) -> tuple[str, ...]:
         """The paths this model's family allows that its ``--model`` id implements (``model_table``)."""
@@ -136,7 +138,8 @@ class HFYesNoMixin:
         self.scoring = self.scoring.without(path, why)
         eval_logger.warning(f"{model_id(type(self))}: the {path} path does not fit this model ({why}); "
                             f"scoring with {self.scoring.path} instead")
-        record_scoring(self.scoring.recorded(model_id(type(self))))
+        self.scoring_record.clear()  # in place: the tasks hold this dict, so the results show the final choice
+        self.scoring_record.update(self.scoring.recorded(model_id(type(self))))
 
     def answer_tokens(self) -> AnswerTokens:
         """The Yes/No token ids under ``answer_rule``; a YesNoTokenError if a word is not a single token."""
@@ -147,7 +150,7 @@ class HFYesNoMixin:
             self._answer_tokens_cache = cached
         return cached[1]
 
-    def _yesno_image_order(self, context: str, visuals: list) -> list:
+    def yesno_image_order(self, context: str, visuals: list) -> list:
         """The visuals in the order the prompt shows them (each occurrence once). Default: as given."""
         return visuals
 
@@ -160,7 +163,7 @@ class HFYesNoMixin:
             outputs = self.model(**inputs, **kwargs)
         return outputs.logits[:, -1].float().cpu()
 
-    def _to_yes_no_rows(self, logits: torch.Tensor) -> list[YesNoLogits]:
+    def to_yes_no_rows(self, logits: torch.Tensor) -> list[YesNoLogits]:
         """l_Yes, l_No, the argmax token and the label mass (from the full softmax) of each logit row."""
         rows = []
         with stage(self, "results (host)"):
@@ -175,17 +178,23 @@ class HFYesNoMixin:
     def score_yes_no(self, context: str, visuals: Sequence | None) -> YesNoLogits:
         """l_Yes, l_No and the decoded argmax first token for one prompt and its visuals."""
         with stage(self, PREPARE):
-            inputs = self._yesno_prepare_inputs(context, as_list(visuals))
+            inputs = self.yesno_prepare_inputs(context, as_list(visuals))
         with stage(self, "vision + language model", Stages.DEVICE):
             logits = self.first_token_logits_batch(inputs)
-        return self._to_yes_no_rows(logits[-1:])[0]
+        return self.to_yes_no_rows(logits[-1:])[0]
 
     def score_items(self, items: Sequence[tuple[str, Sequence | None]], batch_size: int,
                     paths: Sequence[str] | None = None, on_batch=None) -> list[YesNoLogits]:
         """Every (context, visuals) scored, in order, by the run's path and its fallbacks (``paths``:
         these instead, e.g. one path alone to compare it), ``batch_size`` questions per forward."""
         items = [(context, as_list(visuals)) for context, visuals in items]
-        return score_items(self, items, max(1, int(batch_size)), self.scoring.order if paths is None else paths, on_batch)
+        return score_items(self, items, max(1, int(batch_size)), self.scoring.order if paths is None else paths,
+                           self.path_runs, on_batch)
+
+    @functools.cached_property
+    def path_runs(self) -> PathRuns:
+        """This run's strategies and what its paths logged (``scoring_paths.PathRuns``)."""
+        return PathRuns()
 
     def generate_until(self, requests: list[Instance]) -> list[str]:
         """One ``encode_payload`` string per request, in request order (gen_kwargs are ignored:
@@ -235,13 +244,13 @@ class ImageFeatureHooks:
             raise PathUnavailable("this family's forward takes no precomputed image features", lasting=True)
         return features
 
-    def _yesno_image_parts(self, inputs: Mapping[str, torch.Tensor]) -> list[dict[str, torch.Tensor]] | None:
+    def yesno_image_parts(self, inputs: Mapping[str, torch.Tensor]) -> list[dict[str, torch.Tensor]] | None:
         return self._image_features().parts(inputs)
 
-    def _yesno_encode_images(self, parts: Sequence[dict[str, torch.Tensor]]) -> list:
+    def yesno_encode_images(self, parts: Sequence[dict[str, torch.Tensor]]) -> list:
         return self._image_features().encode(self.model, parts)
 
-    def _yesno_forward_with_features(self, inputs: Mapping[str, torch.Tensor], features: Sequence) -> torch.Tensor:
+    def yesno_forward_with_features(self, inputs: Mapping[str, torch.Tensor], features: Sequence) -> torch.Tensor:
         kept = {k: v for k, v in inputs.items() if k != "pixel_values"}
         if features:
             kept["mm_encoder_outputs"] = self._image_features().encoder_outputs(features)
@@ -256,7 +265,7 @@ class Qwen2_5_VLYesNo(ImageFeatureHooks, HFYesNoMixin, Qwen2_5_VL):
     qwen2_5_vl batches). It offers every path but ``prepared_once`` (``scoring_paths``): packed
     (default auto: where it was measured faster, with grouping), shared prefix (the prompt up to
     the image once per image and batch, the question suffixes on its KV cache:
-    ``_yesno_forward_shared_prefix``), grouped (each distinct image encoded once per
+    ``yesno_forward_shared_prefix``), grouped (each distinct image encoded once per
     ``group_window`` requests), padded, one by one.
 
     The prompt is built as ``Qwen2_5_VL.generate_until`` builds it: system prompt, one image
@@ -277,12 +286,12 @@ class Qwen2_5_VLYesNo(ImageFeatureHooks, HFYesNoMixin, Qwen2_5_VL):
             entry["image"] = self._encode_image_data_url(image)
         return entry
 
-    def _packed_prompt(self, context: str, visuals: list) -> Prompt:
+    def packed_prompt(self, context: str, visuals: list) -> Prompt:
         messages = self._yesno_messages(context, visuals, encode=False)
         text = self.processor.apply_chat_template([messages], tokenize=False, add_generation_prompt=True)[0]
-        return Prompt(text, self._yesno_image_order(context, visuals), context)
+        return Prompt(text, self.yesno_image_order(context, visuals), context)
 
-    def _packed_load_image(self, image: Image.Image) -> np.ndarray:
+    def packed_load_image(self, image: Image.Image) -> np.ndarray:
         """lmms-eval's JPEG data URL of the image, decoded and resized by qwen_vl_utils, as uint8."""
         resized = process_vision_info([[{"role": "user", "content": [self._image_entry(image)]}]])[0][0]
         return np.array(resized.convert("RGB"))
@@ -312,7 +321,7 @@ class Qwen2_5_VLYesNo(ImageFeatureHooks, HFYesNoMixin, Qwen2_5_VL):
             content = parts + [{"type": "text", "text": context}]
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": content}]
 
-    def _yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
+    def yesno_prepare_batch(self, items: Sequence[tuple[str, list]]) -> Mapping[str, torch.Tensor]:
         """Left-padded inputs for several prompts, built as ``Qwen2_5_VL.generate_until`` builds a
         batch (it pads left when batch_size > 1); a request with a video is scored alone."""
         if any(isinstance(v, str) and v.endswith(_VIDEO_SUFFIXES) for _, visuals in items for v in visuals):
@@ -324,13 +333,13 @@ class Qwen2_5_VLYesNo(ImageFeatureHooks, HFYesNoMixin, Qwen2_5_VL):
                                 return_tensors="pt")
         return inputs.to("cuda" if self.device_map == "auto" else self.device)
 
-    def _yesno_image_order(self, context: str, visuals: list) -> list:
+    def yesno_image_order(self, context: str, visuals: list) -> list:
         if not self.interleave_visuals or not visuals:
             return visuals
         numbers = re.findall(r"<image (\d+)>", context)
         return [visuals[min(int(n) - 1, len(visuals) - 1)] for n in numbers]
 
-    def _yesno_forward_shared_prefix(self, inputs: Mapping[str, torch.Tensor], features: Sequence,
+    def yesno_forward_shared_prefix(self, inputs: Mapping[str, torch.Tensor], features: Sequence,
                                      row_keys: Sequence[Sequence[str]]) -> torch.Tensor:
         """Per image asked about by several rows: one pass over the tokens up to ``<|vision_end|>``
         (system turn, image) with its KV cache kept, then the rows' question suffixes in one batch
@@ -355,7 +364,7 @@ class Qwen2_5_VLYesNo(ImageFeatureHooks, HFYesNoMixin, Qwen2_5_VL):
         alone = sorted(rows[0] for rows in rows_of.values() if len(rows) == 1)
         if alone:  # images asked about once in this batch: the plain batched pass over those rows
             subset = {k: (v[alone] if k != "pixel_values" else v) for k, v in inputs.items()}
-            out.append((alone, self._yesno_forward_with_features(subset, [features[r] for r in alone])))
+            out.append((alone, self.yesno_forward_with_features(subset, [features[r] for r in alone])))
         for key, rows in rows_of.items():
             if len(rows) == 1:
                 continue
@@ -398,7 +407,7 @@ class Qwen2_5_VLYesNo(ImageFeatureHooks, HFYesNoMixin, Qwen2_5_VL):
             logits[rows] = values
         return logits
 
-    def _yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
+    def yesno_prepare_inputs(self, context: str, visuals: list) -> Mapping[str, torch.Tensor]:
         messages = [self._yesno_messages(context, visuals)]
         texts = self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         image_inputs, video_inputs = process_vision_info(messages)

@@ -113,7 +113,7 @@ def test_logits_are_the_first_generated_tokens(yesno_model, monkeypatch, doc_id,
         del hf_model.generate
     assert isinstance(text, str)
 
-    ours = yesno_model._yesno_prepare_inputs(DOCS[doc_id]["question"], [DOCS[doc_id]["image"]])
+    ours = yesno_model.yesno_prepare_inputs(DOCS[doc_id]["question"], [DOCS[doc_id]["image"]])
     assert set(ours.keys()) == set(seen["inputs"])
     assert int((ours["input_ids"] == yesno_model.model.config.image_token_id).sum()) > 0
     for key, value in ours.items():
@@ -192,7 +192,7 @@ def test_batched_scoring_equals_one_by_one(tiny_qwen_dir, batch_size):
         model.task_dict = {TASK: {SPLIT: DOCS}}
         model.model.float()
     requests = [_request(i % 3) for i in range(5)]
-    lengths = {len(one._yesno_prepare_inputs(DOCS[i]["question"], [DOCS[i]["image"]])["input_ids"][0]) for i in range(3)}
+    lengths = {len(one.yesno_prepare_inputs(DOCS[i]["question"], [DOCS[i]["image"]])["input_ids"][0]) for i in range(3)}
     assert len(lengths) > 1
     calls = []
     real_forward = many.model.forward

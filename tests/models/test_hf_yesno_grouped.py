@@ -88,7 +88,7 @@ def scores(tiny_qwen_dir):
         model = _model(tiny_qwen_dir, **kwargs)
         encoded[name] = _count_encoded_images(model)
         used = shared.setdefault(name, [])
-        real = model._yesno_forward_shared_prefix
+        real = model.yesno_forward_shared_prefix
 
         def spy(inputs, features, row_keys, real=real, used=used):
             one_image = all(len(k) == 1 for k in row_keys)
@@ -101,7 +101,7 @@ def scores(tiny_qwen_dir):
             used.append((True, repeated))
             return result
 
-        model._yesno_forward_shared_prefix = spy
+        model.yesno_forward_shared_prefix = spy
         out[name] = [decode_payload(r) for r in model.generate_until(_requests())]
     return out, encoded, shared
 

@@ -156,7 +156,7 @@ def test_training_sees_exactly_what_lmms_eval_sends(tiny_qwen_dir):
     for name, behaviour in BEHAVIOURS.items():
         images, questions = examples.build_examples([behaviour.asked(d) for d in docs], processor, CLASSES)
         for row, doc in enumerate(docs):
-            sent = scorer._yesno_prepare_inputs(doc_to_text(doc), doc_to_visual(doc))
+            sent = scorer.yesno_prepare_inputs(doc_to_text(doc), doc_to_visual(doc))
             prompt = sent["input_ids"][0].tolist()
             ids = questions.input_ids[row].tolist()
             answer = behaviour.answer(doc)

@@ -87,7 +87,7 @@ def test_in_process_it_is_the_full_softmax(tiny_qwen_dir, rule):
     items.append(("Is the sky blue? Answer yes or no.", []))
     want = []
     for context, visuals in items:
-        probs = torch.softmax(model.first_token_logits_batch(model._yesno_prepare_inputs(context, visuals))[0].double(), 0)
+        probs = torch.softmax(model.first_token_logits_batch(model.yesno_prepare_inputs(context, visuals))[0].double(), 0)
         want.append(float(probs[list(tokens.yes_ids)].sum() + probs[list(tokens.no_ids)].sum()))
     assert rule == "exact" or len(tokens.yes_ids) > 1
     for scored in (model.score_items(items, 1, paths=(ONE_BY_ONE,)), model.score_items(items, 4, paths=(GROUPED,)),

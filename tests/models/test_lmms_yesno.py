@@ -98,7 +98,7 @@ def test_inputs_and_logits_are_the_lmms_eval_models_first_generation_step(twin, 
     finally:
         del hf_model.generate
 
-    ours = model._yesno_prepare_inputs(DOCS[doc_id]["question"], [DOCS[doc_id]["image"]])
+    ours = model.yesno_prepare_inputs(DOCS[doc_id]["question"], [DOCS[doc_id]["image"]])
     assert set(ours.keys()) == set(seen["inputs"]), twin
     assert int((ours["input_ids"] == model.model.config.image_token_id).sum()) > 0  # the image is in the prompt
     for key, value in ours.items():

@@ -74,7 +74,7 @@ def tiny(tiny_qwen_dir) -> Qwen2_5_VLYesNo:
 
 def test_the_pool_gives_the_pixels_of_the_per_question_path(tiny):
     """lmms-eval's JPEG data URL, qwen_vl_utils' decode and resize: the same bytes, image by image."""
-    pool = ImagePool(tiny._packed_load_image, workers=2)
+    pool = ImagePool(tiny.packed_load_image, workers=2)
     try:
         for i, image in enumerate(IMAGES):
             pool.submit(str(i), image)
@@ -102,9 +102,9 @@ def test_a_bad_preparation_is_named():
 def test_normalise_and_patchify_on_the_device_equal_the_processor(tiny):
     scorer = QwenPacked(tiny)
     try:
-        images = [torch.from_numpy(tiny._packed_load_image(im)).permute(2, 0, 1) for im in IMAGES]
+        images = [torch.from_numpy(tiny.packed_load_image(im)).permute(2, 0, 1) for im in IMAGES]
         pixels, grids = scorer.pixels(images)
-        today = [tiny._yesno_prepare_inputs("q", [im]) for im in IMAGES]
+        today = [tiny.yesno_prepare_inputs("q", [im]) for im in IMAGES]
         want = torch.cat([t["pixel_values"] for t in today])
         assert pixels.shape == want.shape
         assert float((pixels - want).abs().max()) <= 1e-6
@@ -124,14 +124,14 @@ def test_prefix_plus_suffix_is_the_processors_input_ids_and_positions(tiny):
         grids = {}
         for group in groups:
             for key, image in zip(group.keys, group.visuals, strict=True):
-                grids[key] = scorer.pixels([torch.from_numpy(tiny._packed_load_image(image)).permute(2, 0, 1)])[1][0]
+                grids[key] = scorer.pixels([torch.from_numpy(tiny.packed_load_image(image)).permute(2, 0, 1)])[1][0]
         assert sum(len(g.questions) for g in groups) == len(items)
         assert len(groups) == 7  # five images, the two-image doc, the doc without one
         for group in groups:
             grid = torch.stack([grids[k] for k in group.keys]) if group.keys else torch.zeros((0, 3), dtype=torch.long)
             prefix_ids, prefix_pos = scorer.prefix(group.head, grid)
             for q in group.questions:
-                today = tiny._yesno_prepare_inputs(*items[q])
+                today = tiny.yesno_prepare_inputs(*items[q])
                 ids = today["input_ids"][0]
                 assert torch.equal(torch.cat([prefix_ids, torch.tensor(suffixes[q], dtype=torch.long)]), ids)
                 full, _ = tiny.model.model.get_rope_index(ids[None], mm_token_type_ids=today["mm_token_type_ids"],

@@ -58,7 +58,7 @@ def test_hf_yesno_scores_through_the_adapter_with_molmos_own_prompt(molmo_dir):
     model = HFYesNo(str(molmo_dir), device="cpu", dtype="float32", trust_remote_code=True, batch_size=4)
     assert model.family == "molmo" and model.adapter is not None and model.scoring.order == (ONE_BY_ONE,)
     question = "Is the red cube closer than the blue sphere? Answer Yes or No."
-    inputs = model._yesno_prepare_inputs(f"<image>{question}", [_image(200)])
+    inputs = model.yesno_prepare_inputs(f"<image>{question}", [_image(200)])
     expected = model.processor.process(images=[_image(200)], text=question)
     assert set(inputs) == set(expected) == {"input_ids", "images", "image_input_idx", "image_masks"}
     for key, value in expected.items():  # the processor's own output, batch axis added
@@ -104,7 +104,7 @@ def test_vila_inputs_are_generate_contents(vila_dirs, mode):
     model = HFYesNo(str(vila_dirs(mode)), device="cpu", dtype="float32", trust_remote_code=True, batch_size=4)
     assert model.family == "vila" and model.scoring.order == (ONE_BY_ONE,) and next(model.model.parameters()).dtype == torch.float32
     question = "Is the red cube closer than the blue sphere? Answer Yes or No."
-    ours = model._yesno_prepare_inputs(f"<image>{question}", [_image(200)])
+    ours = model.yesno_prepare_inputs(f"<image>{question}", [_image(200)])
     seen = {}
     model.model.generate = lambda **kwargs: seen.update(kwargs)
     model.model.generate_content([_image(200), question])

@@ -137,3 +137,30 @@ def test_list_models_prints_each_id_by_family_with_the_paths_it_offers():
     assert "vllm_yesno: the engine's own scoring" in lines
     assert {line.split(" ")[0].rstrip(":") for line in lines} == set(MODEL_TABLE) == set(MODELS)
     assert set(YESNO_TWINS) == {"qwen2_5_vl", "qwen3_vl", "gemma3", "llava_hf"}  # derived from the entries
+
+
+def test_the_scoring_record_is_handed_to_each_of_our_tasks_and_a_dropped_path_reaches_it():
+    """Issue 66, item 2: the path choice reaches the run's config by a hand-off, not a module global: before
+    lmms-eval evaluates, the seam gives each of our tasks the model's own record; the model updates it in
+    place when it drops a path, so the task's config (what lmms-eval writes out) shows the final choice."""
+    import subprocess
+    import sys
+
+    from spatial_tasks.paths import tasks_dir
+
+    code = ("import json, types\n"
+            "from lmms_eval.evaluator import TaskManager, get_task_dict\n"
+            "from spatial_tasks.harness.before_run import hand_over_scoring\n"
+            f"tm = TaskManager(include_path={str(tasks_dir() / 'spatialtunnel')!r}, include_defaults=False)\n"
+            "tasks = get_task_dict(['spatialtunnel_logit_sample'], tm)\n"
+            "lm = types.SimpleNamespace(scoring_record={'model': 'hf_yesno', 'path': 'packed'})\n"
+            "hand_over_scoring(lm, tasks)\n"
+            "lm.scoring_record.update(path='grouped', dropped=['packed'])  # what drop_path does, in place\n"
+            "hand_over_scoring(types.SimpleNamespace(), tasks)  # a model without a record changes nothing\n"
+            "leaves = [t for group in tasks.values() for t in (group.values() if isinstance(group, dict) else [group])]\n"
+            "print(json.dumps(sorted((t.config.task, t.dump_config()['metadata']['spatial_tasks_scoring']['path'])"
+            " for t in leaves)))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == (
+        '[["spatialtunnel_logit_sample_phase", "grouped"], ["spatialtunnel_logit_sample_size", "grouped"]]')
