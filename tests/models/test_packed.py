@@ -264,7 +264,7 @@ def test_every_hf_yesno_family_prepares_each_image_once(family, tiny_family_dirs
     for a, b in zip(one, got, strict=True):
         assert abs(a.logit_yes - b.logit_yes) <= TOL and abs(a.logit_no - b.logit_no) <= TOL and a.text == b.text
     expected = "QwenPacked" if family == "qwen3_vl" else "PreparedOnce"
-    assert type(model._scoring_strategies[pipeline].pipeline).__name__ == expected
+    assert type(model.path_runs.strategies[pipeline].pipeline).__name__ == expected
     if family == "molmo2":
         assert model.scoring.dropped == (f"{PREPARED_ONCE}: image_token_pooling: values differ",)
     else:
