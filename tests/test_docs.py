@@ -107,3 +107,42 @@ def test_the_families_table_names_the_scorers_the_model_table_registers():
     assert set(rows) == set(FAMILY_TABLE)
     for model_type, scorers in rows.items():
         assert scorers == {e.id for e in MODEL_TABLE.values() if model_type in e.served()}, model_type
+
+
+def _prose_paragraphs(text: str) -> list[list[str]]:
+    """A page's prose paragraphs and list items (code blocks, indented blocks and tables left out)."""
+    out, current, code = [], [], False
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("```"):
+            code = not code
+        starts_item = re.match(r"\s*([-*]|\d+\.)\s", line) is not None
+        if code or line.startswith("```") or not line.strip() or line.startswith("|") or \
+                (line.startswith("    ") and not current) or (starts_item and current):
+            if current:
+                out.append(current)
+            current = [line] if starts_item and not code and line.strip() else []
+            continue
+        current.append(line)
+    return out
+
+
+def test_no_docs_paragraph_is_over_twelve_lines():
+    """Issue 66, item 5: the docs are reference; a paragraph longer than 12 lines is split (or moved to the
+    CHANGELOG, where the history lives)."""
+    pages = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md")),
+             *sorted((ROOT / "tasks").glob("*/README.md")), *sorted((ROOT / "generators").glob("*/README.md"))]
+    assert len(pages) > 15
+    long = [f"{page.relative_to(ROOT)}: {len(p)} lines from {p[0][:40]!r}" for page in pages
+            for p in _prose_paragraphs(page.read_text(encoding="utf-8")) if len(p) > 12]
+    assert not long, long
+    assert [len(p) for p in _prose_paragraphs("a\nb\n\n- c\n  d\n- e\n\n    code\n    code\n\nf")] == [2, 2, 1, 1]
+
+
+def test_every_module_is_named_in_the_layout_map():
+    """Issue 66, item 5: docs/architecture.md names every module of the package and the generators."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    modules = [p for folder in ("spatial_tasks", "generators") for p in sorted((ROOT / folder).rglob("*.py"))
+               if p.name != "__init__.py"]
+    assert len(modules) > 150
+    unnamed = [str(p.relative_to(ROOT)) for p in modules if not re.search(rf"(?<!\w){re.escape(p.stem)}(?!\w)", page)]
+    assert not unnamed, unnamed
