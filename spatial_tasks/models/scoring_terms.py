@@ -1,6 +1,7 @@
 """The words the scoring paths share: the six paths' names, fastest first, and the two signals a
-path raises. Imports nothing, so the family entries (``families``), the pipelines (``packed``) and
-the strategies (``scoring_paths``) can all use them without importing each other."""
+path raises. Imports nothing (no torch), so the tables a preflight reads (``family_table``,
+``model_table``), the pipelines (``packed``) and the strategies (``scoring_paths``) can all use them
+without importing each other or torch."""
 
 from __future__ import annotations
 
