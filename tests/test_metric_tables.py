@@ -1,11 +1,10 @@
 """A metric is one entry in its benchmark's table (``Benchmark.metrics``) plus one YAML line: every
 task names its aggregations as strings (``o3d_acc``) that lmms-eval resolves through the registry our
 entry point fills, in any process that imports lmms-eval's models -- as each process of a
-multi-process run does. The task ``utils.py`` files hand lmms-eval only what it must get as a function."""
+multi-process run does."""
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 
@@ -44,18 +43,6 @@ def test_every_task_metric_is_aggregated_by_its_registered_table_name(registry):
             assert registry[name].metric_function is own[prefix][metric], name
             seen += 1
     assert seen > 150  # every line of every task, not a handful
-
-
-def test_the_task_utils_hand_no_aggregation_list():
-    names = []
-    for benchmark in FOUR:
-        tree = ast.parse((tasks_dir() / benchmark / "utils.py").read_text(encoding="utf-8"))
-        names += [alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                  for alias in node.names]
-        names += [t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) for t in node.targets
-                  if isinstance(t, ast.Name)]
-    assert "process_docs" in names  # what lmms-eval must get as a function is still there
-    assert len([n for n in names if "agg_" in n]) <= 10
 
 
 def test_a_fresh_process_that_builds_tasks_resolves_the_names():

@@ -90,13 +90,24 @@ def test_no_class_in_the_models_package_has_more_than_15_methods():
     assert not big, big
 
 
-def test_no_method_identity_check_and_no_none_for_unsupported():
-    """The choice reads the family's entry and the class's declared paths, never which methods a
-    subclass overrides; a hook that cannot serve raises (PathUnavailable, NothingToShare)."""
-    for path in sorted(MODELS.glob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        assert "is not HFYesNoMixin." not in text and "is HFYesNoMixin." not in text, path.name
-        assert "-> Mapping[str, torch.Tensor] | None" not in text, path.name  # prepare hooks never return None
+def test_a_hook_that_cannot_serve_raises_and_its_questions_go_to_the_next_path(tiny_family_dirs):
+    """A prepare hook that cannot take a batch raises ``PathUnavailable`` (never returns None); the path hands
+    those questions to the next one, which scores them as one at a time does (issue 66 item 6: this was a
+    grep of the source)."""
+    import torch
+    from PIL import Image
+
+    from spatial_tasks.models.hf_yesno import HFYesNo
+    from spatial_tasks.models.scoring_paths import PathUnavailable
+
+    model = HFYesNo(pretrained=str(tiny_family_dirs("qwen2_5_vl")), device="cpu", dtype="float32")
+    items = [("<image>Is the square red? Answer Yes or No.", [Image.new("RGB", (56, 56), "red")]),
+             ("Is the sky blue? Answer Yes or No.", [])]  # one prompt without an image beside one with
+    with pytest.raises(PathUnavailable, match="without an image"):
+        model.yesno_prepare_batch(items)
+    handed_on = model.score_items(items, 2, paths=(PADDED, ONE_BY_ONE))
+    alone = model.score_items(items, 1, paths=(ONE_BY_ONE,))
+    assert torch.allclose(torch.tensor([s.p_yes for s in handed_on]), torch.tensor([s.p_yes for s in alone]), atol=1e-6)
 
 
 def test_a_real_run_logs_its_path_in_one_line_and_records_it_in_its_config(lmms_run, tiny_family_dirs):
