@@ -116,7 +116,7 @@ def _prose_paragraphs(text: str) -> list[list[str]]:
         if line.startswith("```"):
             code = not code
         starts_item = re.match(r"\s*([-*]|\d+\.)\s", line) is not None
-        if code or line.startswith("```") or not line.strip() or line.startswith("|") or \
+        if code or line.startswith(("```", "|")) or not line.strip() or \
                 (line.startswith("    ") and not current) or (starts_item and current):
             if current:
                 out.append(current)

@@ -8,7 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from spatial_tasks.models.family_table import FAMILY_TABLE
-from spatial_tasks.models.scoring_terms import GROUPED, ONE_BY_ONE, PACKED, PADDED, PREPARED_ONCE, SHARED_PREFIX
+from spatial_tasks.models.scoring_terms import (
+    GROUPED,
+    ONE_BY_ONE,
+    PACKED,
+    PADDED,
+    PREPARED_ONCE,
+    SHARED_PREFIX,
+)
 
 ANY_FAMILY = "any"  # a model id that loads any transformers image-text checkpoint (its families: the table's)
 ENGINE = "engine"  # one that leaves the model to an engine (vLLM, a server): the engine says what it serves

@@ -35,11 +35,11 @@ from pathlib import Path
 from spatial_tasks.benchmark import Benchmark, ReleasedOutputs, Study
 from spatial_tasks.common.environment import mixed_warning
 from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.paper import paper_results
 from spatial_tasks.common.read_once import read_once
 from spatial_tasks.common.samples import Run, SamplesError, find_runs, samples_benchmark
 from spatial_tasks.common.yesno import label_mass_below_half, label_mass_median, label_mass_warning
 from spatial_tasks.registry import benchmarks, get, offering
-from spatial_tasks.common.paper import paper_results
 from spatial_tasks.results.tidy import software_of
 
 STRONG, ACCEPTABLE = 2.5, 5.0  # |Δ| in points (EASI's bands)

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from lmms import declared_metrics, read_run
 
-
 pytestmark = pytest.mark.cli
 ACCELERATE = str(Path(sys.executable).with_name("accelerate"))
 TASK = "spatialtunnel_logit_sample_phase"

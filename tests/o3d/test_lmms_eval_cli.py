@@ -17,10 +17,17 @@ from pathlib import Path
 
 import pytest
 from filelock import FileLock
-from lmms import SPATIAL_TASKS, TINY_QWEN_ARGS, Run, assert_all_finite, declared_metrics, run_cli, run_lmms_eval
+from lmms import (
+    SPATIAL_TASKS,
+    TINY_QWEN_ARGS,
+    Run,
+    assert_all_finite,
+    declared_metrics,
+    run_cli,
+    run_lmms_eval,
+)
 from openai_server import image_urls, prompt_text
 from spatial_tasks.generators.o3d import standins as fixture
-
 
 pytestmark = pytest.mark.cli
 SAMPLE_TASKS = "o3d_sample,o3d_sample_real,o3d_sample_icl_cot"

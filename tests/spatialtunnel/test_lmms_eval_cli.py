@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from lmms import SPATIAL_TASKS, TINY_QWEN_ARGS, assert_all_finite, declared_metrics, run_cli, run_lmms_eval
 
-
 from .fakes import write_generated
 
 pytestmark = pytest.mark.cli

@@ -12,7 +12,6 @@ import pytest
 from lmms import SPATIAL_TASKS, TINY_QWEN_ARGS, assert_all_finite, declared_metrics, run_cli, run_lmms_eval
 from openai_server import image_urls, prompt_text
 
-
 pytestmark = pytest.mark.cli
 MCQ_TASKS = [f"vague_sample_{s}" for s in ("lm", "sm", "sm_gpt", "vlm", "vlm_cot", "sm_cot")]
 FREE_TASKS = ["vague_sample_freeform", "vague_sample_freeform_cot"]
