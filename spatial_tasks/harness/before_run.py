@@ -19,20 +19,31 @@ from spatial_tasks.harness.data import DocsHook, TaskData
 def install_preflight() -> None:
     """Wrap ``simple_evaluate`` with ``spatial_tasks.preflight``'s checks (idempotent): a run that
     holds our tasks and whose checkpoint or Hub data cannot be had stops in one line before its model
-    loads. ``lmms_eval.__main__`` calls ``evaluator.simple_evaluate``, so the module attribute is the
-    one replaced; while that module is still being imported (our entry point runs then) there is
-    nothing to wrap yet, so this runs when the task index is built."""
-    from spatial_tasks import preflight
-
+    loads; and ``evaluate`` with the scoring hand-off. While lmms-eval's evaluator module is still being
+    imported (our entry point runs then) there is nothing to wrap yet, so this runs when the task index
+    is built."""
     _install_task_name_check()
-    _install_scoring_hand_off()
+    _wrap_evaluator("evaluate", _handing_over_scoring)
+    _wrap_evaluator("simple_evaluate", _checked_first)
+
+
+def _wrap_evaluator(name: str, make) -> None:
+    """Replace ``lmms_eval.evaluator.<name>`` (idempotent) by ``make(original, signature)``: lmms-eval's
+    ``__main__`` calls ``evaluator.simple_evaluate`` and ``simple_evaluate`` calls ``evaluate`` by their
+    module names, so the module attribute is the one replaced."""
     evaluator = sys.modules.get("lmms_eval.evaluator")
-    original = getattr(evaluator, "simple_evaluate", None)
+    original = getattr(evaluator, name, None)
     if original is None or getattr(original, "_spatial_tasks", False):
         return
-    signature = inspect.signature(original)
+    wrapper = functools.wraps(original)(make(original, inspect.signature(original)))
+    wrapper._spatial_tasks = True
+    setattr(evaluator, name, wrapper)
 
-    @functools.wraps(original)
+
+def _checked_first(original, signature):
+    """``simple_evaluate`` with the preflight's checks before the model loads."""
+    from spatial_tasks import preflight
+
     def simple_evaluate(*args, **kwargs):
         bound = signature.bind_partial(*args, **kwargs).arguments
         model, model_args, tasks = bound.get("model"), bound.get("model_args"), bound.get("tasks") or []
@@ -67,8 +78,7 @@ def install_preflight() -> None:
                 raise
             stop_run(line)
 
-    simple_evaluate._spatial_tasks = True
-    evaluator.simple_evaluate = simple_evaluate
+    return simple_evaluate
 
 
 def hand_over_scoring(lm, task_dict: dict) -> None:
@@ -88,23 +98,14 @@ def hand_over_scoring(lm, task_dict: dict) -> None:
             config.metadata[SCORING_KEY] = record
 
 
-def _install_scoring_hand_off() -> None:
-    """Wrap ``evaluator.evaluate`` (idempotent; ``simple_evaluate`` calls it by its module name) so that the
-    model it evaluates hands its scoring record to the tasks (``hand_over_scoring``)."""
-    evaluator = sys.modules.get("lmms_eval.evaluator")
-    original = getattr(evaluator, "evaluate", None)
-    if original is None or getattr(original, "_spatial_tasks", False):
-        return
-    signature = inspect.signature(original)
-
-    @functools.wraps(original)
+def _handing_over_scoring(original, signature):
+    """``evaluate`` that first hands the model's scoring record to the tasks (``hand_over_scoring``)."""
     def evaluate(*args, **kwargs):
         bound = signature.bind_partial(*args, **kwargs).arguments
         hand_over_scoring(bound.get("lm"), bound.get("task_dict") or {})
         return original(*args, **kwargs)
 
-    evaluate._spatial_tasks = True
-    evaluator.evaluate = evaluate
+    return evaluate
 
 
 def _install_task_name_check() -> None:

@@ -60,12 +60,13 @@ MODEL_TABLE: dict[str, ModelEntry] = {e.id: e for e in (
     ModelEntry("vllm_yesno", f"{_MODELS}.vllm_yesno.VLLMYesNo", ENGINE),
 )}
 
+_BY_HOST = {e.host: e for e in MODEL_TABLE.values()}
+
 
 def entry_of(cls: type) -> ModelEntry | None:
     """The entry whose host is ``cls`` or one of its bases (a test's subclass keeps its parent's id)."""
-    hosts = {e.host: e for e in MODEL_TABLE.values()}
-    return next((hosts[f"{k.__module__}.{k.__qualname__}"] for k in cls.__mro__
-                 if f"{k.__module__}.{k.__qualname__}" in hosts), None)
+    return next((_BY_HOST[f"{k.__module__}.{k.__qualname__}"] for k in cls.__mro__
+                 if f"{k.__module__}.{k.__qualname__}" in _BY_HOST), None)
 
 
 def table_lines() -> list[str]:

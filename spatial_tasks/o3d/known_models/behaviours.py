@@ -91,7 +91,8 @@ class Resize:
         if self.factor == 1.0:
             return image, masks
         edited = {"target": [0], "distractors": range(1, len(masks)), "all": range(len(masks))}[self.which]
-        pixels = np.asarray(image.convert("RGB"))
+        image = image.convert("RGB")
+        pixels = np.asarray(image)
         if self.factor < 1:  # the rendered object must go; a pixel round it too (its antialiased edge)
             hole = np.zeros(pixels.shape[:2], bool)
             for i in edited:
@@ -104,13 +105,13 @@ class Resize:
                 hole &= ~masks[i]
             background = Image.fromarray(_fill(pixels, hole))
         else:
-            background = image.convert("RGB")
+            background = image
         out, masks = background.copy(), list(masks)
         for i in edited:
             rows, cols = np.nonzero(masks[i])
             top, bottom, left, right = rows.min(), rows.max() + 1, cols.min(), cols.max() + 1
             size = (max(1, round((right - left) * self.factor)), max(1, round((bottom - top) * self.factor)))
-            patch = image.convert("RGB").crop((left, top, right, bottom)).resize(size, Image.BICUBIC)
+            patch = image.crop((left, top, right, bottom)).resize(size, Image.BICUBIC)
             shape = Image.fromarray(masks[i][top:bottom, left:right].astype(np.uint8) * 255).resize(size, Image.BILINEAR)
             at = (round((left + right) / 2 - size[0] / 2), bottom - size[1])
             out.paste(patch, at, shape)
