@@ -1,6 +1,7 @@
 """(2) + (3) + (5) + (11) lmms-eval's ``ConfigurableTask.download``, patched for our tasks: their
-``TaskData`` bound to the docs hook, their declared metrics to the results hook, one try (no 60 s of retries), any failure one line
-(``TaskDataFailed``), and the run's software recorded into the task's config metadata."""
+``TaskData`` bound to the docs hook, their declared metrics to the results hook, one try (no 60 s of
+retries), any failure one line (``TaskDataFailed``), and the run's software recorded into the task's
+config metadata."""
 
 from __future__ import annotations
 
