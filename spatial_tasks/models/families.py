@@ -268,11 +268,6 @@ def family_of(model_type: str) -> Family:
     return FAMILIES.get(model_type) or Family(model_type, model_type, None)
 
 
-def paths_of(model_type: str) -> tuple[str, ...]:
-    """The scoring paths a family allows (a family not listed: padded batches and one by one)."""
-    return family_of(model_type).paths
-
-
 def build_tiny_model(family: str, out_dir: Path, seed: int = 0, shape: str = "tiny") -> Path:
     """Write a random checkpoint of ``family`` (a key of FAMILIES) at ``shape`` (a key of
     ``tiny_models.SHAPES``) to ``out_dir`` (``Family.build_tiny``)."""

@@ -177,11 +177,6 @@ class RemoteHidden(HiddenStateModel):
         return np.concatenate([states for states, _ in parts], axis=1), [first for _, (first,) in parts]
 
 
-def model_family(pretrained: str) -> str:
-    """The ``model_type`` in a checkpoint's config.json (a Hub id is asked of the Hub)."""
-    return families.read_model_type(pretrained)
-
-
 def load_hidden_state_model(pretrained: str, family: str | None = None, trust_remote_code: bool = False,
                             **kwargs: Any) -> HiddenStateModel:
     """The family's ``HiddenStateModel`` for ``pretrained`` (family from its config unless given)."""

@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -566,15 +566,6 @@ def process_docs(dataset: datasets.Dataset, *, source: str | None = None,
     src = register_source(source or default_source(), load_kwargs=load_kwargs)
     return build_docs(dataset, src, subset_names=subsets, marked=marked, clarity=clarity,
                       origin=origin or in_memory("visual_questions"))
-
-
-def make_process_docs(source: str | None = None, **filters: Any) -> Callable[[datasets.Dataset], datasets.Dataset]:
-    """A one-argument process_docs bound to a source and filters (subsets=..., marked=...)."""
-
-    def _process(dataset: datasets.Dataset) -> datasets.Dataset:
-        return process_docs(dataset, source=source, **filters)
-
-    return _process
 
 
 def load_o3d(path: str = schema.SOURCE.default, *, subsets: Iterable[str] | None = None, marked: bool | None = None,

@@ -59,7 +59,7 @@ def test_a_family_without_a_pipeline_or_features_gets_the_basic_paths():
 def test_every_family_is_one_entry_whose_paths_are_known_and_end_in_the_basic_ones():
     for family in families.FAMILIES.values():
         assert set(family.paths) <= set(STRATEGIES) and family.paths[-2:] == (PADDED, ONE_BY_ONE), family
-    assert families.paths_of("a_family_nobody_listed") == (PADDED, ONE_BY_ONE)
+    assert families.family_of("a_family_nobody_listed").paths == (PADDED, ONE_BY_ONE)
 
 
 def test_each_class_implements_the_hooks_of_the_paths_its_entry_declares():

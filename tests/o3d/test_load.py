@@ -322,8 +322,7 @@ def test_process_docs_loads_only_the_needed_subsets(o3d_fixture_dir, o3d_load_kw
 def test_process_docs_source_from_environment(o3d_fixture_dir, o3d_load_kwargs, monkeypatch):
     monkeypatch.setenv(schema.SOURCE.env, str(o3d_fixture_dir))
     questions = _subset(o3d_fixture_dir, "visual_questions", o3d_load_kwargs)
-    hook = load.make_process_docs(subsets=["real-012cue"], marked=False)
-    docs = hook(questions)
+    docs = load.process_docs(questions, subsets=["real-012cue"], marked=False)
     assert set(docs["source"]) == {str(o3d_fixture_dir.resolve())}
     assert len(docs) == 2 * fixture.DEFAULT_COUNTS["real-012cue"]
 

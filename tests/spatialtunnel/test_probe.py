@@ -8,15 +8,16 @@ import json
 
 import numpy as np
 import pytest
+from lmms import SPATIAL_TASKS, run_cli
 
 from spatial_tasks.models import families
 from spatial_tasks.models.hidden_states import FamilyHidden, load_hidden_state_model
+from spatial_tasks.registry import read_runs
 from spatial_tasks.spatialtunnel.probe import metrics as probing
 from spatial_tasks.spatialtunnel.probe.data import load_probe_pairs
 from spatial_tasks.spatialtunnel.probe.run import ProbeError, recompute, run_probe
 
 from .fakes import prompt_rows, write_prompt_parquet
-from lmms import SPATIAL_TASKS, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,7 @@ def test_verify_reads_table5_from_a_probe_folder(tiny_model, pairs, tmp_path):
     run_probe(lambda: tiny_model, pairs, tmp_path / "out", model_name="Qwen/Qwen2.5-VL-3B-Instruct", batch_size=4)
     recompute(tmp_path / "out", layer=1)  # a 2-layer model has no paper layer: name one
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
-    cells = {c["column"]: c for c in verify([tmp_path])["cells"]}
+    cells = {c["column"]: c for c in verify(read_runs(tmp_path))["cells"]}
     assert set(cells) == {"coh_h", "coh_v", "coh_d", "vd_ei"}
     assert cells["vd_ei"]["ours"] == pytest.approx(metrics["at_layer"]["VD-EI"]) and cells["vd_ei"]["paper"] == 0.457
     assert cells["coh_h"]["scope"] == f"probe, layer {metrics['layer']}" and cells["coh_h"]["table"] == "table5"
@@ -190,10 +191,10 @@ def test_parse_layers():
 
 def test_missing_model_folder_is_named(tmp_path):
     from spatial_tasks.models.families import ModelFamilyError
-    from spatial_tasks.models.hidden_states import model_family
+    from spatial_tasks.models.families import read_model_type
 
     with pytest.raises(ModelFamilyError, match=f"{tmp_path}/nothing: no such folder"):
-        model_family(str(tmp_path / "nothing"))
+        read_model_type(str(tmp_path / "nothing"))
 
 
 def test_a_truncated_deltas_file_is_named(tiny_model, pairs, tmp_path):
