@@ -147,10 +147,11 @@ def main() -> None:
         data = make_data(folder, -(-args.questions // 4))
         runs = make_runs(folder, data, args.runs)
         print(f"made {args.runs} runs x {args.questions} questions in {time.perf_counter() - t:.1f} s")
+        from spatial_tasks.registry import read_runs
         from spatial_tasks.report import write_report
 
         t = time.perf_counter()
-        write_report(runs, folder / "report")
+        write_report(read_runs(runs), folder / "report")
         build = time.perf_counter() - t
         index, thumbs = folder / "report" / "index.html", folder / "report" / "thumbs"
         first, filtered, count = load_time(index)

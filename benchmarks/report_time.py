@@ -53,6 +53,7 @@ class OpenCounter:
 
 
 def timed_report(runs: Path, repeat: int) -> tuple[float, Counter[str]]:
+    from spatial_tasks.registry import read_runs
     from spatial_tasks.report import write_report
 
     best, opens = float("inf"), Counter()
@@ -61,7 +62,7 @@ def timed_report(runs: Path, repeat: int) -> tuple[float, Counter[str]]:
         try:
             with OpenCounter() as counter:
                 start = time.perf_counter()
-                write_report(runs, out / "report")
+                write_report(read_runs(runs), out / "report")
                 best = min(best, time.perf_counter() - start)
             opens = counter.opens
         finally:
@@ -108,6 +109,7 @@ def main() -> None:
 MEASURE = """
 import cProfile, pstats, sys, time
 from pathlib import Path
+from spatial_tasks.registry import read_runs
 from spatial_tasks.report import write_report
 
 def peak_mb():  # VmHWM: this process's own peak (ru_maxrss would carry the forking parent's across exec)
@@ -119,7 +121,7 @@ before = peak_mb()
 start = time.perf_counter()
 profiler = cProfile.Profile() if profile else None
 if profiler: profiler.enable()
-write_report(runs, out)
+write_report(read_runs(runs), out)
 if profiler: profiler.disable()
 took = time.perf_counter() - start
 print(f"report {took:.1f} s; peak RSS {peak_mb():.0f} MB (after imports {before:.0f} MB)")

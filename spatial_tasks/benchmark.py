@@ -9,7 +9,8 @@ The same words mean the same thing in every benchmark:
 
 - a **record** is one question's outcome (what ``process_results`` logs and ``rescore`` re-makes
   from a logged sample); ``record`` is its pydantic type;
-- ``records_from_samples(path, **options)``: the records of one ``*_samples_<task>.jsonl`` file;
+- ``records_from_samples(path, **options)``: the records of one ``*_samples_<task>.jsonl`` file (a
+  command passes its ``samples.SamplesFile``, read once, and keeps the result: ``common.runset``);
 - ``score(reference, prediction, **options)``: one record from a question (its logged record or
   its doc) and a model output -- what Hugging Face ``evaluate`` calls per question;
 - ``summary(records, **options)``: the figures of a set of records (what ``rescore`` prints);
@@ -44,7 +45,6 @@ from spatial_tasks.common.intervals import (
     grouped_bootstrap,
     wilson,
 )
-from spatial_tasks.common.read_once import remember
 
 Rows = Sequence[dict]
 C = TypeVar("C", bound="Capability")
@@ -112,10 +112,9 @@ class Scorecard:
     def intervals(self, rows: Rows, iterations: int = ITERATIONS, seed: int = SEED,
                   figures: Sequence[Headline] | None = None) -> dict[str, tuple[float, float, float, str]]:
         """metric -> (value, low, high, method) of ``figures`` (default: every headline and detail
-        figure) over these rows; NaN where the figure is undefined."""
-        rows_named = tuple(map(id, rows))  # within one command the same records are the same objects
-        return {figure.metric: remember((id(self), id(figure), rows_named, iterations, seed), (self, figure, rows),
-                                        lambda figure=figure: self._interval(figure, rows, iterations, seed))
+        figure) over these rows; NaN where the figure is undefined. (A command keeps them per scope:
+        ``common.runset.Scope``.)"""
+        return {figure.metric: self._interval(figure, rows, iterations, seed)
                 for figure in ((*self.headlines, *self.details) if figures is None else figures)}
 
     def _interval(self, figure: Headline, rows: Rows, iterations: int, seed: int) -> tuple[float, float, float, str]:
@@ -251,10 +250,11 @@ class Paper:
 
 @dataclass(frozen=True)
 class Section:
-    """A section of ``spatial-tasks report``: ``write(inputs, out)`` -> (files, markdown lines);
-    ``title`` heads it (default: the benchmark's title)."""
+    """A section of ``spatial-tasks report``: ``write(inputs, out)`` -> (files, markdown lines), where a
+    benchmark's section gets its part of the command's run set (``common.runset.RunSet``) and a study's
+    its folders; ``title`` heads it (default: the benchmark's title)."""
 
-    write: Callable[[list, Path], tuple[list[Path], list[str]]]
+    write: Callable[[Any, Path], tuple[list[Path], list[str]]]
     title: str | None = None
 
 

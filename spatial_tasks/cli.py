@@ -19,7 +19,6 @@ from typing import Annotated
 import typer
 
 from spatial_tasks.cli_helpers import PLAIN, RAY_LOCAL, print_json
-from spatial_tasks.common.read_once import read_once
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, help=__doc__.split("\n")[0], **PLAIN)
 # The command groups; a benchmark adds its own commands to them (``Benchmark.commands``), and a
@@ -230,11 +229,13 @@ def report_command(
 ) -> None:
     """Turn lmms-eval results (and logged samples) and probe folders into report.md, plots, and
     index.html: one page with the scorecard, every figure and every sample with its image."""
+    from spatial_tasks.registry import read_runs
     from spatial_tasks.report import write_report
 
     if results_dir is None and not probe:
         raise ValueError("give an lmms-eval results folder, or --probe FOLDER, or both")
-    for path in write_report(results_dir, out, probes=probe or ()):
+    runs = read_runs(results_dir) if results_dir is not None else None
+    for path in write_report(runs, out, probes=probe or ()):
         typer.echo(str(path))
 
 
@@ -249,15 +250,17 @@ def results_command(
     """Every headline figure of every task and group of every run, with its 95 % interval and
     provenance, as tidy records (schema: spatial_tasks/results/record.schema.json)."""
     from spatial_tasks.paths import output_folder
+    from spatial_tasks.registry import read_runs
     from spatial_tasks.results.schema import merge_with_files, write_csv, write_jsonl
     from spatial_tasks.results.tidy import collect
 
-    records = collect(list(paths), iterations=iterations, seed=seed)
+    runs = read_runs(*paths)
+    records = collect(runs, iterations=iterations, seed=seed)
     if not records:
-        from spatial_tasks.common.samples import empty_samples_files, only_empty
+        from spatial_tasks.common.samples import only_empty
         from spatial_tasks.registry import benchmarks
 
-        empty = empty_samples_files(paths)
+        empty = [t.path for t in runs.tasks if t.empty]
         if empty:
             raise only_empty(empty, "no records to write")
 
@@ -283,12 +286,13 @@ def verify_command(
     as EASI grades: |Δ| ≤ 2.5 points strong, ≤ 5 acceptable, > 5 a discrepancy; released outputs
     must reproduce their cells exactly. Exit 1 when a checked cell fails; a run whose model has no
     paper row is said so and exits 0 (with --strict, 1 when nothing was verified)."""
+    from spatial_tasks.registry import read_runs
     from spatial_tasks.results.verify import verify, verify_lines
 
     for path in paths:
         if not path.exists():
             raise FileNotFoundError(f"{path}: no such file or folder")
-    result = verify(list(paths))
+    result = verify(read_runs(*(p for p in paths if not p.is_file())), released=[p for p in paths if p.is_file()])
     typer.echo(json.dumps(result, indent=2) if as_json else "\n".join(verify_lines(result)))
     failed = result["checked"] and not result["passed"]  # a figure differs from a paper row
     if failed or (strict and not result["checked"]):
@@ -355,25 +359,21 @@ def _rescore_command(name: str, title: str):
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     ) -> None:
         from spatial_tasks.cli_helpers import figures_line
-        from spatial_tasks.common.samples import SamplesError, find_runs, samples_benchmark
-        from spatial_tasks.registry import get
+        from spatial_tasks.common.samples import SamplesError
+        from spatial_tasks.registry import get, read_runs
         from spatial_tasks.results.tidy import benchmark_records
 
-        spec = get(name)
-        runs = {}
-        for path in samples:
-            for run in find_runs(path):
-                tasks = {task: spec.summary(spec.records_from_samples(file))
-                         for task, file in sorted(run.samples.items()) if samples_benchmark(file) == name}
-                if tasks:
-                    runs[run.label] = tasks
-        if not runs:
+        spec, runs = get(name), read_runs(*samples)
+        figures: dict[str, dict] = {}
+        for entry in runs.only(name).tasks:
+            figures.setdefault(entry.run.label, {})[entry.task] = spec.summary(entry.records())
+        if not figures:
             raise SamplesError(f"{', '.join(map(str, samples))}: no {title} samples found (expected lmms-eval "
                                "--log_samples output)")
         if as_json:
-            print_json({"runs": runs, "records": benchmark_records(samples, name)})
+            print_json({"runs": figures, "records": benchmark_records(runs, name)})
             return
-        for label, tasks in runs.items():
+        for label, tasks in figures.items():
             typer.echo(label)
             for task, figures in tasks.items():
                 typer.echo(f"  {task}: {figures_line(figures)}")
@@ -463,8 +463,7 @@ def main(argv: list[str] | None = None) -> None:
     args = with_optional_values([a for a in args if a != "--debug"])
     usage_errors = _usage_errors()
     try:
-        with read_once():  # a command reads each run once, whichever parts of it ask (common.read_once)
-            code = app(args=args, prog_name="spatial-tasks", standalone_mode=False)
+        code = app(args=args, prog_name="spatial-tasks", standalone_mode=False)
     except KeyboardInterrupt:
         print("spatial-tasks: interrupted", file=sys.stderr)
         raise SystemExit(130) from None

@@ -23,9 +23,10 @@ from rich.console import Console
 
 from spatial_tasks.benchmark import Study
 from spatial_tasks.common.owned import Ledger
+from spatial_tasks.common.runset import RunSet
 from spatial_tasks.common.samples import RunFailed, check_run
 from spatial_tasks.paths import output_folder
-from spatial_tasks.registry import benchmarks, offering
+from spatial_tasks.registry import benchmarks, offering, read_runs
 from spatial_tasks.report import write_report
 
 console = Console()
@@ -44,29 +45,31 @@ def _quote(figures: dict, metric: str) -> str:
     return f"{'Δ' if metric == 'delta' else metric} = {value:{form}} [{low:{form}}, {high:{form}}]"
 
 
-def known_lines(runs: Path, random: dict[str, Path]) -> list[str]:
+def known_lines(runs: RunSet, folder: Path, random: dict[str, Path]) -> list[str]:
     """One line per known model (its figure, what it shows), then per random first-token model
-    (``random``: label -> run folder) the same figures on the same task."""
+    (``random``: label -> run folder) the same figures on the same task; the runs are the demo's, under
+    ``folder``."""
     from spatial_tasks.results.tidy import task_figures
 
     lines, quoted = [], {}
     for b, known in known_models():
-        f = task_figures(b, runs / f"known_{known.name}", known.figures_task)
+        f = task_figures(runs.within(folder / f"known_{known.name}"), known.figures_task)
         also = ", ".join(f"{m} = {f[m][0]:.2f}" for m in known.also)
         lines.append(f"- known model `{known.name}` (trained on our renders, `qwen2_5_vl_yesno`): "
                      f"{_quote(f, known.metric)}, {also}: {known.claim}.")
         quoted.setdefault((b.name, known.figures_task), (b, []))[1].append(known.metric)
-    for label, folder in random.items():
+    for label, under in random.items():
         for (_, task), (b, metrics) in quoted.items():
-            f = task_figures(b, folder, task)
+            f = task_figures(runs.within(under), task)
             lines.append(f"- {label}: {b.title} " + ", ".join(_quote(f, m) for m in dict.fromkeys(metrics))
                          + ": random weights answer noise (p ≈ 0.5).")
     return lines
 
 
-def intro(out: Path) -> list[str]:
+def intro(out: Path, read: RunSet) -> list[str]:
     """The report's opening: what the demo shows, then one line per model and per baseline rule with its
-    figure, read from the runs under ``out/runs`` (``Demo.proves``, ``Demo.notes``, the known models')."""
+    figure, read from the runs under ``out/runs`` (``read``; ``Demo.proves``, ``Demo.notes``, the known
+    models')."""
     demos = [(b, b.demo) for b in benchmarks().values() if b.demo is not None]
     data = "; ".join(d.sample_note for _, d in demos if d.sample_note)
     runs = out / "runs"
@@ -79,7 +82,7 @@ def intro(out: Path) -> list[str]:
     random = {"tiny random Qwen2.5-VL (`qwen2_5_vl_yesno`)": runs / "tiny_qwen2_5_vl_yesno",
               "tiny random Gemma 3 (`hf_yesno`, the generic path for any transformers family)":
                   runs / "tiny_gemma3_hf_yesno"}
-    lines += known_lines(runs, {k: v for k, v in random.items() if v.exists()})
+    lines += known_lines(read, runs, {k: v for k, v in random.items() if v.exists()})
     lines.append("- tiny random Qwen2.5-VL (`qwen2_5_vl`, text answers): it mostly writes nothing the parsers read, "
                  "so accuracies are 0 and the figures that need readable answers are n/a.")
     for b, demo in demos:
@@ -263,8 +266,8 @@ def run_demo(out: Path, workers: int = 2) -> Path:
     # The report re-scores the samples in this process: the same offline backbone as the runs.
     os.environ.update(offline_bertscore())
     views = [b.demo.view for b in benchmarks().values() if b.demo is not None and b.demo.view]
-    files = write_report(out / "runs", out / "report", intro=intro(out), probes=studies,
-                         view=views[0] if views else None)
+    read = read_runs(out / "runs")  # read once: the intro's figures and the report's
+    files = write_report(read, out / "report", intro=intro(out, read), probes=studies, view=views[0] if views else None)
     report = next(p for p in files if p.name == "report.md")
     console.print(f"[bold]Report[/]: {report}  ({time.time() - started:.0f} s in all)")
     console.print(f"[bold]Page[/]: {report.with_name('index.html')}  (open it in a browser: the scorecard, "

@@ -12,10 +12,12 @@ import importlib
 import os
 import sys
 from functools import cache
+from pathlib import Path
 from typing import TypeVar
 
 from spatial_tasks.benchmark import Benchmark, Capability
 from spatial_tasks.common.errors import UserError
+from spatial_tasks.common.runset import RunSet
 
 MODULES = (
     "spatial_tasks.spatialtunnel.benchmark",
@@ -144,6 +146,13 @@ def get(name: str) -> Benchmark:
         return benchmarks()[name]
     except KeyError:
         raise UnknownBenchmark(f"no benchmark named {name!r}; benchmarks: {', '.join(benchmarks())}") from None
+
+
+def read_runs(*roots: Path) -> RunSet:
+    """The lmms-eval runs under ``roots``, each task's records made by its registered benchmark: the
+    value a command reads once and hands to report, verify, results, rescore and the page
+    (``common.runset``)."""
+    return RunSet.read(roots, benchmarks())
 
 
 def offering(kind: type[C]) -> list[tuple[Benchmark, C]]:

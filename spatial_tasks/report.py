@@ -20,7 +20,6 @@ file. A report that fails leaves the earlier one as it was.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
 from collections import defaultdict
@@ -31,18 +30,18 @@ from spatial_tasks.benchmark import Benchmark, Study
 from spatial_tasks.common.environment import describe, mixed_warning, software
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.owned import Ledger
-from spatial_tasks.common.read_once import read_once
-from spatial_tasks.common.samples import Run, find_runs, is_empty, only_empty, samples_benchmark
+from spatial_tasks.common.runset import RunSet, software_of
+from spatial_tasks.common.samples import Run, only_empty
 from spatial_tasks.page import PAGE, write_page
 from spatial_tasks.paths import output_folder
-from spatial_tasks.registry import MODULES, BenchmarkFailed, benchmark_module, benchmarks, guarded, offering
+from spatial_tasks.registry import MODULES, BenchmarkFailed, benchmark_module, guarded, offering
 from spatial_tasks.results.scorecard import (
     LEADERBOARD_CSV,
     LEADERBOARD_JSON,
     scorecard_lines,
     write_leaderboard,
 )
-from spatial_tasks.results.tidy import run_records, software_of
+from spatial_tasks.results.tidy import collect
 
 REPORT = "spatial-tasks report"
 STAGING = ".report-"  # the hidden folder a report is drawn in before it replaces the earlier one
@@ -64,33 +63,24 @@ def _studies_of(folders: Sequence[Path]) -> list[tuple[Benchmark, Study]]:
     return [(b, study) for b, study in studies if any(study.holds(Path(f)) for f in folders)]
 
 
-@read_once()  # every run read once: tidy rows, checks, settings, sections, page (common.read_once)
-def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes: Sequence[Path] = (),
+def write_report(runs: RunSet | None, out: Path, intro: Sequence[str] = (), probes: Sequence[Path] = (),
                  view: Mapping | None = None) -> list[Path]:
     """Write every benchmark's figures and report.md under ``out`` (an earlier report there is
-    replaced); ``intro`` lines go under the title; ``probes`` are ``spatial-tasks probe`` folders
-    (their section is redrawn from the saved deltas); ``view``: what the page's sample browser opens on
-    (``page.page_data``). Returns the files written."""
-    makers = benchmarks()
+    replaced) from ``runs`` (``registry.read_runs``; None: probe folders only); ``intro`` lines go under
+    the title; ``probes`` are ``spatial-tasks probe`` folders (their section is redrawn from the saved
+    deltas); ``view``: what the page's sample browser opens on (``page.page_data``). Returns the files
+    written."""
     out = output_folder(out)
-    by_benchmark: dict[str, list[tuple[Run, str, Path]]] = defaultdict(list)
-    runs = find_runs(root) if root is not None else []
-    empty = []
-    for run in runs:
-        for task, samples in run.samples.items():
-            if is_empty(samples):
-                empty.append(samples)
-                continue
-            benchmark = samples_benchmark(samples)
-            if benchmark in makers:
-                by_benchmark[benchmark].append((run, task, samples))
-    if empty and (by_benchmark or probes):
+    empty = [t.path for t in runs.tasks if t.empty] if runs is not None else []
+    ours = runs.by_benchmark() if runs is not None else {}
+    if empty and (ours or probes):
         for samples in empty:
             print(f"spatial-tasks: {samples}: empty, 0 lines; left out of the report", file=sys.stderr, flush=True)
-    if not by_benchmark and not probes:
+    if not ours and not probes:
         if empty:
             raise only_empty(empty, "nothing to report")
-        raise FileNotFoundError(f"{root}: no logged samples of our benchmarks; run lmms-eval with --log_samples")
+        where = runs.source if runs is not None else "no runs and no probe folders"
+        raise FileNotFoundError(f"{where}: no logged samples of our benchmarks; run lmms-eval with --log_samples")
     ledger = Ledger(out, REPORT)
     ledger.remove_leftover_scratch(STAGING)  # a report killed midway (kill -9) left its staging folder
     staging = Path(tempfile.mkdtemp(prefix=STAGING, dir=out))
@@ -100,16 +90,17 @@ def write_report(root: Path | None, out: Path, intro: Sequence[str] = (), probes
         staging.rmdir()  # made a moment ago and still empty: the ledger could not list it
         raise
     try:
-        return _replace_report(root, out, ledger, staging, runs, by_benchmark, makers, intro, probes, view)
+        return _replace_report(runs, out, ledger, staging, intro, probes, view)
     finally:
         ledger.remove(staging)
 
 
-def _replace_report(root, out, ledger, staging, runs, by_benchmark, makers, intro, probes, view=None) -> list[Path]:
+def _replace_report(runs: RunSet | None, out: Path, ledger: Ledger, staging: Path, intro: Sequence[str],
+                    probes: Sequence[Path], view: Mapping | None) -> list[Path]:
     """Draw the report into ``staging``, then, once it is whole, drop the earlier report's files
     and move the new ones in, all through the ledger (nothing of the user's, nothing behind a link)."""
-    records = [record for run in runs for record in run_records(run)]  # the tidy headline records
-    staged, page = _draw(root, runs, by_benchmark, makers, intro, probes, staging, records)
+    records = collect(runs) if runs is not None else []  # the tidy headline records
+    staged, page = _draw(runs, intro, probes, staging, records)
     page["view"] = view
     # The leaderboard keeps the rows of the one it replaces (same key: the newer row), also
     # when this report adds none (a probe-only report must not drop it).
@@ -129,12 +120,13 @@ def _replace_report(root, out, ledger, staging, runs, by_benchmark, makers, intr
     return [ledger.replace(path, out / path.name, what_to_do=what_to_do) for path in staged]
 
 
-def _section(benchmark: Benchmark, entries: list, out: Path) -> tuple[list[Path], list[str]]:
-    """A benchmark's report section; one added by ``$SPATIAL_TASKS_BENCHMARKS`` whose code raises is
-    contained (``registry.guarded``: ``BenchmarkFailed``), ours raise as the bugs they would be."""
+def _section(benchmark: Benchmark, runs: RunSet, out: Path) -> tuple[list[Path], list[str]]:
+    """A benchmark's report section over its part of the run set; one added by ``$SPATIAL_TASKS_BENCHMARKS``
+    whose code raises is contained (``registry.guarded``: ``BenchmarkFailed``), ours raise as the bugs
+    they would be."""
     if benchmark_module(benchmark.name) in MODULES:
-        return benchmark.report.write(entries, out)
-    return guarded(benchmark, "its report section", benchmark.report.write, entries, out)
+        return benchmark.report.write(runs, out)
+    return guarded(benchmark, "its report section", benchmark.report.write, runs, out)
 
 
 def software_rows(runs: Sequence[Run]) -> list[tuple[str, dict]]:
@@ -160,22 +152,22 @@ def software_lines(runs: Sequence[Run]) -> list[str]:
     return lines + (["", f"**{warning}**"] if warning else [])
 
 
-def settings_rows(by_benchmark: dict[str, list]) -> list[tuple[str, str, dict[str, str]]]:
+def settings_rows(runs: RunSet) -> list[tuple[str, str, dict[str, str]]]:
     """(run, benchmark title, settings) per run and benchmark: the settings its figures depend on (each
     benchmark's ``settings`` of its records: BERTScore backbone, option-order seed, answer reader,
     protocol), as the result records carry them."""
-    specs = benchmarks()
     rows = []
-    for name, entries in by_benchmark.items():
-        if specs[name].settings is None:
+    for part in runs.by_benchmark().values():
+        spec = part.tasks[0].benchmark
+        if spec.settings is None:
             continue
         per_run: dict[str, list[dict]] = defaultdict(list)
-        for run, _task, samples in entries:
-            per_run[run.label] += specs[name].records_from_samples(samples)
+        for entry in part.tasks:
+            per_run[entry.run.label] += entry.records()
         for label, records in per_run.items():
-            found = specs[name].settings(records)
+            found = spec.settings(records)
             if found:
-                rows.append((label, specs[name].title, found))
+                rows.append((label, spec.title, found))
     return rows
 
 
@@ -189,13 +181,13 @@ def settings_lines(rows: Sequence[tuple[str, str, dict[str, str]]]) -> list[str]
             "What each figure was scored with; the same settings are in every result record (`settings`)."]
 
 
-def _draw(root: Path | None, runs: list, by_benchmark: dict, makers: dict, intro: Sequence[str],
-          probes: Sequence[Path], out: Path, records: Sequence = ()) -> tuple[list[Path], dict]:
+def _draw(runs: RunSet | None, intro: Sequence[str], probes: Sequence[Path], out: Path, records: Sequence = ()
+          ) -> tuple[list[Path], dict]:
     """Every figure and report.md, drawn into ``out`` (the staging folder): (the files written, what
     the report page shows besides the leaderboard)."""
     written: list[Path] = []
-    source = (f"Source: `{root}` ({len(runs)} lmms-eval run(s)). Every figure is recomputed from the logged "
-              "samples with the functions of the live run.") if root is not None else (
+    source = (f"Source: `{runs.source}` ({len(runs.runs)} lmms-eval run(s)). Every figure is recomputed from the "
+              "logged samples with the functions of the live run.") if runs is not None else (
               "Source: probe folders only (no lmms-eval results).")
     sections = ["# spatial-tasks report", "", *intro, "" if intro else "", source, "",
                 f"The same report as a page to look at, with every sample and its image: `{PAGE}` (open it in a "
@@ -205,23 +197,25 @@ def _draw(root: Path | None, runs: list, by_benchmark: dict, makers: dict, intro
         sections += ["## Scorecard", "", *card, "", f"The same rows are in `{LEADERBOARD_JSON}` / `{LEADERBOARD_CSV}` "
                      "(schema: `spatial_tasks/results/record.schema.json`).", ""]
     cells, settings = [], []
-    if runs:
+    ours = runs.by_benchmark() if runs is not None else {}
+    if runs is not None and runs.runs:
         from spatial_tasks.results.verify import paper_cells, paper_rows_lines
 
-        cells, settings = paper_cells(runs), settings_rows(by_benchmark)
+        cells, settings = paper_cells(runs), settings_rows(runs)
         sections += ["## Beside the papers", "", *paper_rows_lines(cells), ""]
-        sections += ["## Software", "", *software_lines(runs), ""]
+        sections += ["## Software", "", *software_lines(runs.runs), ""]
         sections += ["## Scoring settings", "", *settings_lines(settings), ""]
     figures: list[tuple[str, list[Path]]] = []  # (section title, its figures) in the report's order
-    for name in (name for name in makers if name in by_benchmark):  # in registry order
+    for name, part in ours.items():  # in registry order
+        benchmark = runs.known[name]
         try:
-            files, lines = _section(makers[name], by_benchmark[name], out)
+            files, lines = _section(benchmark, part, out)
         except BenchmarkFailed as failed:  # an added benchmark's section: named, the others still drawn
             print(f"spatial-tasks: {failed}; its section is left out", file=sys.stderr)
             files, lines = [], [f"**Not drawn**: {failed}."]
         written += files
-        figures.append((makers[name].title_for_report(), files))
-        sections += [f"## {makers[name].title_for_report()}", "", *lines, ""]
+        figures.append((benchmark.title_for_report(), files))
+        sections += [f"## {benchmark.title_for_report()}", "", *lines, ""]
         sections += [f"![{p.stem}]({p.name})" for p in files] + [""]
     for benchmark, study in _studies_of(probes):
         files, lines = study.section.write([f for f in probes if study.holds(Path(f))], out)
@@ -231,6 +225,6 @@ def _draw(root: Path | None, runs: list, by_benchmark: dict, makers: dict, intro
         sections += [f"![{p.stem}]({p.name})" for p in files] + [""]
     index = out / "report.md"
     index.write_text("\n".join(sections), encoding="utf-8")
-    page = {"intro": intro, "source": source, "papers": cells, "runs": runs, "versions": software_rows(runs),
-            "settings": settings, "figures": figures, "by_benchmark": by_benchmark}
+    page = {"intro": intro, "source": source, "papers": cells, "runs": runs,
+            "versions": software_rows(runs.runs if runs is not None else []), "settings": settings, "figures": figures}
     return [*written, index], page

@@ -215,7 +215,8 @@ def page_runs(tmp_path_factory: pytest.TempPathFactory, golden_runs, baseline_ru
 @pytest.fixture(scope="session")
 def page_report(tmp_path_factory: pytest.TempPathFactory, page_runs) -> Path:
     """``spatial-tasks report`` of ``page_runs`` (index.html and thumbs/ with it), made once per session. Read-only."""
+    from spatial_tasks.registry import read_runs
     from spatial_tasks.report import write_report
 
-    folder = shared_across_workers(tmp_path_factory, "page_report", lambda root: write_report(page_runs, root / "report"))
+    folder = shared_across_workers(tmp_path_factory, "page_report", lambda root: write_report(read_runs(page_runs), root / "report"))
     return folder / "report"

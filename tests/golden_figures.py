@@ -88,12 +88,12 @@ def figures(root: Path, report_dir: Path) -> dict:
     """Every figure of the runs under ``root`` and of the released O3-D outputs (module docstring)."""
     import os
 
-    from spatial_tasks.common.read_once import read_once
     from spatial_tasks.demo import offline_bertscore
 
     os.environ.update(offline_bertscore())  # VAGUE's BERTScore, offline, as in the runs
     from spatial_tasks.dori.rescore import rescore as dori_rescore
-    from spatial_tasks.o3d.rescore import rescore as o3d_rescore
+    from spatial_tasks.o3d.rescore import records_from_released, rescore_released, rescore_samples
+    from spatial_tasks.registry import read_runs
     from spatial_tasks.report import write_report
     from spatial_tasks.results.tidy import collect
     from spatial_tasks.results.verify import verify
@@ -101,26 +101,28 @@ def figures(root: Path, report_dir: Path) -> dict:
     from spatial_tasks.vague.rescore import rescore as vague_rescore
 
     out: dict = {"rescore": {}}
-    with read_once():  # as every spatial-tasks command reads: the release is parsed once, not three times
-        # Each task under its logged protocol (issue 32: naming another protocol than a run's is refused).
-        out["rescore"]["spatialtunnel"] = {"auto": _clean(st_rescore(root / "spatialtunnel", "auto")["runs"])}
-        out["rescore"]["o3d"] = _clean(o3d_rescore(root / "o3d", "auto", 0)["models"])
-        out["rescore"]["o3d_ddof1"] = _clean(o3d_rescore(root / "o3d", "auto", 1)["models"])
-        dori = dori_rescore([root / "dori"], 0)
-        out["rescore"]["dori"] = _clean({"runs": dori["runs"], "seeds": dori["seeds"]})
-        out["rescore"]["vague"] = _clean(vague_rescore(root / "vague")["runs"])
-        out["rescore"]["o3d_released"] = _clean(o3d_rescore(RELEASED, "auto", 0)["models"])
-        out["rescore"]["o3d_released_ddof1"] = _clean(o3d_rescore(RELEASED, "auto", 1)["models"])
-        out["results"] = sorted((_record(r.model_dump(mode="json")) for r in collect([root], iterations=200)),
-                                key=lambda r: json.dumps(r, sort_keys=True))
-        result = verify([root, RELEASED])
-        for cell in result["cells"]:
-            cell.pop("source")
-        out["verify"] = _clean({k: v for k, v in result.items() if k not in ("software", "software_warning")})
-        write_report(root, report_dir)
-        board = json.loads((report_dir / "leaderboard.json").read_text())
-        out["leaderboard"] = sorted((_record(r) for r in board["records"]), key=lambda r: json.dumps(r, sort_keys=True))
-        out["report_tables"] = report_tables((report_dir / "report.md").read_text())
+    runs = read_runs(root / "spatialtunnel", root / "o3d", root / "dori", root / "vague")  # read once, as a command does
+    # Each task under its logged protocol (issue 32: naming another protocol than a run's is refused).
+    out["rescore"]["spatialtunnel"] = {"auto": _clean(st_rescore(runs.within(root / "spatialtunnel"), "auto")["runs"])}
+    out["rescore"]["o3d"] = _clean(rescore_samples(runs.within(root / "o3d"), 0)["models"])
+    out["rescore"]["o3d_ddof1"] = _clean(rescore_samples(runs.within(root / "o3d"), 1)["models"])
+    dori = dori_rescore(runs.within(root / "dori"), 0)
+    out["rescore"]["dori"] = _clean({"runs": dori["runs"], "seeds": dori["seeds"]})
+    out["rescore"]["vague"] = _clean(vague_rescore(runs.within(root / "vague"))["runs"])
+    released = records_from_released(RELEASED)  # the release parsed once, for both ddofs
+    out["rescore"]["o3d_released"] = _clean(rescore_released(RELEASED, 0, released)["models"])
+    out["rescore"]["o3d_released_ddof1"] = _clean(rescore_released(RELEASED, 1, released)["models"])
+    whole = read_runs(root)
+    out["results"] = sorted((_record(r.model_dump(mode="json")) for r in collect(whole, iterations=200)),
+                            key=lambda r: json.dumps(r, sort_keys=True))
+    result = verify(whole, released=[RELEASED])
+    for cell in result["cells"]:
+        cell.pop("source")
+    out["verify"] = _clean({k: v for k, v in result.items() if k not in ("software", "software_warning")})
+    write_report(whole, report_dir)
+    board = json.loads((report_dir / "leaderboard.json").read_text())
+    out["leaderboard"] = sorted((_record(r) for r in board["records"]), key=lambda r: json.dumps(r, sort_keys=True))
+    out["report_tables"] = report_tables((report_dir / "report.md").read_text())
     return out
 
 

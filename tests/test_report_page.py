@@ -12,8 +12,8 @@ from PIL import Image
 from spatial_tasks.common.owned import NotOurs
 from spatial_tasks.page import embed
 from spatial_tasks.page.images import THUMB_PX, thumbnail_bytes
+from spatial_tasks.registry import read_runs
 from spatial_tasks.report import write_report
-
 
 # ------------------------------------------------------------------------------------------
 # Without a browser
@@ -54,11 +54,11 @@ def test_the_report_writes_one_page_and_one_folder_of_small_thumbnails(page_repo
 def test_a_file_of_the_users_among_the_thumbnails_stops_the_report(page_runs, page_report, tmp_path):
     out = tmp_path / "report"
     shutil.copytree(page_report, out)
-    write_report(page_runs / "dori", out)  # our own earlier report (its thumbnails too) is replaced
+    write_report(read_runs(page_runs / "dori"), out)  # our own earlier report (its thumbnails too) is replaced
     assert {p.name for p in (out / "thumbs").iterdir()} and not (out / "thumbs" / "notes.txt").exists()
     (out / "thumbs" / "notes.txt").write_text("mine")
     before = sorted(p.relative_to(out) for p in out.rglob("*"))
     with pytest.raises(NotOurs, match="notes.txt"):
-        write_report(page_runs / "dori", out)
+        write_report(read_runs(page_runs / "dori"), out)
     assert sorted(p.relative_to(out) for p in out.rglob("*") if ".report-" not in str(p)) == before
     assert (out / "thumbs" / "notes.txt").read_text() == "mine"

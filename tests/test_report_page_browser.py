@@ -23,6 +23,7 @@ from spatial_tasks.catalog import task_config  # noqa: E402
 from spatial_tasks.common.environment import DATA_KEY  # noqa: E402
 from spatial_tasks.harness import TaskData, load_docs  # noqa: E402
 from spatial_tasks.page.images import THUMB_PX  # noqa: E402
+from spatial_tasks.registry import read_runs
 from spatial_tasks.report import write_report  # noqa: E402
 
 HOSTILE_PROMPT = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2"> Is it <b>closer</b>?'
@@ -274,7 +275,7 @@ def hostile_report(runs, tmp_path_factory) -> Path:
     config["metadata"][DATA_KEY]["kwargs"]["data_files"] = {"test": str(root / "moved-away.parquet")}
     results.write_text(json.dumps(data))
     out = tmp_path_factory.mktemp("hostile_report") / "report"
-    write_report(root, out)
+    write_report(read_runs(root), out)
     return out
 
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import re
 import sys
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
-from spatial_tasks.common import read_once
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.jsonfile import say_replaced, writable_text
 
@@ -64,32 +65,15 @@ def iter_json_lines(path: Path, error: type[ValueError] = SamplesError) -> Itera
     say_replaced(path, replaced)
 
 
-def iter_samples(path: Path) -> Iterator[dict]:
-    """Logged samples from one JSONL file; a bad line, or a doc logged twice, raises naming the
-    file and line(s)."""
-    for _, sample in numbered_samples(path):
-        yield sample
-
-
 def samples_benchmark(samples_path: Path) -> str | None:
     """The benchmark named by the first logged record (any metric key) found in a samples file;
     None when no line has one. Lines are read until one does: a first line that lost its record
     must not hide the file (``rescore_file`` then names that line)."""
-    for sample in iter_samples(samples_path):
+    for _, sample in numbered_samples(samples_path):
         for value in sample.values():
             if isinstance(value, dict) and isinstance(value.get("benchmark"), str) and value["benchmark"]:
                 return value["benchmark"]
     return None
-
-
-def is_empty(samples_path: Path) -> bool:
-    """Whether a samples file holds no logged sample at all (0 lines, or blank ones)."""
-    return next(iter(numbered_samples(samples_path)), None) is None
-
-
-def empty_samples_files(roots: Sequence[Path]) -> list[Path]:
-    """The empty samples files (``is_empty``) of every run under ``roots``."""
-    return [path for root in roots for run in find_runs(Path(root)) for path in run.samples.values() if is_empty(path)]
 
 
 def only_empty(empty: Sequence[Path], consequence: str) -> SamplesError:
@@ -98,10 +82,45 @@ def only_empty(empty: Sequence[Path], consequence: str) -> SamplesError:
     return SamplesError(f"{empty[0]}: empty, 0 lines{more}; {consequence}")
 
 
-def numbered_samples(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line number, logged sample) of one JSONL file, checked as ``iter_samples`` checks them; read
-    once per command (``common.read_once``)."""
-    return read_once.lines(path, lambda: _read_samples(path))
+class SamplesFile(os.PathLike):
+    """One samples file, parsed on first use and kept (a command's run set holds one per task:
+    ``common.runset``): every reader gets its lines, and the error that stopped the reading if one did,
+    exactly as the first reader saw them. Anywhere a samples path is taken, this may stand for it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.said_malformed = False  # its malformed values are named once (``rescore_file``)
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def __repr__(self) -> str:
+        return f"SamplesFile({str(self.path)!r})"
+
+    @cached_property
+    def _parsed(self) -> tuple[list[tuple[int, dict]], BaseException | None]:
+        lines: list[tuple[int, dict]] = []
+        try:
+            for item in _read_samples(self.path):
+                lines.append(item)
+        except Exception as err:  # noqa: BLE001 - kept, and raised again after the same lines to every reader
+            return lines, err
+        return lines, None
+
+    def lines(self) -> Iterator[tuple[int, dict]]:
+        lines, error = self._parsed
+        yield from lines
+        if error is not None:
+            raise error
+
+
+def numbered_samples(path: Path | SamplesFile) -> Iterator[tuple[int, dict]]:
+    """(line number, logged sample) of one JSONL file (a ``SamplesFile``: its kept lines); a bad line,
+    or a doc logged twice, raises naming the file and line(s)."""
+    return path.lines() if isinstance(path, SamplesFile) else _read_samples(Path(path))
 
 
 def _read_samples(path: Path) -> Iterator[tuple[int, dict]]:
@@ -169,13 +188,11 @@ def rescore_file(path: Path, keys: Sequence[str], benchmark: str,
     return out
 
 
-_SAID_MALFORMED: set[tuple[str, int, int]] = set()  # (file, size, mtime): each file's line once a process
-
-
-def _say_malformed_values(path: Path, lines: Sequence[tuple[int, dict, dict | None]]) -> None:
+def _say_malformed_values(path: Path | SamplesFile, lines: Sequence[tuple[int, dict, dict | None]]) -> None:
     """Name the logged values that cannot be what they claim (a first-token payload's label mass
-    outside [0, 1], NaN or not a number), once per file: the file, the first doc id and value, and
-    how many. Such a question is malformed: its record scores it as an unreadable answer (wrong)."""
+    outside [0, 1], NaN or not a number), once per ``SamplesFile`` (a command's): the file, the first doc
+    id and value, and how many. Such a question is malformed: its record scores it as an unreadable
+    answer (wrong)."""
     from spatial_tasks.common.yesno import label_mass_problem
 
     def problem_of(sample: dict, record: dict | None) -> str | None:  # the logged response, as rescored
@@ -183,13 +200,10 @@ def _say_malformed_values(path: Path, lines: Sequence[tuple[int, dict, dict | No
         return label_mass_problem(logged) or label_mass_problem(first_response(sample))
 
     found = [(sample.get("doc_id"), problem) for _, sample, record in lines if (problem := problem_of(sample, record))]
-    if not found:
+    if not found or getattr(path, "said_malformed", False):
         return
-    stat = Path(path).stat()
-    key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
-    if key in _SAID_MALFORMED:
-        return
-    _SAID_MALFORMED.add(key)
+    if isinstance(path, SamplesFile):
+        path.said_malformed = True
     doc_id, problem = found[0]
     more = f" ({len(found)} questions in all)" if len(found) > 1 else ""
     print(f"spatial-tasks: {path}: doc {doc_id}: {problem}{more}; counted as malformed (scored as an unreadable "
@@ -238,9 +252,13 @@ class Run:
     stamp: str
     results_path: Path | None = None
     samples: dict[str, Path] = field(default_factory=dict)
+    _results: dict | None = field(default=None, init=False, repr=False, compare=False)
 
     def results(self) -> dict:
-        return load_results(self.results_path) if self.results_path is not None else {}
+        """Its results file, read on first use (``{}`` without one)."""
+        if self._results is None:
+            self._results = load_results(self.results_path) if self.results_path is not None else {}
+        return self._results
 
 
 _STAMP = re.compile(r"^(?P<stamp>.+?)_(?:results\.json|samples_(?P<task>.+)\.jsonl)$")

@@ -127,11 +127,12 @@ def rescore_dori(
     """DORI metrics per run (tasks x granularity, averages, soft accuracy, breakdowns) and over seeds."""
     from spatial_tasks.common.formatting import number
     from spatial_tasks.dori.rescore import rescore
-
-    result = rescore(samples, ddof)
+    from spatial_tasks.registry import read_runs
     from spatial_tasks.results.tidy import benchmark_records
 
-    result["records"] = benchmark_records(samples, "dori")
+    runs = read_runs(*samples)
+    result = rescore(runs, ddof)
+    result["records"] = benchmark_records(runs, "dori")
     if as_json:
         print_json(result)
         return

@@ -11,12 +11,13 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from spatial_tasks.common.formatting import is_defined, number, slug, with_interval
+from spatial_tasks.common.intervals import wilson
 from spatial_tasks.common.plots import PALETTE, grouped_hbars, save, wrap_label
+from spatial_tasks.common.runset import RunSet
 from spatial_tasks.dori import metrics
 from spatial_tasks.dori.metrics import SCORECARD
-from spatial_tasks.dori.rescore import records_from_samples, split_by_seed
+from spatial_tasks.dori.rescore import split_by_seed
 from spatial_tasks.dori.schema import GRANULARITIES, TASKS
-from spatial_tasks.common.intervals import wilson
 
 LEGEND = [
     "- **coarse / granular**: accuracy (share of questions whose selected option is the answer; paper Table 2). "
@@ -35,12 +36,12 @@ LEGEND = [
 ]
 
 
-def _runs(entries) -> dict[str, list[dict]]:
-    runs: dict[str, list[dict]] = {}
-    for run, _task, samples in sorted(entries, key=lambda e: (e[0].label, e[1])):
-        runs.setdefault(run.label, []).extend(records_from_samples(samples))
+def _runs(runs: RunSet) -> dict[str, list[dict]]:
+    pooled: dict[str, list[dict]] = {}
+    for entry in sorted(runs.tasks, key=lambda e: (e.run.label, e.task)):
+        pooled.setdefault(entry.run.label, []).extend(entry.records())
     out = {}
-    for label, records in runs.items():
+    for label, records in pooled.items():
         out.update(split_by_seed(label, records))
     return {label: records for label, records in out.items() if records}
 
@@ -115,9 +116,9 @@ def _by_options_plot(runs: dict[str, list[dict]], path: Path) -> Path:
     return save(fig, path)
 
 
-def dori_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
-    """entries: (run, task, samples_path) triples. Returns (files written, markdown lines)."""
-    runs = _runs(entries)
+def dori_figures(read: RunSet, out: Path) -> tuple[list[Path], list[str]]:
+    """The DORI section over the run set's DORI part: (files written, markdown lines)."""
+    runs = _runs(read)
     files: list[Path] = []
     lines: list[str] = []
     hard_soft: dict[str, dict[str, float]] = {}

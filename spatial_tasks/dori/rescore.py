@@ -12,14 +12,13 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from spatial_tasks.common.read_once import per_file
-from spatial_tasks.common.samples import SamplesError, find_runs, first_response, rescore_file
+from spatial_tasks.common.runset import RunSet
+from spatial_tasks.common.samples import SamplesError, first_response, rescore_file
 from spatial_tasks.dori import metrics
 from spatial_tasks.dori.records import LoggedRecord, score
 from spatial_tasks.dori.schema import BENCHMARK, GRANULARITIES
 
 
-@per_file  # read once per command (common.read_once)
 def records_from_samples(path: Path) -> list[dict]:
     """Every logged answer of one samples file, checked (``tasks.LoggedRecord``) and re-scored."""
     def rescored(record: dict, sample: dict) -> dict:
@@ -64,18 +63,17 @@ def split_by_seed(label: str, records: list[dict]) -> dict[str, list[dict]]:
     return {f"{label} seed={seed}": [r for r in records if r.get("seed") == seed] for seed in seeds}
 
 
-def records_by_run(path: Path) -> dict[str, list[dict]]:
-    """Run label (and seed) -> the pooled records of all its DORI tasks."""
-    runs: dict[str, list[dict]] = {}
-    for run in find_runs(Path(path)):
-        records = []
-        for _task, file in sorted(run.samples.items()):
-            records += records_from_samples(file)
+def records_by_run(runs: RunSet, root: Path) -> dict[str, list[dict]]:
+    """Run label (and seed) -> the pooled records of all its DORI tasks, for the runs under ``root``."""
+    found: dict[str, list[dict]] = {}
+    ours = runs.only(BENCHMARK)
+    for run in runs.by_root[root]:
+        records = [r for entry in ours.of_run(run) for r in entry.records()]
         if not records:
             continue
-        label = run.label if run.label not in runs else f"{run.label} [{run.stamp}]"
-        runs.update(split_by_seed(label, records))
-    return runs
+        label = run.label if run.label not in found else f"{run.label} [{run.stamp}]"
+        found.update(split_by_seed(label, records))
+    return found
 
 
 def over_seeds(runs: dict[str, list[dict]], ddof: int = 0) -> dict:
@@ -103,15 +101,15 @@ def over_seeds(runs: dict[str, list[dict]], ddof: int = 0) -> dict:
     return out
 
 
-def rescore(paths: list[Path], ddof: int = 0) -> dict:
+def rescore(runs: RunSet, ddof: int = 0) -> dict:
     """``spatial-tasks rescore dori``: every run's figures, and mean +- error over seeds."""
     if ddof not in (0, 1):
         raise ValueError(f"--ddof must be 0 (numpy's default, the paper's formula) or 1 (the sample std), not {ddof}")
-    runs: dict[str, list[dict]] = {}
-    for path in paths:  # one folder per seed, as `spatial-tasks dori-seeds` runs may be saved
-        for label, records in records_by_run(path).items():
-            runs[label if label not in runs else f"{label} [{path}]"] = records
-    if not runs:
-        raise SamplesError(f"{', '.join(map(str, paths))}: no DORI samples found (expected lmms-eval --log_samples "
+    labelled: dict[str, list[dict]] = {}
+    for path in runs.roots:  # one folder per seed, as `spatial-tasks dori-seeds` runs may be saved
+        for label, records in records_by_run(runs, path).items():
+            labelled[label if label not in labelled else f"{label} [{path}]"] = records
+    if not labelled:
+        raise SamplesError(f"{runs.source}: no DORI samples found (expected lmms-eval --log_samples "
                            "output: <stamp>_samples_dori_*.jsonl)")
-    return {"runs": {label: summary(records) for label, records in runs.items()}, "seeds": over_seeds(runs, ddof)}
+    return {"runs": {label: summary(records) for label, records in labelled.items()}, "seeds": over_seeds(labelled, ddof)}

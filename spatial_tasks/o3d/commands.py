@@ -94,17 +94,18 @@ def rescore_o3d(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """O3-D metrics (Table 12 columns, near-far bias, SDGM) from saved outputs."""
-    from spatial_tasks.o3d.rescore import rescore
-
-    result = rescore(file, format, ddof)
-    from spatial_tasks.o3d.rescore import RELEASED_FORMAT, records_from_released
+    from spatial_tasks.o3d import rescore as o3d
+    from spatial_tasks.registry import read_runs
     from spatial_tasks.results.tidy import benchmark_records, outside_records
 
-    if result["format"] == RELEASED_FORMAT:  # no run: the headline figures of each released model's rows
-        result["records"] = outside_records("o3d", records_from_released(file), f"released:{Path(file).name}",
-                                            str(file))
+    if o3d.chosen_format(file, format, ddof) == o3d.RELEASED_FORMAT:  # no run: each released model's headlines
+        records = o3d.records_from_released(file)
+        result = o3d.rescore_released(file, ddof, records)
+        result["records"] = outside_records("o3d", records, f"released:{Path(file).name}", str(file))
     else:
-        result["records"] = benchmark_records([file], "o3d")
+        runs = read_runs(file)
+        result = o3d.rescore_samples(runs, ddof)
+        result["records"] = benchmark_records(runs, "o3d")
     if as_json:
         print_json(result)
         return

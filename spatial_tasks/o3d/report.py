@@ -1,6 +1,6 @@
 """O3-D part of ``spatial-tasks report``: cue heatmaps (paper Fig. 5), near-far bias and SDGM bars.
 
-Each run's O3-D samples are re-scored (``rescore.records_and_metric_names``, as ``rescore_samples`` does, so the
+Each run's O3-D samples are re-scored (the run set's records, as ``rescore_samples`` reads them, so the
 figures agree with the results table) and pooled over the run's O3-D tasks:
 
 * one 8x8 cue heatmap per run that has cue-group rows: its accuracy per single cue and cue pair
@@ -18,9 +18,10 @@ from collections import defaultdict
 from pathlib import Path
 
 from spatial_tasks.common.formatting import number, slug, with_interval
+from spatial_tasks.common.runset import RunSet, TaskRun
 from spatial_tasks.o3d import metrics, plots
 from spatial_tasks.o3d.metrics import SCORECARD
-from spatial_tasks.o3d.rescore import SDGM_FAMILIES, records_and_metric_names, summary, task_metrics
+from spatial_tasks.o3d.rescore import SDGM_FAMILIES, summary, task_metrics
 
 BASELINE_PREFERENCE = ("rule=depth_model", "rule=depth_oracle")
 
@@ -36,23 +37,23 @@ def _baseline_label(labels: list[str], exclude: str | None = None) -> str | None
 POOLED = "(pooled)"
 
 
-def o3d_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
-    """entries: (run, task, samples_path) triples. Returns (files written, markdown lines)."""
+def o3d_figures(runs: RunSet, out: Path) -> tuple[list[Path], list[str]]:
+    """The O3-D section over the run set's O3-D part: (files written, markdown lines)."""
     out = Path(out)
-    by_run: dict[str, list[tuple[str, Path]]] = defaultdict(list)
-    for run, task, samples in entries:
-        by_run[run.label].append((task, Path(samples)))
+    by_run: dict[str, list[TaskRun]] = defaultdict(list)
+    for entry in runs.tasks:
+        by_run[entry.run.label].append(entry)
     tasks: dict[str, dict[str, dict]] = {}
     summaries: dict[str, dict] = {}
     intervals: dict[str, dict] = {}  # label -> task (or POOLED) -> metric -> (value, low, high, method)
     spec = SCORECARD
-    for label, items in by_run.items():
+    for label, entries in by_run.items():
         pooled: list[dict] = []
         tasks[label], intervals[label] = {}, {}
-        for task, samples in sorted(items):
-            records, names = records_and_metric_names(samples)
-            tasks[label][task] = task_metrics(records, names)
-            intervals[label][task] = spec.intervals(records)
+        for entry in sorted(entries, key=lambda e: e.task):
+            records = entry.records()
+            tasks[label][entry.task] = task_metrics(records, entry.declared or ())
+            intervals[label][entry.task] = runs.scope([entry]).intervals()
             pooled += records
         summaries[label] = summary(pooled)
         # the pooled bias and SDGMs are over the SDGM population (summary): resample that

@@ -44,7 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from spatial_tasks.common.errors import UserError
-from spatial_tasks.common.read_once import per_file
+from spatial_tasks.common.runset import RunSet
 from spatial_tasks.common.samples import iter_json_lines
 from spatial_tasks.common.stats import is_defined, share
 from spatial_tasks.o3d import metrics
@@ -163,7 +163,6 @@ def _strength(row: dict) -> float | None:
     return None
 
 
-@per_file  # read once per command: rescore's figures and its tidy records (common.read_once)
 def records_from_released(path: str | Path) -> list[dict]:
     """One metric record per released row (fields of ``metrics``; plus model, image_family,
     in_paper, is_marked, answer label), cue strengths resolved as described in the module doc."""
@@ -278,18 +277,19 @@ def summary(records: list[dict], ddof: int = 0) -> dict:
     return out
 
 
-def rescore_released(path: str | Path, ddof: int = 0) -> dict:
+def rescore_released(path: str | Path, ddof: int = 0, records: list[dict] | None = None) -> dict:
     """Table 12 (and the bias / SDGM figures) per model from a released-outputs file.
 
     Returns ``{"models": {model: {"HP": acc, ..., "FS", "sim0", "sim1", "sim2", "real0", "real1",
     "real2", "bias_nf", "sdgm_vision", "sdgm_language", "consistency", "unparseable", "n": {...}, ...}},
     ...}``; a cell without rows is NaN with n 0. ``ddof``: 0 = the paper's population standard
-    deviation, 1 = the authors' pandas sample standard deviation.
+    deviation, 1 = the authors' pandas sample standard deviation. ``records``: the file's
+    ``records_from_released``, where the caller has read them already (a command reads the release once).
     """
     if ddof not in (0, 1):
         raise ValueError(f"ddof must be 0 (paper) or 1 (authors' pandas), not {ddof!r}")
     by_model: dict[str, list[dict]] = defaultdict(list)
-    records = records_from_released(path)
+    records = records_from_released(path) if records is None else records
     for rec in records:
         by_model[rec["model"]].append(rec)
     return {
@@ -331,38 +331,24 @@ def compare_to_paper(result: dict, decimals: int = 4) -> list[dict]:
 
 
 
-@per_file  # read once per command (common.read_once)
-def records_and_metric_names(path: Path) -> tuple[list[dict], tuple[str, ...]]:
-    """(re-scored records, metric names the task declared) of one ``*_samples_<task>.jsonl`` file.
-
-    The record is logged under the task's first metric; the other metric keys hold a pointer
-    string (``tasks.RecordRef``); both mark a key as one of the task's metrics.
-    """
-    from spatial_tasks.common.samples import is_record_ref, rescore_file
+def records_from_samples(path: Path) -> list[dict]:
+    """The re-scored records of one ``*_samples_<task>.jsonl`` file (every O3-D task logs its record
+    under its first metric, acc)."""
+    from spatial_tasks.common.samples import rescore_file
     from spatial_tasks.o3d.records import LoggedRecord, rescored
     from spatial_tasks.o3d.schema import BENCHMARK
 
-    names: dict[str, None] = {}
-
     def rescore_one(record: dict, sample: dict) -> dict:
-        for key, value in sample.items():
-            if (isinstance(value, dict) and value.get("benchmark") == BENCHMARK) or is_record_ref(value):
-                names.setdefault(key)
         LoggedRecord.model_validate(record)
         return rescored(record)
 
-    keys = ("acc",)  # every O3-D task logs its record under its first metric, acc
-    return rescore_file(path, keys, BENCHMARK, rescore_one), tuple(names)
+    return rescore_file(path, ("acc",), BENCHMARK, rescore_one)
 
 
-def records_from_samples(path: Path) -> list[dict]:
-    """The re-scored records of one samples file (a list of its own: the records are shared)."""
-    return list(records_and_metric_names(path)[0])
-
-
-@per_file  # read once per command (common.read_once)
 def metric_names(path: Path) -> tuple[str, ...]:
-    """The metric names the file's task declared (every sample carries the same keys: the first's)."""
+    """The metric names the file's task declared: the record is logged under the task's first metric,
+    the other metric keys hold a pointer string (``tasks.RecordRef``); every sample carries the same
+    keys, so the first's are read."""
     from spatial_tasks.common.samples import is_record_ref, numbered_samples
     from spatial_tasks.o3d.schema import BENCHMARK
 
@@ -393,8 +379,8 @@ def _check_no_doc_twice(per_task: dict[str, tuple[list[dict], tuple[str, ...]]],
             seen[key] = task
 
 
-def rescore_samples(path: str | Path, ddof: int = 0) -> dict:
-    """O3-D metrics re-computed from lmms-eval ``--log_samples`` output (a samples file or a folder).
+def rescore_samples(runs: RunSet, ddof: int = 0) -> dict:
+    """O3-D metrics re-computed from lmms-eval ``--log_samples`` output (``registry.read_runs``).
 
     Same structure as ``rescore_released``: ``{"models": {label: {...}}}`` with, per model (the
     run's ``--model`` and ``--model_args``):
@@ -410,21 +396,16 @@ def rescore_samples(path: str | Path, ddof: int = 0) -> dict:
     ``ddof`` applies to the ``summary`` part; task and group metrics are the live ones
     (the paper's population standard deviation).
     """
-    from spatial_tasks.common.samples import find_runs
     from spatial_tasks.o3d.metric_sets import METRICS
+    from spatial_tasks.o3d.schema import BENCHMARK
 
     if ddof not in (0, 1):
         raise ValueError(f"ddof must be 0 (paper) or 1 (authors' pandas), not {ddof!r}")
     models: dict[str, dict] = {}
-    for run in find_runs(Path(path)):
+    ours = runs.only(BENCHMARK)
+    for run in ours.runs:
         label, results = run.label, run.results()
-        per_task: dict[str, tuple[list[dict], tuple[str, ...]]] = {}
-        for task, file in sorted(run.samples.items()):
-            records, names = records_and_metric_names(file)
-            if records:
-                per_task[task] = (records, names)
-        if not per_task:
-            continue
+        per_task = {entry.task: (entry.records(), entry.declared or ()) for entry in ours.of_run(run)}
         _check_no_doc_twice(per_task, run)
         tasks = {task: task_metrics(recs, names) for task, (recs, names) in sorted(per_task.items())}
         groups = {}
@@ -438,24 +419,23 @@ def rescore_samples(path: str | Path, ddof: int = 0) -> dict:
         everything = [r for recs, _ in per_task.values() for r in recs]
         models[label] = {**summary(everything, ddof), "tasks": tasks, "groups": groups}
     if not models:
-        raise ValueError(f"{path}: no O3-D samples found (expected lmms-eval --log_samples *_samples_*.jsonl "
+        raise ValueError(f"{runs.source}: no O3-D samples found (expected lmms-eval --log_samples *_samples_*.jsonl "
                          "of o3d_* tasks)")
-    return {"format": SAMPLES_FORMAT, "source": str(path), "ddof": ddof, "models": models}
+    return {"format": SAMPLES_FORMAT, "source": runs.source, "ddof": ddof, "models": models}
 
 
 FORMATS = ("auto", RELEASED_FORMAT, "lmms-samples")
 
 
-def rescore(path: str | Path, format: str = "auto", ddof: int = 0) -> dict:
-    """``spatial-tasks rescore o3d``: the authors' released outputs (``rescore_released``) or
-    lmms-eval ``--log_samples`` output (``rescore_samples``); ``format`` auto detects which."""
+def chosen_format(path: str | Path, format: str = "auto", ddof: int = 0) -> str:
+    """What ``spatial-tasks rescore o3d`` reads ``path`` as: the authors' released outputs
+    (``rescore_released``) or lmms-eval ``--log_samples`` output (``rescore_samples``); ``auto``
+    detects which. The options are checked first."""
     if format not in FORMATS:
         raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
     if ddof not in (0, 1):
         raise ValueError(f"--ddof must be 0 (the paper's population std) or 1 (the authors' sample std), not {ddof}")
-    if format == "auto":
-        format = detect_format(path)
-    return rescore_released(path, ddof) if format == RELEASED_FORMAT else rescore_samples(path, ddof)
+    return detect_format(path) if format == "auto" else format
 
 
 def paper_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]]:

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
+from spatial_tasks.common.runset import RunSet
 from spatial_tasks.common.samples import Run
 from spatial_tasks.page.images import THUMBS, ImageShelf
 from spatial_tasks.page.samples import RowJSON, Strings, benchmark_rows
@@ -79,27 +80,24 @@ def scorecard(records: Sequence[Mapping]) -> dict:
 
 
 def page_data(*, intro: Sequence[str], source: str, leaderboard: Sequence[Mapping], papers: Sequence,
-              runs: Sequence[Run], versions: Sequence[tuple[str, Mapping]], settings: Sequence[tuple[str, str, Mapping]],
-              figures: Sequence[tuple[str, Sequence[Path]]], by_benchmark: Mapping[str, list], shelf: ImageShelf,
-              view: Mapping | None = None) -> dict:
+              runs: RunSet | None, versions: Sequence[tuple[str, Mapping]], settings: Sequence[tuple[str, str, Mapping]],
+              figures: Sequence[tuple[str, Sequence[Path]]], shelf: ImageShelf, view: Mapping | None = None) -> dict:
     """Everything the page shows, as one JSON-able dict. ``view`` is what the sample browser opens on:
     ``{"runs": (folder name of run A, of run B), "benchmark": name, "first": (field, value)}`` -- two runs
     side by side on one benchmark, the questions whose field has that value first (then those the two
     disagree on); a run it names that is not there leaves the browser as it opens by default."""
-    from spatial_tasks.registry import benchmarks
-
-    specs = benchmarks()
     strings = Strings()
-    run_index = {run.label: i for i, run in enumerate(runs)}
-    configs = {(run.label, task): config for run in runs
+    listed: Sequence[Run] = runs.runs if runs is not None else []
+    run_index = {run.label: i for i, run in enumerate(listed)}
+    configs = {(run.label, task): config for run in listed
                for task, config in (run.results().get("configs") or {}).items() if isinstance(config, dict)}
     samples: list[dict] = []
     browsed = []
-    for name in (n for n in specs if n in by_benchmark):  # registry order, as the report
-        rows, fields = benchmark_rows(specs[name], by_benchmark[name], run_index, strings, shelf, configs,
-                                      browsed=len(browsed))
+    for name, part in (runs.by_benchmark() if runs is not None else {}).items():  # registry order, as the report
+        benchmark = runs.known[name]
+        rows, fields = benchmark_rows(benchmark, part, run_index, strings, shelf, configs, browsed=len(browsed))
         samples += rows
-        browsed.append({"name": name, "title": specs[name].title, "fields": fields})
+        browsed.append({"name": name, "title": benchmark.title, "fields": fields})
     return {
         "title": "spatial-tasks report", "intro": [_plain(line) for line in intro if line.strip()], "source": _plain(source),
         "scorecard": scorecard(leaderboard),
@@ -110,9 +108,9 @@ def page_data(*, intro: Sequence[str], source: str, leaderboard: Sequence[Mappin
         "settings": [{"run": label, "benchmark": title, "settings": dict(found)} for label, title, found in settings],
         "sections": [{"title": title, "figures": [{"src": p.name, "caption": _figure_caption(p)} for p in files]}
                      for title, files in figures if files],
-        "runs": [{"label": run.label, "folder": str(run.folder), "stamp": run.stamp} for run in runs], "benchmarks": browsed,
-        "strings": strings.table, "samples": samples, "thumbs": THUMBS,
-        "view": _view(view, runs, [b["name"] for b in browsed]),
+        "runs": [{"label": run.label, "folder": str(run.folder), "stamp": run.stamp} for run in listed],
+        "benchmarks": browsed, "strings": strings.table, "samples": samples, "thumbs": THUMBS,
+        "view": _view(view, listed, [b["name"] for b in browsed]),
         "image_problems": dict(sorted(shelf.problems.items())),
     }
 

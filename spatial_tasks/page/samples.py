@@ -12,12 +12,12 @@ keys) are stored once in a string table.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from spatial_tasks.benchmark import Benchmark, SampleView
-from spatial_tasks.common.samples import Run, first_response, numbered_samples
+from spatial_tasks.common.runset import RunSet
+from spatial_tasks.common.samples import first_response
 from spatial_tasks.common.yesno import decode_payload_fields, payload_label_mass, sigmoid
 from spatial_tasks.page.images import ImageShelf
 
@@ -84,20 +84,20 @@ def encoded_row(row: Mapping[str, Any]) -> RowJSON:
     return RowJSON(script_safe_json(row))
 
 
-def benchmark_rows(benchmark: Benchmark, entries: Sequence[tuple[Run, str, Path]], run_index: Mapping[str, int],
-                   strings: Strings, shelf: ImageShelf, configs: Mapping[tuple[str, str], Mapping],
-                   browsed: int = 0) -> tuple[list[RowJSON], list[str]]:
-    """(rows, field names) of one benchmark's samples files: ``entries`` are (run, task, samples
-    path) as the report groups them; ``configs``: (run label, task) -> its results-file config;
-    ``browsed``: the benchmark's index on the page (each row's "b")."""
+def benchmark_rows(benchmark: Benchmark, runs: RunSet, run_index: Mapping[str, int], strings: Strings,
+                   shelf: ImageShelf, configs: Mapping[tuple[str, str], Mapping], browsed: int = 0
+                   ) -> tuple[list[RowJSON], list[str]]:
+    """(rows, field names) of one benchmark's part of the run set; ``configs``: (run label, task) -> its
+    results-file config; ``browsed``: the benchmark's index on the page (each row's "b")."""
     view_of = benchmark.browse
     rows: list[RowJSON] = []
     field_names: dict[str, None] = {}
-    for run, task, path in entries:
-        records = benchmark.records_from_samples(path)
-        samples = [sample for _, sample in numbered_samples(path)]
+    for entry in runs.tasks:
+        run, task = entry.run, entry.task
+        records = entry.records()
+        samples = [sample for _, sample in entry.file.lines()]
         if len(records) != len(samples):  # rescore keeps every sample, in order: anything else is a bug
-            raise RuntimeError(f"{path}: {len(records)} records re-scored from {len(samples)} samples")
+            raise RuntimeError(f"{entry.path}: {len(records)} records re-scored from {len(samples)} samples")
         config = configs.get((run.label, task)) or {}
         for record, sample in zip(records, samples):
             view = view_of(record) if view_of is not None else generic_view(record, sample)

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
-from spatial_tasks.benchmark import Benchmark, DeclaredMetrics, ReleasedOutputs
-from spatial_tasks.common.environment import ENVIRONMENT_KEY, data_read, software
+from spatial_tasks.benchmark import ReleasedOutputs
+from spatial_tasks.common.environment import data_read, software
 from spatial_tasks.common.intervals import ITERATIONS, SEED
-from spatial_tasks.common.read_once import read_once
-from spatial_tasks.common.samples import LABEL_DROPS, Run, find_runs, samples_benchmark
-from spatial_tasks.registry import benchmarks, get
+from spatial_tasks.common.runset import RunSet, Scope, TaskRun, run_software
+from spatial_tasks.common.samples import LABEL_DROPS, Run
+from spatial_tasks.registry import get
 from spatial_tasks.results.schema import SOFTWARE_FIELDS, ResultRecord
 
 Options = Mapping[str, Any]
@@ -31,65 +30,52 @@ def identity_args(model_args: object) -> str:
     return ",".join(sorted(a for a in items if a.partition("=")[0].strip() not in LABEL_DROPS))
 
 
-def read_records(benchmark: Benchmark, path: Path, options: Options = {}) -> list[dict]:
-    """The records of one samples file, with the ``options`` this benchmark takes (``protocol`` ...)."""
-    return benchmark.records_from_samples(path, **{k: v for k, v in options.items() if k in benchmark.options})
-
-
-def task_figures(benchmark: Benchmark, folder: Path, task: str, iterations: int = ITERATIONS, seed: int = SEED
+def task_figures(runs: RunSet, task: str, iterations: int = ITERATIONS, seed: int = SEED
                  ) -> dict[str, tuple[float, float, float]]:
-    """Every scorecard figure (headlines and details) of ``task`` in the one lmms-eval run under
-    ``folder``: (value, 95 % interval low, high), from its logged samples."""
-    paths = [run.samples[task] for run in find_runs(folder) if task in run.samples]
-    if len(paths) != 1:
-        raise FileNotFoundError(f"{folder}: {len(paths)} samples files of {task}, expected one")
-    found = benchmark.scorecard.intervals(read_records(benchmark, paths[0]), iterations, seed)
-    return {metric: tuple(values[:3]) for metric, values in found.items()}
+    """Every scorecard figure (headlines and details) of ``task`` in the one lmms-eval run of ``runs``:
+    (value, 95 % interval low, high), from its logged samples."""
+    found = [t for t in runs.ours() if t.task == task]
+    if len(found) != 1:
+        raise FileNotFoundError(f"{runs.source}: {len(found)} samples files of {task}, expected one")
+    intervals = runs.scope(found).intervals(iterations=iterations, seed=seed)
+    return {metric: tuple(values[:3]) for metric, values in intervals.items()}
 
 
-def _metric_names(benchmark: Benchmark, path: Path) -> tuple[str, ...] | None:
-    declared = benchmark.offers(DeclaredMetrics)
-    return declared.names(path) if declared is not None else None
-
-
-def run_records(run: Run, iterations: int = ITERATIONS, seed: int = SEED, options: Options = {}
+def run_records(runs: RunSet, run: Run, iterations: int = ITERATIONS, seed: int = SEED, options: Options = {}
                 ) -> list[ResultRecord]:
-    """The headline records of one run: per task, then per group (pooled subtasks, as lmms-eval
-    reports groups), of every benchmark with a scorecard (other tasks are left out); ``options``:
-    each benchmark takes the ones it knows (SpatialTunnel's ``protocol``)."""
-    specs = {name: b for name, b in benchmarks().items() if b.scorecard is not None}
+    """The headline records of one run of ``runs``: per task, then per group (pooled subtasks, as
+    lmms-eval reports groups), of every benchmark with a scorecard (other tasks are left out);
+    ``options``: each benchmark takes the ones it knows (SpatialTunnel's ``protocol``)."""
     results = run.results()
     config = results.get("config") if isinstance(results.get("config"), dict) else {}
     model = str(config.get("model") or run.folder.name)
     args = identity_args(config.get("model_args"))
     run_id = f"{run.stamp}:{model}:{hashlib.sha1(f'{model}|{args}'.encode()).hexdigest()[:8]}"
-    per_task: dict[str, tuple[str, list[dict], tuple[str, ...] | None]] = {}
-    for task, path in sorted(run.samples.items()):
-        benchmark = samples_benchmark(path)
-        if benchmark in specs:
-            rows = read_records(specs[benchmark], path, options)
-            per_task[task] = (benchmark, rows, _metric_names(specs[benchmark], path))
-    scopes = dict(per_task)
+    per_task = {t.task: t for t in runs.of_run(run)
+                if not t.empty and t.benchmark is not None and t.benchmark.scorecard is not None}
+    scopes: dict[str, tuple[list[TaskRun], tuple[str, ...] | None]] = {
+        task: ([t], t.declared) for task, t in sorted(per_task.items())}
     for group, subtasks in sorted((results.get("group_subtasks") or {}).items()):
         members = [per_task[t] for t in subtasks or () if t in per_task]
-        if members and len(members) == len(subtasks) and len({m[0] for m in members}) == 1:
-            names = {n for m in members for n in (m[2] or ())} or None
-            scopes[group] = (members[0][0], [r for m in members for r in m[1]], tuple(sorted(names)) if names else None)
+        if members and len(members) == len(subtasks) and len({m.benchmark_name for m in members}) == 1:
+            names = {n for m in members for n in (m.declared or ())}
+            scopes[group] = (members, tuple(sorted(names)) if names else None)
     out = []
-    for task, (benchmark, rows, names) in scopes.items():
-        out += _task_records(specs[benchmark], rows, names, task, _provenance(results, task, model, args, run_id),
-                             iterations, seed)
+    for task, (members, names) in scopes.items():
+        out += _task_records(runs.scope(members, **options), names, task,
+                             _provenance(results, task, model, args, run_id), iterations, seed)
     return out
 
 
-def _task_records(spec: Benchmark, rows: list[dict], names: tuple[str, ...] | None, task: str,
-                  meta: dict, iterations: int, seed: int) -> list[ResultRecord]:
+def _task_records(scope: Scope, names: tuple[str, ...] | None, task: str, meta: dict, iterations: int,
+                  seed: int) -> list[ResultRecord]:
+    spec, rows = scope.benchmark, scope.records
     card = spec.scorecard
     if card is None or not card.applies(rows):
         return []
     # not every task defines every figure (e.g. SDGM language on the real-image task)
     chosen = [h for h in card.headlines if names is None or h.metric in names]
-    found = card.intervals(rows, iterations, seed, chosen)
+    found = scope.intervals(chosen, iterations, seed)
     settings = spec.settings(rows) if spec.settings is not None else {}
     out = []
     for headline in chosen:
@@ -115,20 +101,6 @@ def _data_source(config: dict) -> tuple[str | None, str | None]:
         source = f"{source}:{';'.join(sorted(str(f) for f in (files.values() if isinstance(files, dict) else [files])))}"
     revision = kwargs.get("revision") or config.get("revision")
     return (None if source is None else str(source)), (None if revision is None else str(revision))
-
-
-def run_software(config: dict) -> dict:
-    """The software one task of a run recorded (harness: config metadata); {} for runs made
-    before spatial-tasks recorded it, or by tasks that are not ours."""
-    metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
-    found = metadata.get(ENVIRONMENT_KEY)
-    return {k: (None if v is None else str(v)) for k, v in found.items()} if isinstance(found, dict) else {}
-
-
-def software_of(run: Run) -> dict:
-    """The software one lmms-eval run recorded ({} when none of its tasks did)."""
-    configs = run.results().get("configs") or {}
-    return next((e for e in (run_software(c) for c in configs.values() if isinstance(c, dict)) if e), {})
 
 
 def software_fields(env: dict) -> dict:
@@ -158,15 +130,10 @@ def _provenance(results: dict, task: str, model: str, args: str, run_id: str) ->
             "data_source": joined[0], "data_revision": joined[1]}
 
 
-@read_once()  # every run read once, whoever asks (common.read_once)
-def collect(roots: Sequence[Path], iterations: int = ITERATIONS, seed: int = SEED, options: Options = {}
+def collect(runs: RunSet, iterations: int = ITERATIONS, seed: int = SEED, options: Options = {}
             ) -> list[ResultRecord]:
-    """Every run's headline records under the given folders, in a stable order."""
-    out = []
-    for root in roots:
-        for run in find_runs(Path(root)):
-            out += run_records(run, iterations, seed, options)
-    return out
+    """Every run's headline records, in a stable order."""
+    return [record for run in runs.runs for record in run_records(runs, run, iterations, seed, options)]
 
 
 def outside_records(benchmark: str, rows: list[dict], run_id: str, data_source: str,
@@ -186,12 +153,12 @@ def outside_records(benchmark: str, rows: list[dict], run_id: str, data_source: 
         meta = {"model": model, "model_args": "", "run_id": f"{run_id}:{model}", "task_version": None,
                 "scored_with": scored_with(), "data_source": data_source, "data_revision": None}
         for task, scope in scopes.items():
-            out += [r.model_dump(mode="json") for r in _task_records(spec, scope, None, task, meta, iterations, seed)
-                    if r.headline]
+            out += [r.model_dump(mode="json") for r in _task_records(Scope(spec, scope), None, task, meta, iterations,
+                                                                     seed) if r.headline]
     return out
 
 
-def benchmark_records(roots: Sequence[Path], benchmark: str, options: Options = {}) -> list[dict]:
+def benchmark_records(runs: RunSet, benchmark: str, options: Options = {}) -> list[dict]:
     """What ``rescore --json`` adds under "records": the tidy records of one benchmark's runs, as
     JSON-ready dicts in the documented schema (``record.schema.json``)."""
-    return [r.model_dump(mode="json") for r in collect(roots, options=options) if r.benchmark == benchmark]
+    return [r.model_dump(mode="json") for r in collect(runs.only(benchmark), options=options)]

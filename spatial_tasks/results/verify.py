@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -36,11 +37,10 @@ from spatial_tasks.benchmark import Benchmark, ReleasedOutputs, Study
 from spatial_tasks.common.environment import mixed_warning
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.paper import paper_results
-from spatial_tasks.common.read_once import read_once
-from spatial_tasks.common.samples import Run, SamplesError, find_runs, samples_benchmark
+from spatial_tasks.common.runset import RunSet, software_of
+from spatial_tasks.common.samples import Run, SamplesError
 from spatial_tasks.common.yesno import label_mass_below_half, label_mass_median, label_mass_warning
-from spatial_tasks.registry import benchmarks, get, offering
-from spatial_tasks.results.tidy import software_of
+from spatial_tasks.registry import get, offering
 
 STRONG, ACCEPTABLE = 2.5, 5.0  # |Δ| in points (EASI's bands)
 EXACT_DECIMALS = 4  # Table 12 prints 4 decimals
@@ -108,17 +108,15 @@ def run_model(run: Run) -> str:
     return str(config.get("model") or run.folder.name)
 
 
-def verify_run(run: Run) -> tuple[list[Cell], list[str], dict[str, list[str]]]:
+def verify_run(runs: RunSet, run: Run) -> tuple[list[Cell], list[str], dict[str, list[str]]]:
     """(cells, "model (benchmark)" for each benchmark of the run without a paper row for its model,
     notes: "censored", how many questions of each task were scored from a censored label -- a served
     run's top log-probabilities left a label out, so its figures rest on bounds there; "label_mass",
     each first-token task's median label mass and share under 1/2, with a warning under 1/2)."""
-    checked = benchmarks()
     by_benchmark: dict[str, dict[str, list[dict]]] = defaultdict(dict)
-    for task, path in sorted(run.samples.items()):
-        benchmark = samples_benchmark(path)
-        if benchmark in checked:
-            by_benchmark[benchmark][task] = checked[benchmark].records_from_samples(path)
+    for entry in runs.of_run(run):
+        if entry.benchmark is not None:
+            by_benchmark[entry.benchmark_name][entry.task] = entry.records()
     model, cells, unmatched = run_model(run), [], []
     notes = [f"{run.folder}: {task}: {n} of {len(records)} questions scored from a censored label (served "
              "top_logprobs; their p is a bound, see the report's legend)"
@@ -127,7 +125,7 @@ def verify_run(run: Run) -> tuple[list[Cell], list[str], dict[str, list[str]]]:
     masses = [_mass_note(run.folder, task, records) for per_task in by_benchmark.values()
               for task, records in sorted(per_task.items()) if any("label_mass" in r for r in records)]
     for benchmark, per_task in by_benchmark.items():
-        spec = checked[benchmark]
+        spec = runs.known[benchmark]
         paper = _paper(spec)
         paper_model = paper.match(model)
         if paper_model is None:
@@ -198,34 +196,32 @@ def verify_studies(root: Path) -> tuple[list[Cell], list[str]]:
     return cells, unmatched
 
 
-@read_once()  # every run read once, whoever asks (common.read_once)
-def verify(paths: list[Path]) -> dict:
-    """Every checked cell under ``paths``, the unmatched models, and the verdict."""
+def verify(runs: RunSet, released: Sequence[Path] = ()) -> dict:
+    """Every checked cell of the lmms-eval runs and study folders under the run set's folders and of the
+    ``released`` outputs files, the unmatched models, and the verdict."""
     cells: list[Cell] = []
     unmatched: list[str] = []
     software: dict[str, dict] = {}  # run -> the software it recorded
     notes: dict[str, list[str]] = {"censored": [], "label_mass": []}
-    for path in paths:
-        path = Path(path)
-        if path.is_file():
-            found, missing = verify_release(path)
-            cells += found
-            unmatched += missing
-            continue
+    for path in runs.roots:
         found, missing = verify_studies(path)
         cells += found
         unmatched += missing
-        runs = find_runs(path)
-        if not runs and not found and not missing:  # say what the folder lacks, not that no model matched
+        under = runs.by_root.get(path, [])
+        if not under and not found and not missing:  # say what the folder lacks, not that no model matched
             raise SamplesError(f"{path}: holds no lmms-eval samples (<stamp>_samples_<task>.jsonl: run lmms-eval "
                                "with --log_samples) and no `spatial-tasks probe` folder; nothing to verify")
-        for run in runs:
+        for run in under:
             software[f"{run.folder}:{run.stamp}"] = software_of(run)
-            found, missing, said = verify_run(run)
+            found, missing, said = verify_run(runs, run)
             cells += found
             unmatched += missing
             for kind, said_here in said.items():
                 notes[kind] += said_here
+    for path in released:
+        found, missing = verify_release(Path(path))
+        cells += found
+        unmatched += missing
     grades = defaultdict(int)
     for cell in cells:
         grades[cell.grade] += 1
@@ -268,9 +264,9 @@ def verify_lines(result: dict) -> list[str]:
     return lines
 
 
-def paper_cells(runs: list[Run]) -> list[Cell]:
+def paper_cells(runs: RunSet) -> list[Cell]:
     """Every paper cell of the runs whose model has a paper row (the report's "Beside the papers")."""
-    return [cell for run in runs for cell in verify_run(run)[0]]
+    return [cell for run in runs.runs for cell in verify_run(runs, run)[0]]
 
 
 def paper_rows_lines(cells: list[Cell]) -> list[str]:

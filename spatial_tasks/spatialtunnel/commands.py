@@ -64,12 +64,14 @@ def rescore_spatialtunnel(
 ) -> None:
     """SpatialTunnel metrics (v, v_cons, v_ctr, delta, grid, size sweep) per run and task."""
     from spatial_tasks.common.yesno import label_mass_warning
-    from spatial_tasks.spatialtunnel.rescore import rescore
-
-    result = rescore(samples, protocol)
+    from spatial_tasks.registry import read_runs
     from spatial_tasks.results.tidy import benchmark_records
+    from spatial_tasks.spatialtunnel.rescore import check_protocol, rescore
 
-    result["records"] = benchmark_records([samples], "spatialtunnel", {"protocol": protocol})
+    check_protocol(protocol)
+    runs = read_runs(samples)
+    result = rescore(runs, protocol)
+    result["records"] = benchmark_records(runs, "spatialtunnel", {"protocol": protocol})
     if as_json:
         print_json(result)
         return

@@ -8,9 +8,8 @@ from pathlib import Path
 
 from spatial_tasks.common.formatting import number, slug, with_interval
 from spatial_tasks.common.plots import grouped_hbars
+from spatial_tasks.common.runset import RunSet
 from spatial_tasks.spatialtunnel import metrics, plots
-from spatial_tasks.spatialtunnel.metrics import SCORECARD
-from spatial_tasks.spatialtunnel.rescore import records_from_samples
 
 # Column names are the metric names of lmms-eval's table and of `rescore` (the legend gives the paper's symbols).
 COLUMNS = tuple((name, name) for name in ("v", "v_cons", "v_ctr", "delta", "v_amb", "v_s010", "v_s030", "delta_s",
@@ -53,14 +52,14 @@ def _short(task: str) -> str:
     return task.removeprefix("spatialtunnel_") or task
 
 
-def spatialtunnel_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
-    """entries: (run, task, samples_path) triples. Returns (files written, markdown lines)."""
+def spatialtunnel_figures(runs: RunSet, out: Path) -> tuple[list[Path], list[str]]:
+    """The SpatialTunnel section over the run set's SpatialTunnel part: (files written, markdown lines)."""
     files: list[Path] = []
     curves: dict[str, dict[str, dict[float, float]]] = defaultdict(dict)
     bars: dict[str, dict[str, float]] = {}
     whiskers: dict[str, dict[str, tuple[float, float]]] = {}
-    spec = SCORECARD
-    read = [(run, task, records_from_samples(samples)) for run, task, samples in sorted(entries, key=lambda e: (e[0].label, e[1]))]
+    entries = sorted(runs.tasks, key=lambda e: (e.run.label, e.task))
+    read = [(entry.run, entry.task, entry.records()) for entry in entries]
     served = any("censored" in r for _, _, records in read for r in records)
     massed = any("label_mass" in r for _, _, records in read for r in records)
     columns = (COLUMNS + ((("n_censored", "censored"),) if served else ())  # only served runs can censor a label
@@ -68,13 +67,13 @@ def spatialtunnel_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
     warnings = []
     header = "| run | task | protocol | n | " + " | ".join(name for _, name in columns) + " |"
     table = [header, "|---|---|---|---:|" + "---:|" * len(columns)]
-    for run, task, records in read:
+    for entry, (run, task, records) in zip(entries, read):
         if not records:
             continue
         protocol = records[0]["protocol"]
         s = metrics.summary(records)
         s.setdefault("unparseable", metrics.unparseable_share(records))
-        ci = {key: (low, high) for key, (_, low, high, _) in spec.intervals(records).items()}
+        ci = {key: (low, high) for key, (_, low, high, _) in runs.scope([entry]).intervals().items()}
         cells = [str(s[key]) if key == "n_censored" and key in s else
                  with_interval(s.get(key), ci.get(key), signed=key in SIGNED) for key, _ in columns]
         table.append(f"| {run.label} | {task} | {protocol} | {s['n']} | " + " | ".join(cells) + " |")

@@ -10,19 +10,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spatial_tasks.common.read_once import per_file
-from spatial_tasks.common.samples import SamplesError, find_runs, first_response, rescore_file
+from spatial_tasks.common.runset import RunSet
+from spatial_tasks.common.samples import SamplesError, first_response, rescore_file
 from spatial_tasks.common.yesno import is_payload
 from spatial_tasks.spatialtunnel import metrics
 from spatial_tasks.spatialtunnel.records import PROTOCOLS, LoggedRecord, exact_match_record, logit_record
 
 BENCHMARK = "spatialtunnel"
+
+
+def check_protocol(protocol: str) -> None:
+    """``--protocol`` is one this benchmark knows (checked before any file is read)."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"--protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
+
+
 def _summary(records: list[dict]) -> dict:
     """``metrics.summary`` and the protocol the records were scored with (a mix is named as such)."""
     return {**metrics.summary(records), "protocol": "+".join(sorted({r["protocol"] for r in records}))}
 
 
-@per_file  # read once per command (common.read_once)
 def records_from_samples(path: Path, protocol: str = "auto") -> list[dict]:
     """Per-question records of ONE samples file, re-scored from the logged record and response.
 
@@ -32,8 +39,8 @@ def records_from_samples(path: Path, protocol: str = "auto") -> list[dict]:
     (naming the file and question): a task's protocol is part of the task, and figures scored with
     the other one would belong to neither.
     """
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"--protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
+    check_protocol(protocol)
+
     def checked(record: dict, sample: dict) -> tuple[dict, str]:
         LoggedRecord.model_validate(record)
         return record, record.get("response", first_response(sample))
@@ -55,7 +62,7 @@ def records_from_samples(path: Path, protocol: str = "auto") -> list[dict]:
     return out
 
 
-def rescore(path: Path, protocol: str = "auto") -> dict:
+def rescore(runs: RunSet, protocol: str = "auto") -> dict:
     """Metrics per run, per task and per group from saved samples, as plain JSON-ready dicts:
 
     ``{"runs": {label: {"tasks": {task: summary}, "groups": {group: summary}}}}`` where a summary
@@ -63,26 +70,20 @@ def rescore(path: Path, protocol: str = "auto") -> dict:
     sweep, unparseable). The CLI adds ``"records"``, the headline figures with intervals as tidy result
     records (``spatial_tasks.results.tidy.benchmark_records``).
     """
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"--protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
-    runs = {}
-    for run in find_runs(Path(path)):
-        per_task = {}
-        for task, file in sorted(run.samples.items()):
-            records = records_from_samples(file, protocol)
-            if records:
-                per_task[task] = records
-        if not per_task:
-            continue
+    check_protocol(protocol)
+    found = {}
+    ours = runs.only(BENCHMARK)
+    for run in ours.runs:
+        per_task = {entry.task: entry.records(protocol=protocol) for entry in ours.of_run(run)}
         groups = {}
         for group, subtasks in sorted((run.results().get("group_subtasks") or {}).items()):
             if subtasks and all(t in per_task for t in subtasks):
                 groups[group] = _summary([r for t in subtasks for r in per_task[t]])
-        runs[run.label] = {"tasks": {t: _summary(r) for t, r in per_task.items()}, "groups": groups}
-    if not runs:
-        raise SamplesError(f"{path}: no SpatialTunnel samples found (expected lmms-eval --log_samples "
+        found[run.label] = {"tasks": {t: _summary(r) for t, r in per_task.items()}, "groups": groups}
+    if not found:
+        raise SamplesError(f"{runs.source}: no SpatialTunnel samples found (expected lmms-eval --log_samples "
                            "output: <stamp>_samples_spatialtunnel*.jsonl)")
-    return {"format": "lmms-samples", "source": str(path), "runs": runs}
+    return {"format": "lmms-samples", "source": runs.source, "runs": found}
 
 
 def summary(records: list[dict], protocol: str = "auto") -> dict:

@@ -48,12 +48,13 @@ def rescore_vague(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """VAGUE metrics per run and task: accuracy, FS/SU/NE counts, valid answers, BLEU-1, BERTScore F1."""
+    from spatial_tasks.registry import read_runs
+    from spatial_tasks.results.tidy import benchmark_records
     from spatial_tasks.vague.rescore import rescore
 
-    result = rescore(samples)
-    from spatial_tasks.results.tidy import benchmark_records
-
-    result["records"] = benchmark_records([samples], "vague")
+    runs = read_runs(samples)
+    result = rescore(runs)
+    result["records"] = benchmark_records(runs, "vague")
     if as_json:
         print_json(result)
         return

@@ -10,9 +10,10 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from spatial_tasks.common.formatting import number, with_interval
-from spatial_tasks.common.plots import grouped_hbars, save, wrap_label
 from spatial_tasks.common.intervals import wilson
-from spatial_tasks.vague.rescore import records_from_samples, summary
+from spatial_tasks.common.plots import grouped_hbars, save, wrap_label
+from spatial_tasks.common.runset import RunSet
+from spatial_tasks.vague.rescore import summary
 from spatial_tasks.vague.schema import MCQ_SETTINGS
 
 SETTING_NAMES = {"lm": "LM", "sm": "SM", "sm_gpt": "SM (stored captions)", "vlm": "VLM", "vlm_cot": "VLM + CoT",
@@ -72,15 +73,15 @@ def _accuracy_interval(records: list[dict]) -> tuple[float, float] | None:
     return wilson(sum(r["chosen"] == r["answer"] for r in mcq), len(mcq)) if mcq else None
 
 
-def vague_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
-    """entries: (run, task, samples_path) triples. Returns (files written, markdown lines)."""
+def vague_figures(runs: RunSet, out: Path) -> tuple[list[Path], list[str]]:
+    """The VAGUE section over the run set's VAGUE part: (files written, markdown lines)."""
     table = ["| run | task | n | acc | valid | FS | SU | NE | BLEU-1 | BERTScore F1 |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     by_setting: dict[str, dict[str, float | None]] = {}
     whiskers: dict[str, dict[str, tuple[float, float] | None]] = {}
     stacked: dict[str, dict] = {}
-    for run, task, samples in sorted(entries, key=lambda e: (e[0].label, e[1])):
-        records = records_from_samples(samples)
+    for entry in sorted(runs.tasks, key=lambda e: (e.run.label, e.task)):
+        run, task, records = entry.run, entry.task, entry.records()
         if not records:
             continue
         s = summary(records)

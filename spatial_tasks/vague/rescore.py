@@ -6,14 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from spatial_tasks.common.choice import DECLINED, REFUSED, UNPARSEABLE, outcome_share
-from spatial_tasks.common.read_once import per_file
-from spatial_tasks.common.samples import SamplesError, find_runs, first_response, rescore_file
+from spatial_tasks.common.runset import RunSet
+from spatial_tasks.common.samples import SamplesError, first_response, rescore_file
 from spatial_tasks.vague import metrics
 from spatial_tasks.vague.records import LoggedRecord, score_freeform, score_mcq
 from spatial_tasks.vague.schema import BENCHMARK, SUBSETS, WRONG_TYPES
 
 
-@per_file  # read once per command (common.read_once)
 def records_from_samples(path: Path) -> list[dict]:
     """Every logged answer of one samples file, checked (``tasks.LoggedRecord``) and re-scored."""
     def rescored(record: dict, sample: dict) -> dict:
@@ -60,19 +59,13 @@ def paper_figures(per_task: dict[str, list[dict]]) -> list[tuple[str, str, dict]
     return out
 
 
-def rescore(path: Path) -> dict:
-    """``{"runs": {label: {task: summary}}}`` for every run under ``path`` (the CLI adds the tidy
+def rescore(runs: RunSet) -> dict:
+    """``{"runs": {label: {task: summary}}}`` for every run of ``runs`` (the CLI adds the tidy
     result records: ``spatial_tasks.results.tidy.benchmark_records``)."""
-    runs = {}
-    for run in find_runs(Path(path)):
-        tasks = {}
-        for task, file in sorted(run.samples.items()):
-            records = records_from_samples(file)
-            if records:
-                tasks[task] = summary(records)
-        if tasks:
-            runs[run.label] = tasks
-    if not runs:
-        raise SamplesError(f"{path}: no VAGUE samples found (expected lmms-eval --log_samples output: "
+    figures: dict[str, dict] = {}
+    for entry in runs.only(BENCHMARK).tasks:
+        figures.setdefault(entry.run.label, {})[entry.task] = summary(entry.records())
+    if not figures:
+        raise SamplesError(f"{runs.source}: no VAGUE samples found (expected lmms-eval --log_samples output: "
                            "<stamp>_samples_vague_*.jsonl)")
-    return {"runs": runs}
+    return {"runs": figures}

@@ -13,6 +13,7 @@ from lmms import SPATIAL_TASKS, TINY_QWEN_ARGS, assert_all_finite, declared_metr
 
 from spatial_tasks.dori import load, metrics, schema
 from spatial_tasks.dori.tasks import TASK_NAMES
+from spatial_tasks.registry import read_runs
 
 from . import official_layouts
 
@@ -166,11 +167,11 @@ def test_seeds_saved_in_separate_folders_are_summarised_and_a_seed_twice_is_refu
         return folder
 
     first, second, again = write(tmp_path / "s42", 42), write(tmp_path / "s1998", 1998), write(tmp_path / "again", 42)
-    result = rescore([first, second])
+    result = rescore(read_runs(first, second))
     assert list(result["runs"]) == ["spatial_baseline(rule=always_a)", f"spatial_baseline(rule=always_a) [{second}]"]
     (model,) = result["seeds"]
     assert result["seeds"][model]["seeds"] == [42, 1998]
     per_run = [run["avg_coarse"] for run in result["runs"].values()]
     assert result["seeds"][model]["avg_coarse"]["mean"] == pytest.approx(sum(per_run) / 2)
     with pytest.raises(SamplesError, match="two runs with option-order seed 42"):
-        rescore([first, again])
+        rescore(read_runs(first, again))

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from spatial_tasks.common.owned import LEDGER
-
-from spatial_tasks.registry import benchmarks
 from lmms import SPATIAL_TASKS, run_cli
+
+from spatial_tasks.common.owned import LEDGER
+from spatial_tasks.registry import benchmarks, read_runs
 
 BENCHMARKS = tuple(benchmarks())  # the registry: a benchmark added there is checked here too
 
@@ -116,15 +116,16 @@ def test_report_and_results_merge_what_they_replace_and_never_overwrite_a_file_t
     """Issue 32, item 1: a leaderboard kept only as .csv is merged (not replaced) by the next report,
     as the .json is; ``results --out`` merges the records already there; and a leaderboard or
     results file that cannot be read stops the command, naming it, and is left byte for byte."""
+    from spatial_tasks.registry import read_runs
     from spatial_tasks.report import write_report
     from spatial_tasks.results.schema import RecordFileError, read_record_file
 
     report = tmp_path / "report"
-    write_report(golden_runs / "dori", report)
+    write_report(read_runs(golden_runs / "dori"), report)
     dori_rows = read_record_file(report / "leaderboard.csv")
     assert dori_rows and {r.benchmark for r in dori_rows} == {"dori"}
     (report / "leaderboard.json").unlink()  # only the CSV is left
-    write_report(golden_runs / "spatialtunnel", report)
+    write_report(read_runs(golden_runs / "spatialtunnel"), report)
     for name in ("leaderboard.csv", "leaderboard.json"):
         merged = read_record_file(report / name)
         assert {r.benchmark for r in merged} == {"dori", "spatialtunnel"}, name
@@ -138,7 +139,7 @@ def test_report_and_results_merge_what_they_replace_and_never_overwrite_a_file_t
         # every file as it was (the report's own ledger aside: it notes its staging folder came and went)
         before = {p.name: p.read_bytes() for p in spoiled.iterdir() if p.is_file() and p.name != LEDGER}
         with pytest.raises(RecordFileError, match=rf"{re.escape(str(spoiled / name))}: .*nothing was written"):
-            write_report(golden_runs / "o3d", spoiled)
+            write_report(read_runs(golden_runs / "o3d"), spoiled)
         assert {p.name: p.read_bytes() for p in spoiled.iterdir() if p.is_file() and p.name != LEDGER} == before, (
             name, damage)
 
@@ -312,7 +313,7 @@ def test_a_probe_folder_that_cannot_be_read_is_named(tmp_path, content, reason):
     folder.mkdir()
     (folder / "metrics.json").write_bytes(content)
     with pytest.raises(UserError, match=re.escape(str(folder / "metrics.json")) + ": .*" + re.escape(reason)):
-        verify([tmp_path])
+        verify(read_runs(tmp_path))
     (folder / "probe.json").write_bytes(content if reason != "not a probe's metrics.json" else b"{\"model\": 3}")
     with pytest.raises(UserError, match=re.escape(str(folder / "probe.json")) + ": "):
         recompute(folder)

@@ -7,12 +7,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from lmms import SPATIAL_TASKS, run_cli
 
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.owned import LEDGER
 from spatial_tasks.demo import claim_folder
-from lmms import SPATIAL_TASKS, run_cli
-
 
 
 def _users_folder(root: Path) -> Path:
@@ -272,15 +271,16 @@ def test_a_pybullet_archive_of_other_content_is_the_users_error(tmp_path):
 def test_vague_rescore_prints_the_same_columns_whatever_the_backbone(monkeypatch):
     from typer.testing import CliRunner
 
-    from spatial_tasks import cli
+    from spatial_tasks import cli, registry
     from spatial_tasks.results import tidy
     from spatial_tasks.vague import rescore
 
     runs = {"runs": {"run": {"vague_sample_freeform": {"n": 8, "setting": "freeform", "bleu1": 0.5,
                                                       "bertscore_f1": 0.9, "bertscore_model": "minilm",
                                                       "bertscore_revision": "abc", "bertscore_layers": 6}}}}
-    monkeypatch.setattr(rescore, "rescore", lambda path: runs)
-    monkeypatch.setattr(tidy, "benchmark_records", lambda paths, name: [])
+    monkeypatch.setattr(registry, "read_runs", lambda *roots: None)  # no folder: rescore's figures stand in
+    monkeypatch.setattr(rescore, "rescore", lambda read: runs)
+    monkeypatch.setattr(tidy, "benchmark_records", lambda read, name: [])
     out = CliRunner().invoke(cli.app, ["rescore", "vague", "anything"]).output
     assert "bertscore_layers=" not in out and "[BERTScore minilm @ abc, layer 6]" in out, out
     assert "n=8  bleu1=0.5000  bertscore_f1=0.9000" in out, out

@@ -15,8 +15,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
 from lmms import SPATIAL_TASKS, run_cli
+
 from spatial_tasks.common.owned import LEDGER, Ledger, NotOurs, owned
 
 REFUSED = "which spatial-tasks did not write (or which changed since); nothing was deleted or replaced."
@@ -98,6 +98,7 @@ def test_the_demo_keeps_a_users_notes_beside_a_tiny_model_of_theirs(tmp_path, ti
 
 
 def test_the_report_replaces_its_own_files_only(baseline_run, tmp_path):
+    from spatial_tasks.registry import read_runs
     from spatial_tasks.report import write_report
 
     run = baseline_run("vertical", "spatialtunnel_sample")
@@ -110,11 +111,11 @@ def test_the_report_replaces_its_own_files_only(baseline_run, tmp_path):
     assert (out / "report.md").read_text() == "my own report"
     assert sorted(p.name for p in out.iterdir()) == [LEDGER, "report.md"]  # the staging folder went too
     (out / "report.md").unlink()
-    write_report(run.out, out)  # (a report replacing its own: tests/hardening/test_runs_and_report.py)
+    write_report(read_runs(run.out), out)  # (a report replacing its own: tests/hardening/test_runs_and_report.py)
     figure = next(p for p in out.glob("*.png"))
     figure.write_bytes(b"edited by hand")
     with pytest.raises(NotOurs, match=re.escape(f"holds {figure.name}, {REFUSED}")):
-        write_report(run.out, out)
+        write_report(read_runs(run.out), out)
     assert figure.read_bytes() == b"edited by hand"
 
 

@@ -14,15 +14,16 @@ from pathlib import Path
 import pytest
 from lmms import declared_metrics
 
+from spatial_tasks.common.errors import UserError
 from spatial_tasks.common.formatting import number
+from spatial_tasks.common.owned import LEDGER
 from spatial_tasks.common.samples import RunFailed, SamplesError, check_run, find_runs, run_label
 from spatial_tasks.common.yesno import YesNoLogits, encode_payload
 from spatial_tasks.harness import TaskData, load_docs
 from spatial_tasks.paths import tasks_dir
-from spatial_tasks.common.owned import LEDGER
+from spatial_tasks.registry import read_runs
 from spatial_tasks.report import write_report
 from spatial_tasks.spatialtunnel import tasks
-from spatial_tasks.common.errors import UserError
 from spatial_tasks.spatialtunnel.rescore import rescore
 
 TASK = "spatialtunnel_sample_phase"
@@ -60,7 +61,7 @@ def test_runs_in_one_folder_are_scored_apart(docs, tmp_path):
     write_run(root / "m", "20260101_000001", "a_model", "pretrained=/ckpt/a,device=cuda", docs, truth)
     write_run(root / "m", "20260101_000002", "a_model", "pretrained=/ckpt/a,device=cuda", docs, yes)  # again
     write_run(root / "m", "20260101_000003", "b_model", "pretrained=/ckpt/b", docs, yes)
-    result = rescore(root)["runs"]
+    result = rescore(read_runs(root))["runs"]
     assert set(result) == {"a_model(pretrained=a) [20260101_000001]", "a_model(pretrained=a) [20260101_000002]",
                            "b_model(pretrained=b)"}
     assert result["a_model(pretrained=a) [20260101_000001]"]["tasks"][TASK]["v"] == 1.0
@@ -74,13 +75,13 @@ def test_a_doc_logged_twice_is_an_error_naming_the_lines(docs, tmp_path):
     lines = path.read_text().splitlines()
     path.write_text("\n".join([*lines, lines[3]]) + "\n")
     with pytest.raises(SamplesError, match=rf"{path.name}:{len(lines) + 1}: doc_id 3 is logged twice \(also on line 4\)"):
-        rescore(tmp_path)
+        rescore(read_runs(tmp_path))
 
 
 def test_nan_logits_are_unparseable_not_no(docs, tmp_path):
     nan = encode_payload(YesNoLogits(math.nan, 0.0, "?"))
     write_run(tmp_path / "m", "20260101_000001", "y", "", docs, lambda d: nan, task="spatialtunnel_logit_sample_phase")
-    figures = rescore(tmp_path)["runs"]["y"]["tasks"]["spatialtunnel_logit_sample_phase"]
+    figures = rescore(read_runs(tmp_path))["runs"]["y"]["tasks"]["spatialtunnel_logit_sample_phase"]
     assert figures["unparseable"] == 1.0 and figures["v"] == 0.0  # scored wrong, counted
     assert math.isnan(figures["delta"])  # a gap between nothing readable is undefined
 
@@ -110,18 +111,18 @@ def test_runs_that_started_in_the_same_second_keep_apart(docs, tmp_path):
     write_run(root / "other", "20260101_000009", "b_model", "", docs, yes)
     assert [r.label for r in find_runs(root)] == ["b_model", "a_model(pretrained=a) [20260101_000001, settings_0/m]",
                                                   "a_model(pretrained=a) [20260101_000001, settings_1/m]"]
-    assert set(rescore(root)["runs"]) == {r.label for r in find_runs(root)}
+    assert set(rescore(read_runs(root))["runs"]) == {r.label for r in find_runs(root)}
 
 
 def test_a_report_that_fails_leaves_the_earlier_one_whole(docs, tmp_path):
     root = tmp_path / "out"
     write_run(root / "a", "20260101_000001", "a_model", "", docs, truth)
     out = tmp_path / "report"
-    first = write_report(root, out)
+    first = write_report(read_runs(root), out)
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.name != LEDGER}
     with pytest.raises(UserError, match=r"no_such_probe: not a study folder \(SpatialTunnel: a `spatial-tasks probe` "
                                         r"folder holds probe.json\)"):
-        write_report(root, out, probes=[tmp_path / "no_such_probe"])
+        write_report(read_runs(root), out, probes=[tmp_path / "no_such_probe"])
     # no staging folder left either (the ledger, the report's bookkeeping, notes that it came and went)
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.name != LEDGER} == before
     assert (out / "report.md") in first
@@ -134,8 +135,8 @@ def test_the_report_replaces_itself_and_reads_right(docs, tmp_path):
     out = tmp_path / "report"
     out.mkdir()
     (out / "my_notes.md").write_text("mine")
-    first = write_report(root, out)
-    second = write_report(root, out)
+    first = write_report(read_runs(root), out)
+    second = write_report(read_runs(root), out)
     assert sorted(p.name for p in first) == sorted(p.name for p in second)
     on_disk = sorted(p.name for p in out.iterdir())
     assert on_disk == sorted([*(p.name for p in second), LEDGER, "my_notes.md"])  # no pile-up, notes kept
@@ -157,7 +158,7 @@ def test_the_report_replaces_itself_and_reads_right(docs, tmp_path):
     # a run removed from the folder disappears from the next report too
     for file in (root / "b").iterdir():
         file.unlink()
-    third = write_report(root, out)
+    third = write_report(read_runs(root), out)
     assert not any("b_model" in p.name for p in third) and not any("b_model" in p.name for p in out.iterdir())
 
 

@@ -230,11 +230,12 @@ def test_tiny_model_cli_builds_a_family_and_refuses_unknown_ones(tmp_path):
 def test_a_probe_only_report_keeps_the_leaderboard_it_replaces(probe_cli_outputs, golden_runs, tmp_path):
     """Issue 32, item 1: a report into a folder with a leaderboard replaces the earlier report's
     files; one that adds no records (probe folders only) must keep the leaderboard, not delete it."""
+    from spatial_tasks.registry import read_runs
     from spatial_tasks.report import write_report
     from spatial_tasks.results.schema import read_record_file
 
     out = tmp_path / "report"
-    write_report(golden_runs / "dori", out)
+    write_report(read_runs(golden_runs / "dori"), out)
     before = read_record_file(out / "leaderboard.json")
     written = write_report(None, out, probes=[probe_cli_outputs / "qwen2_5_vl"])
     assert out / "leaderboard.json" in written and read_record_file(out / "leaderboard.json") == before

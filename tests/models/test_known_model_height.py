@@ -113,13 +113,14 @@ def test_the_figures_are_the_cards(held_out_run):
 def test_the_report_heatmap_shows_it(held_out_run, tmp_path):
     """`spatial-tasks report` on the run draws the cue heatmap, and the single-cue cells it draws (the paper's
     Fig. 5 population: regular strength, clarity >= 3) put the planted cue alone above 0.8."""
-    from spatial_tasks.o3d.rescore import records_and_metric_names, summary
+    from spatial_tasks.o3d.rescore import records_from_samples, summary
+    from spatial_tasks.registry import read_runs
     from spatial_tasks.report import write_report
 
     run, _ = held_out_run
-    files = write_report(run, tmp_path / "report")
+    files = write_report(read_runs(run), tmp_path / "report")
     assert any(f.name.startswith("o3d_cue_heatmap_") and f.stat().st_size > 10_000 for f in files)
-    records = [r for f in sorted(run.rglob("*_samples_*.jsonl")) for r in records_and_metric_names(f)[0]]
+    records = [r for f in sorted(run.rglob("*_samples_*.jsonl")) for r in records_from_samples(f)]
     cells = summary(records)["cue_group_accuracy"]
     assert set(cells) == set(build.CUES)
     assert cells[build.PLANTED] >= PLANTED_FLOOR, cells

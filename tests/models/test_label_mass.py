@@ -9,6 +9,7 @@ import math
 
 import pytest
 import torch
+from lmms import SPATIAL_TASKS, run_cli
 
 from spatial_tasks.common.yesno import (
     YesNoLogits,
@@ -22,7 +23,6 @@ from spatial_tasks.common.yesno import (
 )
 from spatial_tasks.models.scoring_paths import GROUPED, ONE_BY_ONE, PACKED
 from spatial_tasks.models.served import Labels, Reading
-from lmms import SPATIAL_TASKS, run_cli
 
 TASK = "spatialtunnel_logit_sample_phase"
 MASS_TOL = 1e-6  # a float32 softmax summed in float64
@@ -104,7 +104,7 @@ def hf_run(lmms_run, tiny_family_dirs):
 
 
 def test_a_random_model_is_warned_about_in_the_run_and_by_rescore_report_and_verify(hf_run, tmp_path):
-    from spatial_tasks.common.samples import find_runs
+    from spatial_tasks.registry import read_runs
     from spatial_tasks.report import write_report
     from spatial_tasks.results.verify import verify_lines, verify_run
 
@@ -121,13 +121,14 @@ def test_a_random_model_is_warned_about_in_the_run_and_by_rescore_report_and_ver
                    text=True, check=True).stdout
     assert f"  warning: {TASK}: median label mass" in text and text.count("warning:") == 1
 
-    files = write_report(hf_run.out, tmp_path / "report")
+    files = write_report(read_runs(hf_run.out), tmp_path / "report")
     report = next(p for p in files if p.name == "report.md").read_text()
     assert "| m median | m < 0.5 |" in report and "\n- **Warning** (" in report and "reads a minority" in report
     assert "**m median / m < 0.5**" in report
 
-    (run,) = find_runs(hf_run.out)
-    _, _, notes = verify_run(run)
+    read = read_runs(hf_run.out)
+    (run,) = read.runs
+    _, _, notes = verify_run(read, run)
     assert len(notes["label_mass"]) == 1 and "100.0% of questions under 0.5 -- WARNING: median label mass" \
         in notes["label_mass"][0]
     lines = verify_lines({"cells": [], "grades": {}, "checked": 0, "unmatched_models": [], **notes})
@@ -135,11 +136,12 @@ def test_a_random_model_is_warned_about_in_the_run_and_by_rescore_report_and_ver
 
 
 def test_a_rule_baseline_has_no_label_mass_and_no_column(baseline_run, tmp_path):
+    from spatial_tasks.registry import read_runs
     from spatial_tasks.report import write_report
 
     run = baseline_run("vertical", TASK)
     assert not any("label_mass" in s["v"] for s in run.samples[TASK])
-    report = next(p for p in write_report(run.out, tmp_path / "r") if p.name == "report.md").read_text()
+    report = next(p for p in write_report(read_runs(run.out), tmp_path / "r") if p.name == "report.md").read_text()
     assert "m median" not in report
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from spatial_tasks.common.read_once import read_once
 from spatial_tasks.o3d.rescore import (
     ReleasedFormatError,
     compare_to_paper,
@@ -36,9 +35,9 @@ EXPECTED = {row[0]: tuple(float(v) for v in row[1:]) for row in _ROWS}
 @pytest.fixture(scope="module")
 def both_ddofs() -> tuple[dict, dict]:
     """The release rescored with the paper's ddof 0 and the authors' ddof 1, its 245 MB read once
-    for both, as a command reads it (common.read_once)."""
-    with read_once():
-        return rescore_released(RELEASED), rescore_released(RELEASED, ddof=1)
+    for both, as the command reads it (its records handed to both)."""
+    records = records_from_released(RELEASED)
+    return rescore_released(RELEASED, records=records), rescore_released(RELEASED, ddof=1, records=records)
 
 
 @pytest.fixture(scope="module")

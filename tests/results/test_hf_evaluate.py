@@ -16,6 +16,7 @@ import evaluate
 import pytest
 
 import spatial_tasks
+from spatial_tasks.registry import read_runs
 from spatial_tasks.results.hf_evaluate import NotAQuestionError
 from spatial_tasks.results.schema import ResultRecord
 from spatial_tasks.results.tidy import benchmark_records
@@ -56,7 +57,7 @@ def _module(benchmark: str):
 
 def _record(folder: Path, benchmark: str, task: str, metric: str) -> ResultRecord:
     """The tidy record (documented schema) that ``rescore --json`` adds for one task's figure."""
-    records = [ResultRecord.model_validate(r) for r in benchmark_records([folder], benchmark)]  # each one valid
+    records = [ResultRecord.model_validate(r) for r in benchmark_records(read_runs(folder), benchmark)]  # each one valid
     (found,) = [r for r in records if r.task == task and r.metric == metric]
     assert found.ci_low <= found.value <= found.ci_high and found.ci_method != "none"
     return found
@@ -78,7 +79,7 @@ def test_spatialtunnel_module_equals_rescore(shuffled_runs):
 
     folder, records, answers = shuffled_runs["spatialtunnel"]
     ours = _module("spatialtunnel").compute(predictions=answers, references=[json.dumps(r) for r in records])
-    result = rescore(folder)
+    result = rescore(read_runs(folder))
     (run,) = result["runs"].values()
     theirs = run["tasks"]["spatialtunnel_sample_phase"]
     _same(ours, theirs)
@@ -91,7 +92,7 @@ def test_o3d_module_equals_rescore(shuffled_runs):
 
     folder, records, answers = shuffled_runs["o3d"]
     ours = _module("o3d").compute(predictions=answers, references=[json.dumps(r) for r in records])
-    result = rescore_samples(folder)
+    result = rescore_samples(read_runs(folder))
     (theirs,) = result["models"].values()
     _same(ours, {k: v for k, v in theirs.items() if k not in ("tasks", "groups")})
     assert _record(folder, "o3d", "o3d_sample_markers", "acc").value == pytest.approx(theirs["tasks"]["o3d_sample_markers"]["acc"])
@@ -103,7 +104,7 @@ def test_dori_module_equals_rescore(shuffled_runs):
 
     folder, records, answers = shuffled_runs["dori"]
     ours = _module("dori").compute(predictions=answers, references=[json.dumps(r) for r in records])
-    result = rescore([folder])
+    result = rescore(read_runs(folder))
     (theirs,) = result["runs"].values()
     _same(ours, theirs)
     assert _record(folder, "dori", "dori_sample", "avg_coarse").value == pytest.approx(theirs["avg_coarse"])
@@ -116,7 +117,7 @@ def test_vague_module_equals_rescore_and_names_a_bad_reference(shuffled_runs):
     folder, records, answers = shuffled_runs["vague"]
     module = _module("vague")
     ours = module.compute(predictions=answers, references=[json.dumps(r) for r in records])
-    result = rescore(folder)
+    result = rescore(read_runs(folder))
     (run,) = result["runs"].values()
     _same(ours, run["vague_sample_vlm"])
     assert _record(folder, "vague", "vague_sample_vlm", "acc").value == pytest.approx(run["vague_sample_vlm"]["acc"])
@@ -162,11 +163,12 @@ def test_module_files_only_name_their_benchmark():
 def test_report_sections_show_95_percent_intervals(shuffled_runs, tmp_path):
     """The same shuffled runs through `spatial-tasks report`: every benchmark's section gives its
     headline figures with their intervals (Wilson where the figure is a share of right answers)."""
-    from spatial_tasks.report import write_report
     from spatial_tasks.common.intervals import wilson
+    from spatial_tasks.registry import read_runs
+    from spatial_tasks.report import write_report
 
     root = shuffled_runs["o3d"][0].parent
-    write_report(root, tmp_path / "report")
+    write_report(read_runs(root), tmp_path / "report")
     text = (tmp_path / "report" / "report.md").read_text()
     _, records, answers = shuffled_runs["vague"]
     acc = _module("vague").compute(predictions=answers, references=[json.dumps(r) for r in records])["acc"]
@@ -195,14 +197,14 @@ def test_verify_maps_o3d_and_dori_runs_to_their_tables(shuffled_runs, tmp_path):
             data = json.loads(results_file.read_text())
             data["config"]["model_args"] = f"pretrained={hub_id}"
             results_file.write_text(json.dumps(data))
-    cells = verify(list(copies.values()))["cells"]
+    cells = verify(read_runs(*copies.values()))["cells"]
     o3d = {c["column"]: c for c in cells if c["benchmark"] == "o3d"}
-    (o3d_figures,) = rescore_samples(copies["o3d"])["models"].values()
+    (o3d_figures,) = rescore_samples(read_runs(copies["o3d"]))["models"].values()
     assert {c["paper_model"] for c in o3d.values()} == {"InternVL2.5"} and "HP" in o3d
     for column, cell in o3d.items():
         assert cell["table"] == "table12" and (cell["ours"] is None or cell["ours"] == o3d_figures[column])
     dori = {c["column"]: c for c in cells if c["benchmark"] == "dori"}
-    (dori_figures,) = dori_rescore([copies["dori"]])["runs"].values()
+    (dori_figures,) = dori_rescore(read_runs(copies["dori"]))["runs"].values()
     assert dori and not any(column.startswith("avg_") for column in dori)
     assert all(cell["ours"] == dori_figures[column] and cell["paper_model"] == "Mantis-Idefics2-8B"
                for column, cell in dori.items())

@@ -11,12 +11,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from lmms import SPATIAL_TASKS, run_cli
 
-from spatial_tasks.common.samples import find_runs
-from spatial_tasks.report import write_report
-from spatial_tasks.results.headlines import headlines
 from spatial_tasks.common.intervals import cluster_bootstrap, grouped_bootstrap, wilson
 from spatial_tasks.common.paper import PaperResults, paper_results
+from spatial_tasks.common.samples import find_runs
+from spatial_tasks.registry import read_runs
+from spatial_tasks.report import write_report
+from spatial_tasks.results.headlines import headlines
 from spatial_tasks.results.schema import (
     FIELDS,
     SCHEMA_FILE,
@@ -31,7 +33,6 @@ from spatial_tasks.results.tidy import identity_args, run_records
 from spatial_tasks.results.verify import grade_points, verify, verify_lines
 from spatial_tasks.spatialtunnel import metrics as st_metrics
 from spatial_tasks.spatialtunnel.rescore import records_from_samples
-from lmms import SPATIAL_TASKS, run_cli
 
 
 def test_the_shipped_json_schema_is_the_records_schema():
@@ -100,8 +101,9 @@ def baseline_runs(tmp_path_factory, baseline_run):
 
 
 def test_tidy_records_of_a_real_run(baseline_runs, tmp_path):
-    (run,) = find_runs(baseline_runs / "vertical")
-    records = run_records(run, iterations=200)
+    read = read_runs(baseline_runs / "vertical")
+    (run,) = read.runs
+    records = run_records(read, run, iterations=200)
     by = {(r.task, r.metric): r for r in records}
     assert {t for t, _ in by} == {"spatialtunnel_sample", "spatialtunnel_sample_phase", "spatialtunnel_sample_size",
                                   "spatialtunnel_logit_sample", "spatialtunnel_logit_sample_phase",
@@ -133,14 +135,14 @@ def test_tidy_records_of_a_real_run(baseline_runs, tmp_path):
 
 def test_report_opens_with_the_scorecard_and_keeps_its_leaderboard(baseline_runs, tmp_path):
     out = tmp_path / "report"
-    write_report(baseline_runs / "vertical", out)
+    write_report(read_runs(baseline_runs / "vertical"), out)
     first = json.loads((out / "leaderboard.json").read_text())["records"]
     # v and Δ of the phase variant, v and Δ_s of the size variant, each protocol its own record
     assert {(r["model_args"], r["metric"], r["task"]) for r in first} == {
         ("rule=vertical", metric, f"spatialtunnel_{protocol}sample_{variant}")
         for metric, variant in (("v", "phase"), ("delta", "phase"), ("v_size", "size"), ("delta_s", "size"))
         for protocol in ("", "logit_")}
-    write_report(baseline_runs, out)  # both runs: the vertical rows again (same key) plus the oracle's
+    write_report(read_runs(baseline_runs), out)  # both runs: the vertical rows again (same key) plus the oracle's
     rows = json.loads((out / "leaderboard.json").read_text())["records"]
     assert len(rows) == 16 and len({(r["model_args"], r["metric"], r["task"], r["run_id"]) for r in rows}) == 16
     assert {ResultRecord.model_validate(r).settings["protocol"] for r in rows} == {"exact", "logit"}
@@ -230,7 +232,7 @@ def test_verify_grades_a_runs_figures_against_its_paper_row(baseline_runs, tmp_p
         data = json.loads(results_file.read_text())
         data["config"]["model_args"] = "pretrained=Qwen/Qwen2.5-VL-3B-Instruct,device=cpu"
         results_file.write_text(json.dumps(data))
-    result = verify([run_dir])
+    result = verify(read_runs(run_dir))
     (run,) = find_runs(run_dir)
     phase = "spatialtunnel_sample_phase"
     expected = st_metrics.summary(records_from_samples(run.samples[phase]))
@@ -245,7 +247,7 @@ def test_verify_grades_a_runs_figures_against_its_paper_row(baseline_runs, tmp_p
     assert cells["v"]["paper"] == 0.493 and cells["v"]["grade"] == "discrepancy"  # the oracle is right everywhere
     proc = _cli("verify", str(run_dir))
     assert proc.returncode == 1 and "FAILED: some cells differ by more than 5 points" in proc.stdout
-    write_report(run_dir, tmp_path / "report")  # the report shows the paper's row beside ours
+    write_report(read_runs(run_dir), tmp_path / "report")  # the report shows the paper's row beside ours
     text = (tmp_path / "report" / "report.md").read_text()
     section = text[text.index("## Beside the papers"):text.index("## SpatialTunnel")]
     assert text.index("## Scorecard") < text.index("## Beside the papers")
@@ -281,8 +283,8 @@ def test_headline_figures_equal_the_live_metric_functions_on_real_records(baseli
     the live lmms-eval task reports: O3-D on the authors' released outputs (5 models, marked and
     language rows), SpatialTunnel on real runs, DORI on random records of every task."""
     from spatial_tasks.dori import metrics as dori_metrics
-    from spatial_tasks.o3d.rescore import records_from_released
     from spatial_tasks.o3d.metric_sets import METRICS
+    from spatial_tasks.o3d.rescore import records_from_released
 
     specs = headlines()
     checked = set()
@@ -344,7 +346,7 @@ def test_report_and_verify_warn_when_compared_runs_ran_with_other_software(basel
     runs = tmp_path / "runs"
     shutil.copytree(baseline_runs, runs)
     out = tmp_path / "report"
-    write_report(runs, out)
+    write_report(read_runs(runs), out)
     text = (out / "report.md").read_text()
     assert "## Software" in text and "Warning" not in text  # one environment: nothing to warn about
     assert json.loads((out / "leaderboard.json").read_text())["written_with"]["torch"]
@@ -354,12 +356,12 @@ def test_report_and_verify_warn_when_compared_runs_ran_with_other_software(basel
         for config in data["configs"].values():
             config["metadata"][ENVIRONMENT_KEY]["transformers"] = "4.0.0"  # no environment here has it
         results_file.write_text(json.dumps(data))
-    write_report(runs, out)
+    write_report(read_runs(runs), out)
     text = (out / "report.md").read_text()
     assert "**Warning: the rows of this scorecard ran with different versions (transformers 4.0.0, " in text
     assert "**Warning: the runs compared in this report ran with different versions (transformers 4.0.0, " in text
     assert "| 4.0.0 |" in text[text.index("## Software"):]
-    result = verify([runs])
+    result = verify(read_runs(runs))
     assert result["software_warning"].startswith("Warning: the runs verified here ran with different versions "
                                                  "(transformers 4.0.0, ")
     assert result["software_warning"] in verify_lines(result)

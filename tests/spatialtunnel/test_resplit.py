@@ -25,6 +25,7 @@ from spatial_tasks.generators.spatialtunnel.resplit_standins import (
 
 from spatial_tasks import harness
 from spatial_tasks.common.validate import DataError
+from spatial_tasks.registry import read_runs
 from spatial_tasks.results.verify import verify
 from spatial_tasks.spatialtunnel.resplit import metrics as resplit
 from spatial_tasks.spatialtunnel.resplit import tasks as resplit_tasks
@@ -196,7 +197,7 @@ def test_lmms_eval_runs_both_resplit_tasks(tmp_path):
         data = json.loads(results_file.read_text())
         data["config"]["model_args"] = "pretrained=Qwen/Qwen2.5-VL-3B-Instruct"
         results_file.write_text(json.dumps(data))
-    cells = {c["column"]: c for c in verify([tmp_path / "vertical"])["cells"]}
+    cells = {c["column"]: c for c in verify(read_runs(tmp_path / "vertical"))["cells"]}
     assert set(cells) == {"embspatial_consistent", "embspatial_counter", "cv_bench_3d_consistent",
                           "cv_bench_3d_counter"} and {c["table"] for c in cells.values()} == {"table2"}
     assert (cells["embspatial_consistent"]["ours"], cells["embspatial_counter"]["ours"]) == (1.0, 0.0)

@@ -71,11 +71,11 @@ def cue_figures(folder: Path, tasks: tuple[str, ...]) -> dict:
     logged and ``spatial-tasks rescore`` re-reads. (Table 12's cue columns are the marked questions only.)"""
     from spatial_tasks.common.intervals import wilson
     from spatial_tasks.o3d.metrics import accuracy
-    from spatial_tasks.o3d.rescore import records_and_metric_names
+    from spatial_tasks.o3d.rescore import records_from_samples
 
     records = []
     for task in tasks:
-        records += records_and_metric_names(next(folder.rglob(f"*_samples_{task}.jsonl")))[0]
+        records += records_from_samples(next(folder.rglob(f"*_samples_{task}.jsonl")))
     single = [r for r in records if len(r["cues"]) == 1]
     out: dict = {}
     for cue in CUES:
@@ -110,11 +110,12 @@ def measure(model_dir: Path, held_out: Path, out: Path) -> dict:
     the held-out run's report, whose cue heatmap is kept beside the weights (``cue_heatmap.png``)."""
     import shutil
 
+    from spatial_tasks.registry import read_runs
     from spatial_tasks.report import write_report
 
     run, held = held_out_figures(model_dir, held_out, out)
     sample = cards.run_lmms_eval(model_dir, "qwen2_5_vl", ",".join(SAMPLE_TASKS), out / "sample")
-    files = write_report(run, out / "report")
+    files = write_report(read_runs(run), out / "report")
     heatmap = next(f for f in files if f.name.startswith("o3d_cue_heatmap_"))
     shutil.copyfile(heatmap, model_dir / "cue_heatmap.png")
     return {"held_out": held, "sample_unmarked": cue_figures(sample, SAMPLE_TASKS[:3]),

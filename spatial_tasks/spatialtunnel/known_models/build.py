@@ -56,10 +56,10 @@ class Figures:
 def run_figures(folder: Path, task: str) -> dict[str, tuple[float, float, float]]:
     """v, v_cons, v_ctr and Δ of ``task`` in the lmms-eval run under ``folder``, each with its 95 %
     interval (``results.tidy.task_figures``: what ``spatial-tasks results`` reports)."""
-    from spatial_tasks.registry import get
+    from spatial_tasks.registry import read_runs
     from spatial_tasks.results.tidy import task_figures
 
-    found = task_figures(get("spatialtunnel"), folder, task)
+    found = task_figures(read_runs(folder), task)
     return {metric: found[metric] for metric in ("v", "v_cons", "v_ctr", "delta")}
 
 

@@ -8,7 +8,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from spatial_tasks.common.read_once import per_file
 from spatial_tasks.common.samples import rescore_file
 from spatial_tasks.spatialtunnel.resplit import metrics
 
@@ -23,7 +22,6 @@ class LoggedRecord(BaseModel):
     parsed: str
 
 
-@per_file  # read once per command (common.read_once)
 def records_from_samples(path: Path) -> list[dict]:
     def checked(record: dict, sample: dict) -> dict:
         LoggedRecord.model_validate(record)

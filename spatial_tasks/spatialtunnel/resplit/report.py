@@ -8,8 +8,8 @@ from pathlib import Path
 
 from spatial_tasks.common.formatting import number
 from spatial_tasks.common.plots import grouped_hbars
+from spatial_tasks.common.runset import RunSet
 from spatial_tasks.spatialtunnel.resplit import metrics
-from spatial_tasks.spatialtunnel.resplit.records import records_from_samples
 
 NAMES = {"embspatial": "EmbSpatial-Bench", "cv_bench_3d": "CV-Bench-3D"}
 LEGEND = [
@@ -22,13 +22,14 @@ LEGEND = [
 ]
 
 
-def resplit_figures(entries, out: Path) -> tuple[list[Path], list[str]]:
+def resplit_figures(runs: RunSet, out: Path) -> tuple[list[Path], list[str]]:
+    """The re-splits' section over the run set's part: (files written, markdown lines)."""
     table = ["| run | task | source | n | Acc | Acc_con | Acc_ctr | Δ | Acc_amb | n_con | n_ctr | n_amb | n_unk |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     bars: dict[str, dict[str, float]] = {}
     sources = set()
-    for run, task, samples in sorted(entries, key=lambda e: (e[0].label, e[1])):
-        records = records_from_samples(samples)
+    for entry in sorted(runs.tasks, key=lambda e: (e.run.label, e.task)):
+        run, task, records = entry.run, entry.task, entry.records()
         if not records:
             continue
         source = records[0]["source"]

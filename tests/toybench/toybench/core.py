@@ -74,11 +74,11 @@ def records_from_samples(path: Path) -> list[dict]:
         logged, ToyRecord.model_validate(logged).response))
 
 
-def report(entries, out: Path):
+def report(runs, out: Path):
     lines = ["| run | task | n | acc |", "|---|---|---:|---:|"]
-    for run, task, samples in entries:
-        records = records_from_samples(samples)
-        lines.append(f"| {run.label} | {task} | {len(records)} | {accuracy(records):.3f} |")
+    for entry in runs.tasks:
+        records = entry.records()
+        lines.append(f"| {entry.run.label} | {entry.task} | {len(records)} | {accuracy(records):.3f} |")
     return [], lines
 
 
