@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from spatial_tasks.o3d.rescore import records_from_released
-from spatial_tasks.results.headlines import headlines
+from spatial_tasks.registry import get
 from spatial_tasks.common.intervals import cluster_bootstrap
 
 RELEASED = Path(__file__).parents[1] / "tests" / "o3d" / "data" / "released_outputs_5models.jsonl.gz"
@@ -39,7 +39,7 @@ def main() -> None:
     for name, scope in scopes.items():
         for i, row in enumerate(scope):
             row["subset_name"], row["image_name"] = name, f"unit{i // 2}"
-    spec = headlines()["o3d"]
+    spec = get("o3d").scorecard
     print(f"{args.model}: {len(rows)} rows; marked {len(scopes['marked'])}, language {len(scopes['language'])}; "
           f"{args.iterations} resamples")
     for headline in spec.headlines:

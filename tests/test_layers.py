@@ -22,7 +22,7 @@ BENCHMARK_FOLDERS = tuple(benchmarks())  # the registry: a benchmark added there
 # Every module of these kinds, in every benchmark folder, must import neither lmms-eval nor the seam.
 PURE = ("benchmark", "metrics", "records", "rescore", "schema", "report")
 SHARED_PURE = ("registry", "benchmark", "report", "results.tidy", "results.verify", "results.scorecard",
-               "results.hf_evaluate", "results.headlines", "results.schema", "common.intervals", "common.paper",
+               "results.hf_evaluate", "results.schema", "common.intervals", "common.runset", "common.paper",
                "metric_modules", "common.samples", "common.yesno", "common.hub")
 
 

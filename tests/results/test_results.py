@@ -16,9 +16,8 @@ from lmms import SPATIAL_TASKS, run_cli
 from spatial_tasks.common.intervals import cluster_bootstrap, grouped_bootstrap, wilson
 from spatial_tasks.common.paper import PaperResults, paper_results
 from spatial_tasks.common.samples import find_runs
-from spatial_tasks.registry import read_runs
+from spatial_tasks.registry import benchmarks, get, read_runs
 from spatial_tasks.report import write_report
-from spatial_tasks.results.headlines import headlines
 from spatial_tasks.results.schema import (
     FIELDS,
     SCHEMA_FILE,
@@ -271,11 +270,11 @@ def test_the_spatialtunnel_tables_intervals_of_v_cons_and_v_ctr():
              "relation": "consistent", "score": float(i < 8)} for i in range(10)]
     rows += [{"image_id": f"im{i}", "question_id": f"r{i}", "relation_two_way": "counter",
               "relation": "counter", "score": float(i < 3)} for i in range(10)]
-    found = headlines()["spatialtunnel"].intervals(rows)
+    found = get("spatialtunnel").scorecard.intervals(rows)
     assert found["v_cons"] == (0.8, *wilson(8, 10), "wilson") and found["v_ctr"] == (0.3, *wilson(3, 10), "wilson")
     assert found["v"] == (0.55, *wilson(11, 20), "wilson")
     assert found["delta"][0] == pytest.approx(0.5) and found["delta"][3] == "cluster_bootstrap"
-    assert "v_cons" not in {h.metric for h in headlines()["spatialtunnel"].headlines}  # not a scorecard column
+    assert "v_cons" not in {h.metric for h in get("spatialtunnel").scorecard.headlines}  # not a scorecard column
 
 
 def test_headline_figures_equal_the_live_metric_functions_on_real_records(baseline_runs):
@@ -286,7 +285,7 @@ def test_headline_figures_equal_the_live_metric_functions_on_real_records(baseli
     from spatial_tasks.o3d.metric_sets import METRICS
     from spatial_tasks.o3d.rescore import records_from_released
 
-    specs = headlines()
+    specs = {name: b.scorecard for name, b in benchmarks().items() if b.scorecard is not None}
     checked = set()
     by_model: dict[str, list[dict]] = {}
     for record in records_from_released(RELEASED):
@@ -331,8 +330,8 @@ def test_grouped_bootstrap_agrees_with_the_row_list_bootstrap():
         rows += [{"image_id": f"im{image}", "relation_two_way": relation, "parsed": "Yes",
                   "score": min(1.0, max(0.0, level - (0.15 if relation == "counter" else 0) + rng.gauss(0, 0.1)))}
                  for relation in ("consistent", "counter")]
-    delta = next(h for h in headlines()["spatialtunnel"].headlines if h.metric == "delta")
-    unit = headlines()["spatialtunnel"].unit
+    delta = next(h for h in get("spatialtunnel").scorecard.headlines if h.metric == "delta")
+    unit = get("spatialtunnel").scorecard.unit
     fast = grouped_bootstrap(rows, delta.grouped, unit, iterations=1000, seed=0)
     slow = cluster_bootstrap(rows, delta.value, unit, iterations=1000, seed=0)
     assert fast[0] < delta.value(rows) < fast[1]
