@@ -12,7 +12,7 @@ of them ask, and an added benchmark gets the same without writing anything for i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -135,17 +135,19 @@ class RunSet:
         """The tasks of one of its runs."""
         return [t for t in self.tasks if t.run == run]
 
-    def only(self, benchmark: str, keep: Callable[[TaskRun], bool] = lambda t: True) -> RunSet:
-        """The part of the set that one benchmark logged (sharing what was read and kept)."""
-        tasks = [t for t in self.ours() if t.benchmark_name == benchmark and keep(t)]
-        runs = [run for run in self.runs if any(t.run is run for t in tasks)]
-        return replace(self, runs=runs, tasks=tasks, by_root={r: [x for x in rs if x in runs] for r, rs in self.by_root.items()})
+    def only(self, benchmark: str) -> RunSet:
+        """The part of the set that one benchmark logged."""
+        tasks = [t for t in self.ours() if t.benchmark_name == benchmark]
+        return self._part([run for run in self.runs if any(t.run is run for t in tasks)], tasks)
 
     def within(self, folder: Path) -> RunSet:
-        """The part of the set whose runs lie under ``folder`` (sharing what was read and kept)."""
+        """The part of the set whose runs lie under ``folder``."""
         runs = [run for run in self.runs if Path(run.folder).is_relative_to(folder)]
-        return replace(self, runs=runs, tasks=[t for t in self.tasks if t.run in runs],
-                       by_root={r: [x for x in rs if x in runs] for r, rs in self.by_root.items()})
+        return self._part(runs, [t for t in self.tasks if t.run in runs])
+
+    def _part(self, runs: list[Run], tasks: list[TaskRun]) -> RunSet:
+        """A part of the set, sharing what was read and kept (the tasks, their records, the scopes)."""
+        return replace(self, runs=runs, tasks=tasks, by_root={r: [x for x in rs if x in runs] for r, rs in self.by_root.items()})
 
     def by_benchmark(self) -> dict[str, RunSet]:
         """Benchmark name -> its part, in the order of the benchmarks this command knows."""
