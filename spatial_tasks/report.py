@@ -1,10 +1,10 @@
 """``spatial-tasks report``: lmms-eval outputs -> figures and a one-page index (report.md).
 
 Figures come from the logged samples (run lmms-eval with ``--log_samples``), re-scored with the
-same functions as the live run, so they always agree with the results table. Each benchmark
-contributes a ``<benchmark>_figures(entries, out)`` function returning its files and markdown
-(tables with a legend under each); runs are grouped per benchmark by the ``benchmark`` field of
-the logged records. The report opens with the scorecard (``spatial_tasks.results``: one row per
+same functions as the live run, so they always agree with the results table. The command reads its
+folder once (``registry.read_runs``: a ``common.runset.RunSet``) and hands that set down: each
+benchmark's section (``Benchmark.report``: ``write(runs, out)``, its files and markdown, tables with a
+legend under each) gets the part its records logged (``RunSet.by_benchmark``). The report opens with the scorecard (``spatial_tasks.results``: one row per
 model, each benchmark's headline figures with 95 % intervals) and writes the same rows to
 leaderboard.json / leaderboard.csv, merged into the leaderboard it replaces. "Beside the papers"
 follows: the published cells of every run whose model has a paper row (``results.verify``).
