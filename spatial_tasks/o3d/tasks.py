@@ -38,37 +38,14 @@ file (the bundled sample), the dataset root above ``<root>/visual_questions/<fil
 
 from __future__ import annotations
 
-from spatial_tasks.harness import PooledValue, RecordRef, TaskData, pool_subtasks  # noqa: F401
-from spatial_tasks.o3d.demonstrations import (  # noqa: F401
-    DEMO_TYPE,
-    attach_demonstrations,
-    demonstration_answer,
-    demonstration_doc,
-)
+from spatial_tasks.harness import pool_subtasks  # noqa: F401
 from spatial_tasks.o3d.model_input import (  # noqa: F401
-    DEFAULT_PROMPT_KWARGS,
-    IMAGE_PLACEHOLDER,
     doc_to_messages_icl,
     doc_to_target,
     doc_to_text,
     doc_to_text_icl,
     doc_to_visual,
     doc_to_visual_icl,
-    interleave,
-    write_out,
 )
-from spatial_tasks.o3d.records import RECORD_FIELDS, record, rescored  # noqa: F401
-from spatial_tasks.o3d.schema import BENCHMARK  # noqa: F401
-from spatial_tasks.o3d.task_docs import (  # noqa: F401
-    CLARITY,
-    ICL_SUBSETS,
-    REAL_TASK_SUBSETS,
-    SUBSET_GROUPS,
-    SYNTHETIC_TASK_SUBSETS,
-    Slice,
-    build_task_docs,
-    process_docs,
-    subset_source,
-)
-from spatial_tasks.o3d.metric_sets import METRICS, unparseable_share  # noqa: F401
+from spatial_tasks.o3d.task_docs import process_docs  # noqa: F401
 from spatial_tasks.o3d.task_results import process_results, process_results_icl  # noqa: F401

@@ -16,8 +16,18 @@ import pytest
 from PIL import Image
 from spatial_tasks.generators.o3d import standins as fixture
 
+from spatial_tasks import harness
 from spatial_tasks.harness import TaskData
-from spatial_tasks.o3d import baselines, metrics, schema, task_docs
+from spatial_tasks.o3d import (
+    baselines,
+    demonstrations,
+    metric_sets,
+    metrics,
+    model_input,
+    records,
+    schema,
+    task_docs,
+)
 from spatial_tasks.o3d import tasks as T
 from spatial_tasks.o3d.parse import parse_answer
 from spatial_tasks.o3d.prompts import prompt_space, real_prompt_space
@@ -105,7 +115,7 @@ def test_every_task_and_group_registers_and_resolves():
         assert declared == TASK_HOOKS[kind][1], name
         # each metric aggregated by its registered name: one entry of the table, one YAML line
         assert [m["aggregation"] for m in cfg["metric_list"]] == [f"o3d_{m}" for m in declared]
-        assert all(get_aggregation(m["aggregation"]).metric_function is T.METRICS[m["metric"]] for m in cfg["metric_list"])
+        assert all(get_aggregation(m["aggregation"]).metric_function is metric_sets.METRICS[m["metric"]] for m in cfg["metric_list"])
         assert cfg["metadata"] == {"version": 0.2, **TASK_HOOKS[kind][0]} and cfg["test_split"] == "train"
         assert cfg["process_docs"] is T.process_docs
         if "sample" in name:
@@ -120,7 +130,7 @@ def test_every_task_and_group_registers_and_resolves():
     assert all(m["aggregation"] is T.pool_subtasks for m in group["aggregate_metric_list"])
     # lmms-eval matches these names as substrings: together they cover every subtask metric
     patterns = [m["metric"] for m in group["aggregate_metric_list"]]
-    assert all(any(p in metric for p in patterns) for metric in T.METRICS)
+    assert all(any(p in metric for p in patterns) for metric in metric_sets.METRICS)
 
 
 def test_process_results_fan_out_exactly_the_declared_metrics(sample_docs):
@@ -131,7 +141,7 @@ def test_process_results_fan_out_exactly_the_declared_metrics(sample_docs):
         out = hook.bound(names)(doc, ["A"])
         assert tuple(out) == names
         assert isinstance(out["acc"], dict) and out["acc"]["benchmark"] == "o3d"
-        assert all(isinstance(out[n], T.RecordRef) and out[n].record is out["acc"] for n in names[1:])
+        assert all(isinstance(out[n], harness.RecordRef) and out[n].record is out["acc"] for n in names[1:])
         assert str(out[names[1]]) == "<o3d record: see 'acc'>"  # what --log_samples writes
 
 
@@ -224,33 +234,33 @@ def test_missing_prompt_field_is_an_error(sample_docs):
 
 def test_each_task_keeps_its_slice(sample_docs):
     m = sample_docs["markers"]
-    assert set(m["subset_name"]) == set(T.SYNTHETIC_TASK_SUBSETS) and all(m["is_marked"])
+    assert set(m["subset_name"]) == set(task_docs.SYNTHETIC_TASK_SUBSETS) and all(m["is_marked"])
     assert set(m["ques_clarity"]) == {4.0}
     for kind, clarity in (("clarity_low", 2.0), ("clarity_med", 3.0), ("clarity_high", 3.5)):
         docs = sample_docs[kind]
         assert len(docs) > 20 and set(docs["ques_clarity"]) == {clarity} and not any(docs["is_marked"])
-        assert set(docs["subset_name"]) <= set(T.SYNTHETIC_TASK_SUBSETS)
+        assert set(docs["subset_name"]) <= set(task_docs.SYNTHETIC_TASK_SUBSETS)
     real = sample_docs["real"]
     assert set(real["subset_name"]) == {"real-012cue-cropped"} and all(real["is_marked"])
     assert {d["num_cues"] for d in real} == {0, 1, 2}
     icl = sample_docs["icl_cot"]
     # kb-2cue's HP+SA, OC+RS and LS+TG have one near and one far image: no other image to show (6 left out)
-    assert set(icl["subset_name"]) == set(T.ICL_SUBSETS) and len(icl) == 32 + 10 - 6
+    assert set(icl["subset_name"]) == set(task_docs.ICL_SUBSETS) and len(icl) == 32 + 10 - 6
 
 
 def test_records_carry_what_the_metrics_need(sample_docs):
     doc = _doc(sample_docs["markers"], f"{NEAR_0CUE}/marked/0")  # A. Farther. B. Nearer.
-    rec = T.record(doc, "B")
-    assert set(rec) == set(T.RECORD_FIELDS)
+    rec = records.record(doc, "B")
+    assert set(rec) == set(records.RECORD_FIELDS)
     assert (rec["label"], rec["correct"], rec["gt_position"]) == ("closer", True, "near")
     assert (rec["query"], rec["order"], rec["formality"], rec["vocabulary"], rec["clarity_level"]) == (
         "mcq", "reversed", "casual", "close-far", "highest")
     assert rec["is_real"] is False and rec["icl"] is False and rec["image_family"] == "kb-0cue"
-    assert T.record(doc, "A")["correct"] is False
-    assert T.record(doc, "I cannot tell")["label"] == "unparseable"
+    assert records.record(doc, "A")["correct"] is False
+    assert records.record(doc, "I cannot tell")["label"] == "unparseable"
     assert T.process_results_icl.bound(ICL_METRICS)(doc, ["A"])["acc"]["icl"] is True
     # a rescored record equals the live one
-    assert T.rescored({**rec, "label": "x", "correct": None}) == rec
+    assert records.rescored({**rec, "label": "x", "correct": None}) == rec
 
 
 # ---- metrics and group pooling ------------------------------------------------------------------
@@ -265,7 +275,7 @@ def _agg(metric):
 
 
 def _records(sample_docs, kind, answer):
-    return [T.record(d, answer(d)) for d in sample_docs[kind]]
+    return [records.record(d, answer(d)) for d in sample_docs[kind]]
 
 
 def test_aggregations_wrap_the_pure_metric_functions(sample_docs):
@@ -284,8 +294,8 @@ def test_aggregations_wrap_the_pure_metric_functions(sample_docs):
 
 def test_unparseable_counts_every_row():
     rows = [{"label": "unparseable", "gt_position": "none"}, {"label": "closer", "gt_position": "near"}]
-    assert T.METRICS["unparseable"](rows) == 0.5
-    assert isnan(T.METRICS["unparseable"]([]))
+    assert metric_sets.METRICS["unparseable"](rows) == 0.5
+    assert isnan(metric_sets.METRICS["unparseable"]([]))
 
 
 def test_group_pools_records_not_means(sample_docs):
@@ -296,8 +306,8 @@ def test_group_pools_records_not_means(sample_docs):
     for name in ("acc", "bias_nf", "sdgm_vision", "sdgm_language", "consistency", "msdgm_clarity_level"):
         values = [_agg(name)(list(recs)) for recs in parts.values()]
         pooled = T.pool_subtasks(values, [len(r) for r in parts.values()], True)
-        assert isinstance(pooled, T.PooledValue) and pooled.metric == name
-        expected = T.METRICS[name]([r for recs in parts.values() for r in recs])
+        assert isinstance(pooled, harness.PooledValue) and pooled.metric == name
+        expected = metric_sets.METRICS[name]([r for recs in parts.values() for r in recs])
         assert float(pooled) == pytest.approx(expected)
     # over three clarity levels the language SDGM has more groups than any one task alone
     everything = [r for recs in parts.values() for r in recs]
@@ -324,14 +334,14 @@ def test_group_without_records_reports_nan():
 
 
 def test_subsets_come_from_the_dataset_root_of_the_data_files():
-    source, kwargs = T.subset_source(sample_data())
+    source, kwargs = task_docs.subset_source(sample_data())
     assert Path(source) == SAMPLE.resolve() and kwargs == {}
 
 
 def test_subsets_come_from_the_tasks_folder_or_hub_id():
-    assert T.subset_source(sample_data(path=str(SAMPLE), kwargs={})) == (str(SAMPLE.resolve()), {})
+    assert task_docs.subset_source(sample_data(path=str(SAMPLE), kwargs={})) == (str(SAMPLE.resolve()), {})
     hub = sample_data(path="someone/O3-D-mirror", name="visual_questions", kwargs={"revision": "abc", "num_proc": 2})
-    assert T.subset_source(hub) == ("someone/O3-D-mirror", {"revision": "abc"})
+    assert task_docs.subset_source(hub) == ("someone/O3-D-mirror", {"revision": "abc"})
 
 
 def test_the_source_variable_redirects_only_the_official_release(monkeypatch, tmp_path):
@@ -346,9 +356,9 @@ def test_the_source_variable_redirects_only_the_official_release(monkeypatch, tm
 
 def test_a_saved_split_says_nothing_about_the_subsets():
     with pytest.raises(schema.SchemaError, match="load_from_disk"):
-        T.subset_source(sample_data(path="/somewhere", kwargs={"load_from_disk": True}))
+        task_docs.subset_source(sample_data(path="/somewhere", kwargs={"load_from_disk": True}))
     with pytest.raises(schema.SchemaError, match="not <root>/visual_questions/<file>"):
-        T.subset_source(sample_data(kwargs={"data_files": {"train": "questions.parquet"}}))
+        task_docs.subset_source(sample_data(kwargs={"data_files": {"train": "questions.parquet"}}))
 
 
 # ---- ICL + CoT ----------------------------------------------------------------------------------
@@ -367,7 +377,7 @@ def test_icl_demonstrations_are_one_near_one_far_with_the_same_cues(sample_docs)
             assert source["cues"] == doc["cues"] and source["gt_position"] == demo["position"]
             assert demo["image_name"] != doc["image_name"] and demo["is_marked"]
     assert firsts == {"near", "far"}  # the order is random (seeded), not fixed
-    again = T.attach_demonstrations(sample_docs["markers"].filter(lambda d: d["subset_name"] != "kb-0cue"))
+    again = demonstrations.attach_demonstrations(sample_docs["markers"].filter(lambda d: d["subset_name"] != "kb-0cue"))
     assert again["icl_demos"] == icl["icl_demos"]  # same seed, same prompts
 
 
@@ -377,7 +387,7 @@ def test_icl_visuals_text_and_messages_line_up(sample_docs):
     assert len(visuals) == 3 and all(isinstance(v, Image.Image) and v.mode == "RGB" for v in visuals)
     assert visuals[2].tobytes() == T.doc_to_visual(doc)[0].tobytes()  # the query comes last
     text = T.doc_to_text_icl(doc)
-    assert [int(n) for n in T.IMAGE_PLACEHOLDER.findall(text)] == [1, 2, 3]
+    assert [int(n) for n in model_input.IMAGE_PLACEHOLDER.findall(text)] == [1, 2, 3]
     assert text.count("(Let's think step by step.") == 2 and text.endswith(doc["question"])
     (message,) = T.doc_to_messages_icl(doc)
     assert message["role"] == "user"
@@ -393,16 +403,16 @@ def test_icl_visuals_text_and_messages_line_up(sample_docs):
 
 def test_interleave_rejects_a_missing_image():
     with pytest.raises(ValueError, match="<image 2>"):
-        T.interleave("<image 1> a <image 2> b", [Image.new("RGB", (4, 4))])
+        model_input.interleave("<image 1> a <image 2> b", [Image.new("RGB", (4, 4))])
 
 
 def test_a_cue_set_without_demonstrations_is_left_out(sample_docs):
     one_image = sample_docs["icl_cot"].filter(lambda d: d["image_name"] == ICL_QUERY.split("/")[1])
-    assert len(T.attach_demonstrations(one_image.remove_columns("icl_demos"))) == 0
+    assert len(demonstrations.attach_demonstrations(one_image.remove_columns("icl_demos"))) == 0
 
 
 def test_write_out_writes_prompts_and_images(sample_docs, tmp_path):
-    out = T.write_out(sample_docs["icl_cot"], tmp_path / "check", n=2, icl=True)
+    out = model_input.write_out(sample_docs["icl_cot"], tmp_path / "check", n=2, icl=True)
     assert len(list(out.glob("*.png"))) == 6 and "<image 3>" in (out / "prompts.txt").read_text()
 
 
@@ -456,9 +466,9 @@ def test_rules_on_sample_docs(sample_docs):
     for kind in ("markers", "real", "icl_cot"):
         for doc in sample_docs[kind]:
             if doc["scored"]:
-                assert T.record(doc, baselines.depth_oracle(doc))["correct"], doc["question_id"]
-            assert T.record(doc, baselines.always_near(doc))["label"] == "closer"
-            assert T.record(doc, baselines.always_far(doc))["label"] == "farther"
+                assert records.record(doc, baselines.depth_oracle(doc))["correct"], doc["question_id"]
+            assert records.record(doc, baselines.always_near(doc))["label"] == "closer"
+            assert records.record(doc, baselines.always_far(doc))["label"] == "farther"
     with pytest.raises(ValueError, match="pretrained=PATH"):
         baselines.depth_model(sample_docs["markers"][0])
 
@@ -500,7 +510,7 @@ def test_bundled_sample_is_what_the_documented_command_builds(tmp_path):
     from spatial_tasks.common.images import check_image
 
     fresh = build_sample(tmp_path / "sample")
-    for config in ("visual_questions", *T.SYNTHETIC_TASK_SUBSETS, "real-012cue-cropped"):
+    for config in ("visual_questions", *task_docs.SYNTHETIC_TASK_SUBSETS, "real-012cue-cropped"):
         ours = pq.read_table(SAMPLE / config / fixture.PARQUET_NAME)
         theirs = pq.read_table(fresh / config / fixture.PARQUET_NAME)
         meta = [c for c in ours.column_names if c not in (*schema.SUBSET_IMAGE_COLUMNS.get(config, ()), "depth_f32", "scene")]
