@@ -1,6 +1,6 @@
 """The one seam between spatial-tasks and lmms-eval: everything here relies on lmms-eval internals
 or on behaviour it does not document. Nothing else in the package imports a private lmms-eval
-name or patches lmms-eval. Supported: lmms-eval ``SUPPORTED`` (checked when this module is
+name or patches lmms-eval. Supported: lmms-eval ``versions.SUPPORTED`` (checked when this module is
 imported); ``contract_problems`` lists every assumption that no longer holds (tests/test_harness.py
 runs it, so an lmms-eval upgrade fails there first, naming what broke).
 
@@ -28,7 +28,7 @@ What lives here, and why:
    The same path runs outside lmms-eval: ``TaskData.from_yaml`` + ``load_docs``.
 3. **Load failures are final and end in one line.** lmms-eval retries ``download`` for up to 60 s
    and then exits 0 after a long traceback. For our tasks the download runs once; any failure
-   raises ``TaskDataFailed`` (a ``SystemExit``, which lmms-eval's CLI does not catch), so the
+   raises ``failures.TaskDataFailed`` (a ``SystemExit``, which lmms-eval's CLI does not catch), so the
    terminal ends with our line -- what failed, what to do -- and the exit status is 2.
 4. **Metrics by name, group metrics from pooled records.** Each benchmark's metric table
    (``Benchmark.metrics``) is registered with lmms-eval's aggregation registry when the entry point
@@ -36,7 +36,7 @@ What lives here, and why:
    **Group metrics from pooled records.** A group's ``aggregate_metric_list`` aggregation receives
    only the subtasks' final values and sizes, so a weighted mean is all it could compute: wrong for
    an SDGM, a bias, Delta = v_cons - v_ctr or any accuracy on a subset. ``aggregation`` returns a
-   ``PooledValue``, a float that also carries the records and the metric function inside the
+   ``pooling.PooledValue``, a float that also carries the records and the metric function inside the
    evaluating process; ``pool_subtasks`` recomputes the metric on the union of the subtasks'
    records. lmms-eval matches an entry's metric name as a SUBSTRING of the subtask metric names.
 5. **One logged record per doc.** ``--log_samples`` writes every metric key's value for every doc;
@@ -52,7 +52,7 @@ What lives here, and why:
    logits with the very prompt ``qwen2_5_vl`` generates from (``lmms_eval_qwen2_5_vl``).
 9. **lmms-eval's Qwen3-VL, Gemma 3 and LLaVA-HF models**, which ``qwen3_vl_yesno``,
    ``gemma3_yesno`` and ``llava_hf_yesno`` extend the same way (``lmms_eval_model_module``).
-10. **What lmms-eval needs at run time but does not pin** (``RUNTIME_NEEDS``): checked before any
+10. **What lmms-eval needs at run time but does not pin** (``versions.RUNTIME_NEEDS``): checked before any
    task or model loads, in the ``lmms-eval`` CLI (``model_manifests``) and in ``spatial-tasks``
    commands that start lmms-eval (``check_runtime``). A mismatch is one line naming the package,
    its installed version, the working range and the fix, with exit status 2 -- never a traceback
@@ -78,34 +78,19 @@ from __future__ import annotations
 
 import sys
 
-from spatial_tasks.common.samples import is_record_ref  # noqa: F401 -- (5) the pointer read back
-from spatial_tasks.common.yesno import PAYLOAD_KEY, is_payload  # noqa: F401 -- (6) the payload format is ours
-from spatial_tasks.common.yesno import encode_payload_fields as encode_payload  # noqa: F401
-from spatial_tasks.harness.before_run import install_preflight  # noqa: F401
 from spatial_tasks.harness.contracts import contract_problems  # noqa: F401
-from spatial_tasks.harness.data import LMMS_ONLY_KWARGS, DocsHook, TaskData, load_docs  # noqa: F401
-from spatial_tasks.harness.discovery import AUTO_INCLUDE_ENV, install_task_discovery, our_task_folders  # noqa: F401
+from spatial_tasks.harness.data import DocsHook, TaskData, load_docs  # noqa: F401
+from spatial_tasks.harness.discovery import install_task_discovery
 from spatial_tasks.harness.download import install_download
-from spatial_tasks.harness.failures import (  # noqa: F401
-    HubUnreachable,
-    TaskDataFailed,
-    check_hub_reachable,
-    failure_line,
-)
+from spatial_tasks.harness.failures import failure_line  # noqa: F401
 from spatial_tasks.harness.pooling import (  # noqa: F401
-    PooledValue,
-    RecordRef,
     ResultsHook,
     aggregation,
-    fan_out,
     pool_subtasks,
     register_aggregations,
-    registered_name,
-    unwrap,
 )
 from spatial_tasks.harness.task_index import install_task_index_cache
-from spatial_tasks.harness.upstream import (  # noqa: F401
-    QWEN2_5_VL_MEMBERS,
+from spatial_tasks.harness.upstream import (  # noqa: F401 -- lmms-eval's own prompt and image functions, for the re-splits
     YESNO_TWINS,
     cv_bench_answer_letter,
     cv_bench_doc_to_text,
@@ -119,10 +104,7 @@ from spatial_tasks.harness.upstream import (  # noqa: F401
 )
 from spatial_tasks.harness.versions import (  # noqa: F401 -- checked when the seam is imported
     LMMS_EVAL_VERSION,
-    RUNTIME_NEEDS,
-    SUPPORTED,
     RuntimeNeed,
-    UpstreamBreak,
     check_runtime,
     check_version,
     runtime_problems,
