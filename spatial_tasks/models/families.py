@@ -36,8 +36,7 @@ from PIL import Image
 
 from spatial_tasks.common.errors import UserError
 from spatial_tasks.models import tiny_models
-from spatial_tasks.models.family_table import BASIC_PATHS, FAMILY_TABLE
-from spatial_tasks.models.scoring_terms import GROUPED, PACKED, SHARED_PREFIX
+from spatial_tasks.models.family_table import BASIC_PATHS, FAMILY_TABLE, GROUPED, PACKED, SHARED_PREFIX
 from spatial_tasks.paths import output_folder
 
 

@@ -1,21 +1,32 @@
 """Which model families we score and probe, as plain data: a transformers ``model_type`` (what a
 checkpoint's config.json says), its name and the scoring paths the model allows, fastest first (which
-``--model`` ids serve it: ``model_table``). It imports no torch, so the
-preflight reads it before a run loads anything; ``families`` adds, per family, the code that runs it
-(the tiny builder, the image features, probing's prompt)."""
+``--model`` ids serve it: ``model_table``); and the words the paths share: the six paths' names and the
+two signals a path raises. It imports no torch, so the preflight reads it before a run loads anything,
+and the pipelines (``packed``) and strategies (``scoring_paths``) use its words without importing each
+other; ``families`` adds, per family, the code that runs it (the tiny builder, the image features,
+probing's prompt)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spatial_tasks.models.scoring_terms import (
-    GROUPED,
-    ONE_BY_ONE,
-    PACKED,
-    PADDED,
-    PREPARED_ONCE,
-    SHARED_PREFIX,
-)
+PACKED, PREPARED_ONCE, SHARED_PREFIX, GROUPED, PADDED, ONE_BY_ONE = (
+    "packed", "prepared_once", "shared_prefix", "grouped", "padded", "one_by_one")
+ORDER = (PACKED, PREPARED_ONCE, SHARED_PREFIX, GROUPED, PADDED, ONE_BY_ONE)
+
+
+class PathUnavailable(RuntimeError):
+    """These questions (``lasting``: any question of this run) cannot take this path; the reason is
+    one line."""
+
+    def __init__(self, reason: str, lasting: bool = False) -> None:
+        super().__init__(reason)
+        self.lasting = lasting
+
+
+class NothingToShare(Exception):
+    """A batch in which no image is asked about twice: the shared-prefix forward has nothing to save."""
+
 
 BASIC_PATHS = (PADDED, ONE_BY_ONE)  # what every model allows
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spatial_tasks.models.family_table import FAMILY_TABLE
-from spatial_tasks.models.scoring_terms import (
+from spatial_tasks.models.family_table import (
+    FAMILY_TABLE,
     GROUPED,
     ONE_BY_ONE,
     PACKED,

@@ -44,7 +44,7 @@ import torch
 from loguru import logger as eval_logger
 
 from spatial_tasks.common.yesno import YesNoLogits, label_mass
-from spatial_tasks.models.scoring_terms import PathUnavailable
+from spatial_tasks.models.family_table import PathUnavailable
 
 PREPARE = "prepare (host)"  # the stage of CPU work on the critical path, in every setting
 

@@ -38,7 +38,7 @@ from PIL import Image
 
 from spatial_tasks.common.yesno import YesNoLogits
 from spatial_tasks.models.lmms_requests import image_key
-from spatial_tasks.models.scoring_terms import (  # noqa: F401 -- the path names and signals, re-exported
+from spatial_tasks.models.family_table import (  # noqa: F401 -- the path names and signals, re-exported
     GROUPED,
     ONE_BY_ONE,
     ORDER,
