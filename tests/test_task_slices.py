@@ -46,7 +46,7 @@ def _data(name: str, **metadata) -> TaskData:
 def test_a_bad_slice_is_an_error_naming_the_task_and_key():
     from spatial_tasks.dori.tasks import task_slice
     from spatial_tasks.o3d.schema import SchemaError
-    from spatial_tasks.o3d.task_docs import Slice
+    from spatial_tasks.o3d.slices import Slice
     from spatial_tasks.spatialtunnel.resplit.tasks import task_docs as resplit_docs
     from spatial_tasks.vague.tasks import task_subset
 

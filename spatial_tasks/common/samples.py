@@ -139,7 +139,7 @@ def _read_samples(path: Path) -> Iterator[tuple[int, dict]]:
 
 def is_record_ref(value: object) -> bool:
     """Whether a logged value is the pointer the lmms-eval seam logs under a doc's other metric keys
-    (``harness.RecordRef``: ``<BENCH record: see 'KEY'>``) instead of the record itself."""
+    (``harness.pooling.RecordRef``: ``<BENCH record: see 'KEY'>``) instead of the record itself."""
     return isinstance(value, str) and value.startswith("<") and " record: see '" in value and value.endswith("'>")
 
 

@@ -41,13 +41,7 @@ from tqdm import tqdm
 from spatial_tasks.common.yesno import YesNoLogits, encode_payload, label_mass, warn_on_label_mass
 from spatial_tasks.harness import lmms_eval_qwen2_5_vl
 from spatial_tasks.models import families as families
-from spatial_tasks.models.answer_tokens import (  # noqa: F401  (re-exported: the rule's public names)
-    AnswerTokens,
-    YesNoTokenError,
-    answer_tokens,
-    single_token_id,
-    yes_no_token_ids,
-)
+from spatial_tasks.models.answer_tokens import AnswerTokens, answer_tokens
 from spatial_tasks.models.arguments import ScoringOptions, model_id
 from spatial_tasks.models.lmms_requests import as_list, refuse_text_tasks, request_item
 from spatial_tasks.models.model_table import entry_of

@@ -16,14 +16,7 @@ from spatial_tasks.common.origin import fingerprint
 from spatial_tasks.harness import DocsHook, TaskData
 from spatial_tasks.o3d import load, schema
 from spatial_tasks.o3d.demonstrations import attach_demonstrations
-from spatial_tasks.o3d.slices import (  # noqa: F401
-    CLARITY,
-    ICL_SUBSETS,
-    REAL_TASK_SUBSETS,
-    SUBSET_GROUPS,
-    SYNTHETIC_TASK_SUBSETS,
-    Slice,
-)
+from spatial_tasks.o3d.slices import Slice
 
 # Synthetic subsets of the tasks: kb-no-lp (HP without linear perspective) is a separate
 # experiment that Table 12 leaves out (tasks/o3d/README.md, "Paper vs authors' code" (5)).

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from spatial_tasks.benchmark import Headline, Scorecard, binary
 from spatial_tasks.common.stats import mean, share
-from spatial_tasks.common.yesno import label_mass_below_half, label_mass_median, label_mass_warning  # noqa: F401
+from spatial_tasks.common.yesno import label_mass_below_half, label_mass_median
 from spatial_tasks.common.intervals import GroupedMeans
 
 SIZE_SMALL_FAR = 0.10  # s1 = 0.1: far object small, size consistent with depth

@@ -9,6 +9,7 @@ from pathlib import Path
 from spatial_tasks.common.formatting import number, slug, with_interval
 from spatial_tasks.common.plots import grouped_hbars
 from spatial_tasks.common.runset import RunSet
+from spatial_tasks.common.yesno import label_mass_warning
 from spatial_tasks.spatialtunnel import metrics, plots
 
 # Column names are the metric names of lmms-eval's table and of `rescore` (the legend gives the paper's symbols).
@@ -77,7 +78,7 @@ def spatialtunnel_figures(runs: RunSet, out: Path) -> tuple[list[Path], list[str
         cells = [str(s[key]) if key == "n_censored" and key in s else
                  with_interval(s.get(key), ci.get(key), signed=key in SIGNED) for key, _ in columns]
         table.append(f"| {run.label} | {task} | {protocol} | {s['n']} | " + " | ".join(cells) + " |")
-        if warning := metrics.label_mass_warning(s.get("label_mass_median")):
+        if warning := label_mass_warning(s.get("label_mass_median")):
             warnings.append(f"- **Warning** ({run.label}, {task}): {warning}.")
         name = f"{run.label} · {_short(task)}"
         if "size_curve" in s:

@@ -177,7 +177,7 @@ def test_an_empty_visual_questions(pristine, tmp_path):
 
 def test_a_task_whose_filter_keeps_nothing_says_so(pristine, tmp_path):
     """o3d_real on data without real photos: a clear error, not a run over zero questions."""
-    from spatial_tasks.o3d import task_docs
+    from spatial_tasks.o3d import slices, task_docs
 
     load.clear_registry()
     questions = datasets.load_dataset(str(pristine), "visual_questions", split="train",
@@ -186,7 +186,7 @@ def test_a_task_whose_filter_keeps_nothing_says_so(pristine, tmp_path):
     with pytest.raises(DataError, match=r"no marked questions about the subsets \['real-012cue-cropped'\]"):
         data = TaskData(task="o3d_real", path=str(pristine), name="visual_questions", split="train",
                         kwargs={"cache_dir": str(tmp_path / "c")})
-        task_docs.build_task_docs(questions, data, subsets=task_docs.REAL_TASK_SUBSETS, marked=True)
+        task_docs.build_task_docs(questions, data, subsets=slices.REAL_TASK_SUBSETS, marked=True)
 
 
 def test_a_stale_row_is_detected(pristine, tmp_path):

@@ -14,12 +14,8 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
 from spatial_tasks.common.yesno import decode_payload, parse_yes_no
-from spatial_tasks.models.yesno_scoring import (
-    Qwen2_5_VLYesNo,
-    YesNoTokenError,
-    single_token_id,
-    yes_no_token_ids,
-)
+from spatial_tasks.models.answer_tokens import YesNoTokenError, single_token_id, yes_no_token_ids
+from spatial_tasks.models.yesno_scoring import Qwen2_5_VLYesNo
 
 MODEL_ARGS = {"device": "cpu", "device_map": "cpu", "min_pixels": 3136, "max_pixels": 50176}
 LOGIT_TOL = 1e-5  # float32 logits of one prompt through two code paths

@@ -10,7 +10,8 @@ import math
 import pytest
 from lmms import TINY_QWEN_ARGS, run_lmms_eval
 
-from spatial_tasks.spatialtunnel.known_models.build import SHIPPED_FILES, checkpoint, run_figures, sha256
+from spatial_tasks.known_models.card import SHIPPED_FILES, sha256
+from spatial_tasks.spatialtunnel.known_models.build import checkpoint, run_figures
 
 MAX_BYTES = 20 * 1024 * 1024
 NAMES = ("shortcut", "depth")

@@ -16,8 +16,7 @@ import pytest
 from PIL import Image
 from spatial_tasks.generators.o3d import standins as fixture
 
-from spatial_tasks import harness
-from spatial_tasks.harness import TaskData
+from spatial_tasks.harness import TaskData, pooling
 from spatial_tasks.o3d import (
     baselines,
     demonstrations,
@@ -26,6 +25,7 @@ from spatial_tasks.o3d import (
     model_input,
     records,
     schema,
+    slices,
     task_docs,
 )
 from spatial_tasks.o3d import tasks as T
@@ -141,7 +141,7 @@ def test_process_results_fan_out_exactly_the_declared_metrics(sample_docs):
         out = hook.bound(names)(doc, ["A"])
         assert tuple(out) == names
         assert isinstance(out["acc"], dict) and out["acc"]["benchmark"] == "o3d"
-        assert all(isinstance(out[n], harness.RecordRef) and out[n].record is out["acc"] for n in names[1:])
+        assert all(isinstance(out[n], pooling.RecordRef) and out[n].record is out["acc"] for n in names[1:])
         assert str(out[names[1]]) == "<o3d record: see 'acc'>"  # what --log_samples writes
 
 
@@ -234,18 +234,18 @@ def test_missing_prompt_field_is_an_error(sample_docs):
 
 def test_each_task_keeps_its_slice(sample_docs):
     m = sample_docs["markers"]
-    assert set(m["subset_name"]) == set(task_docs.SYNTHETIC_TASK_SUBSETS) and all(m["is_marked"])
+    assert set(m["subset_name"]) == set(slices.SYNTHETIC_TASK_SUBSETS) and all(m["is_marked"])
     assert set(m["ques_clarity"]) == {4.0}
     for kind, clarity in (("clarity_low", 2.0), ("clarity_med", 3.0), ("clarity_high", 3.5)):
         docs = sample_docs[kind]
         assert len(docs) > 20 and set(docs["ques_clarity"]) == {clarity} and not any(docs["is_marked"])
-        assert set(docs["subset_name"]) <= set(task_docs.SYNTHETIC_TASK_SUBSETS)
+        assert set(docs["subset_name"]) <= set(slices.SYNTHETIC_TASK_SUBSETS)
     real = sample_docs["real"]
     assert set(real["subset_name"]) == {"real-012cue-cropped"} and all(real["is_marked"])
     assert {d["num_cues"] for d in real} == {0, 1, 2}
     icl = sample_docs["icl_cot"]
     # kb-2cue's HP+SA, OC+RS and LS+TG have one near and one far image: no other image to show (6 left out)
-    assert set(icl["subset_name"]) == set(task_docs.ICL_SUBSETS) and len(icl) == 32 + 10 - 6
+    assert set(icl["subset_name"]) == set(slices.ICL_SUBSETS) and len(icl) == 32 + 10 - 6
 
 
 def test_records_carry_what_the_metrics_need(sample_docs):
@@ -306,7 +306,7 @@ def test_group_pools_records_not_means(sample_docs):
     for name in ("acc", "bias_nf", "sdgm_vision", "sdgm_language", "consistency", "msdgm_clarity_level"):
         values = [_agg(name)(list(recs)) for recs in parts.values()]
         pooled = T.pool_subtasks(values, [len(r) for r in parts.values()], True)
-        assert isinstance(pooled, harness.PooledValue) and pooled.metric == name
+        assert isinstance(pooled, pooling.PooledValue) and pooled.metric == name
         expected = metric_sets.METRICS[name]([r for recs in parts.values() for r in recs])
         assert float(pooled) == pytest.approx(expected)
     # over three clarity levels the language SDGM has more groups than any one task alone
@@ -510,7 +510,7 @@ def test_bundled_sample_is_what_the_documented_command_builds(tmp_path):
     from spatial_tasks.common.images import check_image
 
     fresh = build_sample(tmp_path / "sample")
-    for config in ("visual_questions", *task_docs.SYNTHETIC_TASK_SUBSETS, "real-012cue-cropped"):
+    for config in ("visual_questions", *slices.SYNTHETIC_TASK_SUBSETS, "real-012cue-cropped"):
         ours = pq.read_table(SAMPLE / config / fixture.PARQUET_NAME)
         theirs = pq.read_table(fresh / config / fixture.PARQUET_NAME)
         meta = [c for c in ours.column_names if c not in (*schema.SUBSET_IMAGE_COLUMNS.get(config, ()), "depth_f32", "scene")]

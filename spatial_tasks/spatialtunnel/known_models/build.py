@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from spatial_tasks.known_models import card as cards
-from spatial_tasks.known_models.card import SHIPPED_FILES, sha256  # noqa: F401 -- the tests read them here
 from spatial_tasks.spatialtunnel.known_models.behaviours import BEHAVIOURS, CLASSES, read_docs
 
 # The training renders: phase variation, another seed and a finer grid than the bundled sample
