@@ -20,7 +20,7 @@ from spatial_tasks.dori.schema import BENCHMARK, GRANULARITIES
 
 
 def records_from_samples(path: Path) -> list[dict]:
-    """Every logged answer of one samples file, checked (``tasks.LoggedRecord``) and re-scored."""
+    """Every logged answer of one samples file, checked (``records.LoggedRecord``) and re-scored."""
     def rescored(record: dict, sample: dict) -> dict:
         LoggedRecord.model_validate(record)
         return score(record, record.get("response", first_response(sample)))

@@ -20,20 +20,19 @@ from spatial_tasks.common import images, prompts
 from spatial_tasks.common.choice import LETTERS
 from spatial_tasks.common.validate import reads_docs
 from spatial_tasks.dori import load
-from spatial_tasks.dori.records import LoggedRecord, answer_position, score, shown_options  # noqa: F401
+from spatial_tasks.dori.records import answer_position, score, shown_options  # noqa: F401
 from spatial_tasks.dori.schema import (
     BENCHMARK,
     DRAW_BOXES,
     GRANULARITIES,
     SOURCE,
-    TASK_NAMES,  # noqa: F401 -- the 14 task names, for whoever runs them
     TASKS,
     TWO_IMAGE_TASKS,
     TWO_OBJECT_TASKS,
     check_prompt,
     prompt_seed,
 )
-from spatial_tasks.harness import DocsHook, ResultsHook, TaskData, aggregation, pool_subtasks  # noqa: F401
+from spatial_tasks.harness import DocsHook, ResultsHook, TaskData, pool_subtasks  # noqa: F401
 
 # Every doc hook reads a doc our loader made (a clear error otherwise, not a KeyError mid-run).
 _canonical_doc = reads_docs(BENCHMARK, ("question_id", "task", "granularity", "options", "answer_index"))

@@ -17,10 +17,9 @@ from spatial_tasks.common import images, prompts
 from spatial_tasks.common.errors import stop_run
 from spatial_tasks.common.validate import DataError, reads_docs
 from spatial_tasks.common.yesno import scores_payloads
-from spatial_tasks.harness import DocsHook, ResultsHook, TaskData, aggregation, pool_subtasks  # noqa: F401
+from spatial_tasks.harness import DocsHook, ResultsHook, TaskData, pool_subtasks  # noqa: F401
 from spatial_tasks.spatialtunnel import load
 from spatial_tasks.spatialtunnel.records import (  # noqa: F401
-    LoggedRecord,
     LogitsMissingError,
     exact_match_record,
     logit_record,

@@ -14,7 +14,7 @@ from spatial_tasks.vague.schema import BENCHMARK, SUBSETS, WRONG_TYPES
 
 
 def records_from_samples(path: Path) -> list[dict]:
-    """Every logged answer of one samples file, checked (``tasks.LoggedRecord``) and re-scored."""
+    """Every logged answer of one samples file, checked (``records.LoggedRecord``) and re-scored."""
     def rescored(record: dict, sample: dict) -> dict:
         LoggedRecord.model_validate(record)
         scorer = score_freeform if record["kind"] == "freeform" else score_mcq

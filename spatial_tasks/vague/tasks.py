@@ -30,7 +30,6 @@ from spatial_tasks.harness import DocsHook, ResultsHook, TaskData
 from spatial_tasks.vague import load, metrics
 from spatial_tasks.vague.person_tags import draw_person_tags
 from spatial_tasks.vague.records import (  # noqa: F401
-    LoggedRecord,
     freeform_answer,
     score_freeform,
     score_mcq,

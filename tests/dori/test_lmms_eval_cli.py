@@ -12,7 +12,7 @@ import pytest
 from lmms import SPATIAL_TASKS, TINY_QWEN_ARGS, assert_all_finite, declared_metrics, run_cli, run_lmms_eval
 
 from spatial_tasks.dori import load, metrics, schema
-from spatial_tasks.dori.tasks import TASK_NAMES
+from spatial_tasks.dori.schema import TASK_NAMES
 from spatial_tasks.registry import read_runs
 
 from . import official_layouts

@@ -29,7 +29,6 @@ from spatial_tasks.harness import (  # noqa: F401 (the prompt and image function
     embspatial_doc_to_visual,
 )
 from spatial_tasks.spatialtunnel.resplit import docs, metrics
-from spatial_tasks.spatialtunnel.resplit.records import LoggedRecord  # noqa: F401
 
 SOURCES = ("embspatial", "cv_bench_3d")
 
