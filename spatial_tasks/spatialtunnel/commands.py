@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from spatial_tasks.benchmark import Command
+from spatial_tasks.benchmark import Command, Later
 from spatial_tasks.cli_helpers import (
     DeviceOption,
     OverwriteOption,
@@ -25,10 +25,7 @@ from spatial_tasks.cli_helpers import (
 )
 
 
-def build_known_model(name: str, out: Path, **options) -> Path:
-    from spatial_tasks.spatialtunnel.known_models.build import build
-
-    return build(name, out, **options)
+BUILD = Later("spatial_tasks.spatialtunnel.known_models.build:build")  # the known models' build, imported when run
 
 
 def generate_spatialtunnel(
@@ -145,8 +142,8 @@ COMMANDS = [
     Command("known-model", "shortcut", known_model(
         "shortcut", "SpatialTunnel: a model that answers 'the object higher in the image is farther' (the photo "
         "shortcut); the 1,024 renders take about 15 minutes on 2 cores, shared with depth through --renders, then "
-        "12-15 minutes", build_known_model)),
+        "12-15 minutes", BUILD)),
     Command("known-model", "depth", known_model(
         "depth", "SpatialTunnel: a model that answers from the true depths (distance to the vanishing point); "
-        "the renders as for shortcut, then 12-15 minutes", build_known_model)),
+        "the renders as for shortcut, then 12-15 minutes", BUILD)),
 ]
