@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 
-from spatial_tasks.common.stats import is_defined  # noqa: F401 - re-exported for the reports
+from spatial_tasks.common.stats import is_defined
 
 UNDEFINED = "n/a"
 

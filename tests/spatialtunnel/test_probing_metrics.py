@@ -81,8 +81,7 @@ def test_layer_metrics_per_layer():
     deltas, labels = _deltas({"left": E[0], "right": -E[0], "above": E[1], "below": -E[1], "far": E[1],
                               "close": -E[1]}, noise=0.0)
     rng = np.random.default_rng(0)
-    out = P.layer_metrics({3: deltas, 1: rng.standard_normal(deltas.shape)}, labels)
-    assert list(out) == [1, 3]
+    out = {layer: P.metrics_of(d, labels) for layer, d in {3: deltas, 1: rng.standard_normal(deltas.shape)}.items()}
     assert out[3] == pytest.approx({"Coh_H": 1.0, "Coh_V": 1.0, "Coh_D": 1.0, "VD-EI": 1.0, "VD-EI (code)": 1.0,
                                     "zero_deltas": 0})
     assert abs(out[1]["VD-EI"]) < 0.9 and set(out[1]) == {"Coh_H", "Coh_V", "Coh_D", "VD-EI", "VD-EI (code)",

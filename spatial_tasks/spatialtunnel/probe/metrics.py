@@ -145,11 +145,6 @@ def metrics_of(deltas: np.ndarray, labels: Sequence[str]) -> dict[str, float]:
             "zero_deltas": zero_rows(deltas)}
 
 
-def layer_metrics(deltas_by_layer: Mapping[int, np.ndarray], labels: Sequence[str]) -> dict[int, dict[str, float]]:
-    """``metrics_of`` for every layer's (items x hidden) deltas."""
-    return {layer: metrics_of(d, labels) for layer, d in sorted(deltas_by_layer.items())}
-
-
 def vd_ei_code(deltas: np.ndarray, labels: Sequence[str]) -> float:
     """VD-EI as the authors' released code computes it (contrastive-probing ``probing.py``,
     ``compute_vd_ei_per_layer``): cos(mean sign-corrected vertical delta, mean sign-corrected
