@@ -29,12 +29,7 @@ from spatial_tasks.common.validate import reads_docs
 from spatial_tasks.harness import DocsHook, ResultsHook, TaskData
 from spatial_tasks.vague import load, metrics
 from spatial_tasks.vague.person_tags import draw_person_tags
-from spatial_tasks.vague.records import (  # noqa: F401
-    freeform_answer,
-    score_freeform,
-    score_mcq,
-    socratic_parts,
-)
+from spatial_tasks.vague.records import score_freeform, score_mcq
 from spatial_tasks.vague.schema import (
     BENCHMARK,
     SOURCE,

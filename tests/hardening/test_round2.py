@@ -18,6 +18,7 @@ from spatial_tasks.common import prompts
 from spatial_tasks.common.validate import DataError
 from spatial_tasks.dori import load as dori_load
 from spatial_tasks.spatialtunnel import tasks as st_tasks
+from spatial_tasks.vague import records as vague_records
 from spatial_tasks.vague import tasks as vague_tasks
 from lmms import SPATIAL_TASKS, run_cli
 
@@ -87,7 +88,7 @@ def test_generate_vague_writes_nothing_outside_out(tmp_path):
 
 
 def test_parsers_of_model_output_survive_deep_nesting():
-    assert vague_tasks.socratic_parts(DEEP) == (None, DEEP)
+    assert vague_records.socratic_parts(DEEP) == (None, DEEP)
     start = time.monotonic()
     with pytest.raises(ValueError, match="no JSON object"):
         pipeline.first_json_object(DEEP_OBJECT)  # a million starts, each too deep: bounded, not quadratic

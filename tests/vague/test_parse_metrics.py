@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from spatial_tasks.common.choice import DECLINED, REFUSED, SELECTED, UNPARSEABLE, outcome_share
 from spatial_tasks.vague import metrics
-from spatial_tasks.vague.tasks import freeform_answer, score_freeform, score_mcq
+from spatial_tasks.vague.records import freeform_answer, score_freeform, score_mcq
 
 OPTIONS = ["Move the sedan out of the handicapped parking spot.", "Take a photo of the parking lot.",
            "Find the difference between two parking spots.", "Move the motorcycle."]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spatial_tasks.vague import load
+from spatial_tasks.vague import load, records
 from spatial_tasks.vague import tasks as T
 
 GOLDEN = Path(__file__).with_name("golden")
@@ -72,7 +72,7 @@ def test_socratic_rounds(doc):
     assert visuals == [] and not terminal and info is None  # round 2 is text only
     assert context == T.mcq_prompt(doc, "sm", caption=CAPTION)
     visuals, context, terminal, outputs, info = T.doc_to_text_sm(doc, None, previous_output=[CAPTION, "B"], round_idx=2)
-    assert terminal and T.socratic_parts(outputs[-1]) == (CAPTION, "B")
+    assert terminal and records.socratic_parts(outputs[-1]) == (CAPTION, "B")
 
 
 @pytest.mark.parametrize("said", [[""], [None], []], ids=["empty caption", "None", "no output"])
@@ -84,7 +84,7 @@ def test_a_socratic_caption_round_that_said_nothing_is_answered_from_an_empty_de
     assert context == T.mcq_prompt(doc, "sm", caption="") and not terminal
     if said:  # both rounds answered: the caption kept as "" beside the answer
         _, _, terminal, outputs, _ = T.doc_to_text_sm_cot(doc, None, previous_output=[*said, "B"], round_idx=2)
-        assert terminal and T.socratic_parts(outputs[-1]) == ("", "B")
+        assert terminal and records.socratic_parts(outputs[-1]) == ("", "B")
     with pytest.raises(ValueError, match=r"the sm setting answers from the model's own caption"):
         T.mcq_prompt(doc, "sm", caption=None)
 
