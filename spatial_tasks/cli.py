@@ -364,16 +364,16 @@ def _rescore_command(name: str, title: str):
         from spatial_tasks.results.tidy import benchmark_records
 
         spec, runs = get(name), read_runs(*samples)
-        figures: dict[str, dict] = {}
+        per_run: dict[str, dict] = {}
         for entry in runs.only(name).tasks:
-            figures.setdefault(entry.run.label, {})[entry.task] = spec.summary(entry.records())
-        if not figures:
+            per_run.setdefault(entry.run.label, {})[entry.task] = spec.summary(entry.records())
+        if not per_run:
             raise SamplesError(f"{', '.join(map(str, samples))}: no {title} samples found (expected lmms-eval "
                                "--log_samples output)")
         if as_json:
-            print_json({"runs": figures, "records": benchmark_records(runs, name)})
+            print_json({"runs": per_run, "records": benchmark_records(runs, name)})
             return
-        for label, tasks in figures.items():
+        for label, tasks in per_run.items():
             typer.echo(label)
             for task, figures in tasks.items():
                 typer.echo(f"  {task}: {figures_line(figures)}")
