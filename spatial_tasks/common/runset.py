@@ -2,8 +2,8 @@
 
 ``RunSet.read(roots, benchmarks)`` finds every run under the folders (``samples.find_runs``) and, per run
 and task, a ``TaskRun``: its samples file (parsed on first use, then kept: ``samples.SamplesFile``), the
-benchmark whose records it logged, those records re-scored (per option set), the metrics its task
-declared and the software its run recorded. ``RunSet.scope(tasks)`` pools the records of some tasks of
+benchmark whose records it logged, those records re-scored (per option set) and the metrics its task
+declared; ``software_of(run)`` reads what its run recorded. ``RunSet.scope(tasks)`` pools the records of some tasks of
 one run (one task, a group, a run's whole benchmark) and keeps their intervals. Each of these is made
 when first asked and kept on the value, so ``report``, ``verify``, ``results``, ``rescore``, the page and
 every benchmark section -- which all take the run set as an argument -- read a file once however many
