@@ -260,7 +260,7 @@ def results_command(
         from spatial_tasks.common.samples import only_empty
         from spatial_tasks.registry import benchmarks
 
-        empty = [t.path for t in runs.tasks if t.empty]
+        empty = runs.empty()
         if empty:
             raise only_empty(empty, "no records to write")
 

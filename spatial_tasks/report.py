@@ -71,7 +71,7 @@ def write_report(runs: RunSet | None, out: Path, intro: Sequence[str] = (), prob
     deltas); ``view``: what the page's sample browser opens on (``page.page_data``). Returns the files
     written."""
     out = output_folder(out)
-    empty = [t.path for t in runs.tasks if t.empty] if runs is not None else []
+    empty = runs.empty() if runs is not None else []
     ours = runs.by_benchmark() if runs is not None else {}
     if empty and (ours or probes):
         for samples in empty:

@@ -127,6 +127,10 @@ class RunSet:
         """The folders it was read from, as a command's JSON names them."""
         return ", ".join(map(str, self.roots))
 
+    def empty(self) -> list[Path]:
+        """The samples files that hold no logged sample (a command names them, and leaves them out)."""
+        return [t.path for t in self.tasks if t.empty]
+
     def ours(self) -> list[TaskRun]:
         """The tasks whose records a known benchmark logged (empty files left out)."""
         return [t for t in self.tasks if not t.empty and t.benchmark is not None]
