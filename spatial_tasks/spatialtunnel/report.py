@@ -60,15 +60,15 @@ def spatialtunnel_figures(runs: RunSet, out: Path) -> tuple[list[Path], list[str
     bars: dict[str, dict[str, float]] = {}
     whiskers: dict[str, dict[str, tuple[float, float]]] = {}
     entries = sorted(runs.tasks, key=lambda e: (e.run.label, e.task))
-    read = [(entry.run, entry.task, entry.records()) for entry in entries]
-    served = any("censored" in r for _, _, records in read for r in records)
-    massed = any("label_mass" in r for _, _, records in read for r in records)
+    served = any("censored" in r for entry in entries for r in entry.records())
+    massed = any("label_mass" in r for entry in entries for r in entry.records())
     columns = (COLUMNS + ((("n_censored", "censored"),) if served else ())  # only served runs can censor a label
                + (MASS_COLUMNS if massed else ()))  # only models that score logits have a label mass
     warnings = []
     header = "| run | task | protocol | n | " + " | ".join(name for _, name in columns) + " |"
     table = [header, "|---|---|---|---:|" + "---:|" * len(columns)]
-    for entry, (run, task, records) in zip(entries, read):
+    for entry in entries:
+        run, task, records = entry.run, entry.task, entry.records()
         if not records:
             continue
         protocol = records[0]["protocol"]
